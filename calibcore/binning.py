@@ -1,0 +1,46 @@
+"""Bin edges and bin assignment shared by every binned measure."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+Binning = Literal["equal_width", "equal_mass"]
+
+
+def equal_width_edges(n_bins: int) -> NDArray[np.float64]:
+    """``n_bins + 1`` equally spaced edges on [0, 1]."""
+    return np.linspace(0.0, 1.0, n_bins + 1)
+
+
+def equal_mass_edges(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
+    """Quantile edges with about the same number of scores per bin.
+
+    Duplicate edges (ties in the scores) are dropped, so fewer bins may result;
+    the outer edges are stretched to 0 and 1 so every score in [0, 1] falls in a bin.
+    """
+    edges = np.unique(np.quantile(scores, np.linspace(0.0, 1.0, n_bins + 1)))
+    edges[0], edges[-1] = min(edges[0], 0.0), max(edges[-1], 1.0)
+    if edges.size < 2:
+        edges = np.array([0.0, 1.0])
+    return edges
+
+
+def bin_edges(scores: NDArray[np.float64], n_bins: int, binning: Binning) -> NDArray[np.float64]:
+    """Edges for ``binning`` (validated by the caller)."""
+    if binning == "equal_mass":
+        return equal_mass_edges(scores, n_bins)
+    return equal_width_edges(n_bins)
+
+
+def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Bin index of each score: bins are right-closed, ``(e_{b-1}, e_b]``, the first also
+    holding its left edge, so a score of exactly 0 is in bin 0 and 1 in the last bin.
+
+    This is the convention of the LCE and calibration papers' code
+    (``searchsorted(..., side="left") - 1``, clipped).
+    """
+    index = np.searchsorted(edges, scores, side="left") - 1
+    return np.clip(index, 0, edges.size - 2)

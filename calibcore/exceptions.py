@@ -1,0 +1,63 @@
+"""Exceptions raised by calibcore.
+
+Every error caused by the caller's input is a :class:`CalibrationInputError`,
+a ``ValueError`` subclass, so callers can catch bad input without catching
+programming errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class CalibrationInputError(ValueError):
+    """Input data or parameters that calibcore cannot use.
+
+    Parameters
+    ----------
+    message : str
+        A sentence a person can act on: what is wrong, where, and how to fix it.
+    code : str, default="invalid_input"
+        A short machine-readable reason, used by the REST API.
+    column : str or None
+        The column at fault, when there is one.
+    rows : sequence of int, optional
+        The first offending rows (0-based positions).
+    count : int or None
+        How many rows are at fault in total.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "invalid_input",
+        column: str | None = None,
+        rows: Sequence[int] = (),
+        count: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.column = column
+        self.rows = [int(r) for r in rows]
+        self.count = count
+
+    def details(self) -> dict[str, object]:
+        """Structured details for an API error body."""
+        out: dict[str, object] = {}
+        if self.column is not None:
+            out["column"] = self.column
+        if self.rows:
+            out["rows"] = self.rows
+        if self.count is not None:
+            out["count"] = self.count
+        return out
+
+
+class RoleInferenceError(CalibrationInputError):
+    """The columns of a prediction table could not be given roles."""
+
+
+class NotFittedError(CalibrationInputError):
+    """A recalibrator was used before ``fit``."""

@@ -1,0 +1,225 @@
+"""The recalibrator contract shared by every family (SPEC §4.5).
+
+A recalibrator maps class probabilities (and, for local methods, features) to
+corrected class probabilities. It is a scikit-learn estimator:
+
+* ``__init__`` only stores keyword arguments (so ``get_params``/``clone`` work);
+* ``fit(y_prob, y_true, features=None)`` validates, sets ``trailing_underscore_``
+  attributes and returns ``self``;
+* ``predict_proba(y_prob, features=None)`` starts with ``check_is_fitted`` and
+  returns rows on the probability simplex, shape (n, K) (binary input of shape
+  (n,) gives (n, 2)).
+
+Fitted recalibrators serialize to plain JSON (``to_json``/``from_json``),
+never pickle. Floats survive the round trip exactly because Python writes the
+shortest repr that reads back to the same double.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from calibcore._validation import check_predictions, check_probabilities
+from calibcore.exceptions import CalibrationInputError
+
+JSON_FORMAT_VERSION = 1
+_ARRAY_TAG = "__ndarray__"
+_ESTIMATOR_TAG = "__recalibrator__"
+
+#: method name -> class; filled by ``register``.
+REGISTRY: dict[str, type[Recalibrator]] = {}
+
+
+def register(cls: type[Recalibrator]) -> type[Recalibrator]:
+    """Class decorator adding a recalibrator to :data:`REGISTRY` under ``cls.method``."""
+    if cls.method in REGISTRY and REGISTRY[cls.method] is not cls:
+        raise RuntimeError(f"two recalibrators claim the method name {cls.method!r}")
+    REGISTRY[cls.method] = cls
+    return cls
+
+
+def encode_json(value: Any) -> Any:
+    """Turn arrays, numpy scalars and nested recalibrators into JSON-able values."""
+    if isinstance(value, Recalibrator):
+        return {_ESTIMATOR_TAG: value.to_json()}
+    if isinstance(value, np.ndarray):
+        return {
+            _ARRAY_TAG: encode_json(value.tolist()),
+            "dtype": value.dtype.str,
+            "shape": list(value.shape),
+        }
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): encode_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encode_json(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return {"__float__": repr(value)}
+    return value
+
+
+def decode_json(value: Any) -> Any:
+    """Inverse of :func:`encode_json`."""
+    if isinstance(value, dict):
+        if _ARRAY_TAG in value:
+            data = decode_json(value[_ARRAY_TAG])
+            array = np.array(data, dtype=np.dtype(value["dtype"]))
+            return array.reshape(value["shape"])
+        if _ESTIMATOR_TAG in value:
+            return Recalibrator.from_json(value[_ESTIMATOR_TAG])
+        if "__float__" in value:
+            return float(value["__float__"])
+        return {k: decode_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_json(v) for v in value]
+    return value
+
+
+class Recalibrator(BaseEstimator):  # type: ignore[misc]
+    """Base class of every recalibrator; see the module docstring for the contract.
+
+    Subclasses set ``method`` (the registry name), ``needs_features``,
+    ``fitted_attributes`` (the ``trailing_underscore_`` attributes that make up the
+    fitted state), and implement ``_fit`` and ``_predict`` on validated arrays.
+    """
+
+    method: ClassVar[str] = ""
+    display_name: ClassVar[str] = ""
+    needs_features: ClassVar[bool] = False
+    fitted_attributes: ClassVar[tuple[str, ...]] = ()
+
+    def fit(self, y_prob: ArrayLike, y_true: ArrayLike, features: ArrayLike | None = None) -> Self:
+        """Fit on calibration rows.
+
+        Parameters
+        ----------
+        y_prob : array-like of shape (n,) or (n, K)
+            Uncalibrated probabilities (P(class 1) when 1-D).
+        y_true : array-like of shape (n,)
+            Class indices 0..K-1.
+        features : array-like of shape (n, d), optional
+            Required by recalibrators with ``needs_features``.
+
+        Returns
+        -------
+        self
+        """
+        labels, proba = check_predictions(y_true, y_prob)
+        checked = self._check_features(features, proba.shape[0])
+        self.n_classes_ = proba.shape[1]
+        self._fit(proba, labels, checked)
+        return self
+
+    def predict_proba(self, y_prob: ArrayLike, features: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Corrected probabilities, shape (n, K), each row on the simplex."""
+        check_is_fitted(self, "n_classes_")
+        proba = check_probabilities(y_prob)
+        if proba.shape[1] != self.n_classes_:
+            raise CalibrationInputError(
+                f"this recalibrator was fitted on {self.n_classes_} classes; "
+                f"y_prob has {proba.shape[1]}."
+            )
+        checked = self._check_features(features, proba.shape[0])
+        return _to_simplex(self._predict(proba, checked))
+
+    def _check_features(self, features: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
+        if not self.needs_features:
+            return None
+        if features is None:
+            raise CalibrationInputError(
+                f"{type(self).__name__} needs features: pass features= (n, d) numeric array."
+            )
+        array = np.asarray(features, dtype=np.float64)
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2 or array.shape[0] != n_rows:
+            raise CalibrationInputError(
+                f"features must have shape ({n_rows}, d); got {array.shape}."
+            )
+        return array
+
+    def _fit(
+        self,
+        proba: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> None:
+        raise NotImplementedError
+
+    def _predict(
+        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+    ) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict with the method, its parameters and the fitted state."""
+        check_is_fitted(self, "n_classes_")
+        state = {name: getattr(self, name) for name in ("n_classes_", *self.fitted_attributes)}
+        return {
+            "format": "calibdash-recalibrator",
+            "version": JSON_FORMAT_VERSION,
+            "method": self.method,
+            "params": encode_json(self.get_params(deep=False)),
+            "state": encode_json(state),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Recalibrator:
+        """Rebuild a fitted recalibrator from :meth:`to_json` output.
+
+        Called on the base class it dispatches on ``document["method"]``.
+        """
+        if not isinstance(document, dict) or document.get("format") != "calibdash-recalibrator":
+            raise CalibrationInputError(
+                "not a calibdash recalibrator document: expected a JSON object with "
+                '"format": "calibdash-recalibrator".'
+            )
+        if document.get("version") != JSON_FORMAT_VERSION:
+            raise CalibrationInputError(
+                f"unsupported recalibrator document version {document.get('version')!r}; "
+                f"this calibdash reads version {JSON_FORMAT_VERSION}."
+            )
+        method = document.get("method")
+        target = REGISTRY.get(str(method)) if cls is Recalibrator else cls
+        if target is None or target.method != method:
+            raise CalibrationInputError(
+                f"unknown recalibration method {method!r}; known: {', '.join(sorted(REGISTRY))}."
+            )
+        try:
+            estimator = target(**decode_json(document.get("params", {})))
+            for name, value in decode_json(document["state"]).items():
+                if name != "n_classes_" and name not in target.fitted_attributes:
+                    raise CalibrationInputError(f"unexpected fitted attribute {name!r} for {method}.")
+                setattr(estimator, name, value)
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, CalibrationInputError):
+                raise
+            raise CalibrationInputError(f"malformed recalibrator document: {exc}") from exc
+        return estimator
+
+
+def _to_simplex(proba: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Clip tiny negatives from round-off and renormalize rows to sum to one."""
+    clipped = np.clip(proba, 0.0, None)
+    totals = clipped.sum(axis=1, keepdims=True)
+    uniform = np.full_like(clipped, 1.0 / clipped.shape[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, clipped / totals, uniform)
+
+
+def log_probabilities(proba: NDArray[np.float64], floor: float = 1e-12) -> NDArray[np.float64]:
+    """log p with probabilities clipped at ``floor`` (used as logits by scaling methods)."""
+    return np.log(np.clip(proba, floor, 1.0))
+
+
+def softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise softmax, stable for large logits."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=1, keepdims=True)

@@ -1,0 +1,49 @@
+"""Isotonic regression calibration (one-vs-rest, renormalized)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+
+from calibcore.recalibration._base import Recalibrator, register
+
+
+@register
+class IsotonicCalibration(Recalibrator):
+    """Non-decreasing step-linear map of each class probability, fitted by isotonic
+    regression (pool adjacent violators); rows renormalized for multiclass.
+
+    The fitted maps are stored as their knots and applied with linear
+    interpolation (constant beyond the end knots), as scikit-learn does.
+
+    Attributes
+    ----------
+    knots_x_, knots_y_ : list of ndarray
+        Knots of each class's map (one map, for P(class 1), when binary).
+    """
+
+    method = "isotonic"
+    display_name = "Isotonic regression"
+    fitted_attributes = ("knots_x_", "knots_y_")
+
+    def _fit(self, proba, labels, features):  # type: ignore[no-untyped-def]
+        columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
+        self.knots_x_, self.knots_y_ = [], []
+        for k in columns:
+            model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+            model.fit(proba[:, k], (labels == k).astype(np.float64))
+            self.knots_x_.append(np.asarray(model.X_thresholds_, dtype=np.float64))
+            self.knots_y_.append(np.asarray(model.y_thresholds_, dtype=np.float64))
+
+    def _predict(self, proba, features):  # type: ignore[no-untyped-def]
+        if proba.shape[1] == 2:
+            positive = np.interp(proba[:, 1], self.knots_x_[0], self.knots_y_[0])
+            return np.column_stack([1.0 - positive, positive])
+        mapped = np.column_stack(
+            [np.interp(proba[:, k], x, y) for k, (x, y) in
+             enumerate(zip(self.knots_x_, self.knots_y_, strict=True))]
+        )
+        # A row every map sends to zero keeps its original probabilities.
+        empty = mapped.sum(axis=1) <= 0
+        mapped[empty] = proba[empty]
+        return mapped

@@ -1,0 +1,107 @@
+"""Parametric scaling: Platt scaling and temperature scaling."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize, minimize_scalar
+from scipy.special import expit, log_expit
+
+from calibcore.recalibration._base import Recalibrator, log_probabilities, register, softmax
+
+_LOGIT_FLOOR = 1e-12
+
+
+def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    clipped = np.clip(p, _LOGIT_FLOOR, 1.0 - _LOGIT_FLOOR)
+    return np.log(clipped) - np.log1p(-clipped)
+
+
+def platt_targets(is_positive: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Platt's (1999) smoothed targets: (N+ + 1)/(N+ + 2) for positives, 1/(N- + 2) else."""
+    n_pos = float(is_positive.sum())
+    n_neg = float(is_positive.size - n_pos)
+    return np.where(is_positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+
+def fit_sigmoid(
+    scores: NDArray[np.float64], targets: NDArray[np.float64]
+) -> tuple[float, float]:
+    """Slope and intercept of sigmoid(a * score + b) minimizing cross-entropy to ``targets``."""
+
+    def loss_and_grad(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = params[0] * scores + params[1]
+        loss = -np.sum(targets * log_expit(z) + (1.0 - targets) * log_expit(-z))
+        residual = expit(z) - targets
+        return float(loss), np.array([np.dot(residual, scores), residual.sum()])
+
+    result = minimize(loss_and_grad, x0=np.array([1.0, 0.0]), jac=True, method="L-BFGS-B")
+    return float(result.x[0]), float(result.x[1])
+
+
+@register
+class PlattScaling(Recalibrator):
+    """Platt scaling: a sigmoid of the logit of each class probability.
+
+    Binary problems fit one sigmoid to logit P(class 1); multiclass problems
+    fit one per class (one-vs-rest) and renormalize rows. Targets are Platt's
+    smoothed targets, which keep the fit away from 0/1 on separable data.
+
+    Attributes
+    ----------
+    slopes_, intercepts_ : ndarray of shape (m,)
+        One sigmoid per fitted problem (m = 1 for binary, K otherwise).
+    """
+
+    method = "platt"
+    display_name = "Platt scaling"
+    fitted_attributes = ("slopes_", "intercepts_")
+
+    def _fit(self, proba, labels, features):  # type: ignore[no-untyped-def]
+        columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
+        fits = [
+            fit_sigmoid(_logit(proba[:, k]), platt_targets(labels == k)) for k in columns
+        ]
+        self.slopes_ = np.array([a for a, _ in fits])
+        self.intercepts_ = np.array([b for _, b in fits])
+
+    def _predict(self, proba, features):  # type: ignore[no-untyped-def]
+        if proba.shape[1] == 2:
+            positive = expit(self.slopes_[0] * _logit(proba[:, 1]) + self.intercepts_[0])
+            return np.column_stack([1.0 - positive, positive])
+        return expit(self.slopes_ * _logit(proba) + self.intercepts_)
+
+
+@register
+class TemperatureScaling(Recalibrator):
+    """Temperature scaling: softmax(log p / T) with one temperature T > 0.
+
+    The log-probabilities act as logits (they differ from the logits by a
+    per-row constant, which softmax ignores). T is fitted by minimizing the
+    negative log-likelihood over log T in [-5, 5].
+
+    Attributes
+    ----------
+    temperature_ : float
+    """
+
+    method = "temperature"
+    display_name = "Temperature scaling"
+    fitted_attributes = ("temperature_",)
+
+    def _fit(self, proba, labels, features):  # type: ignore[no-untyped-def]
+        logits = log_probabilities(proba)
+        rows = np.arange(labels.size)
+
+        def nll(log_temperature: float) -> float:
+            scaled = logits / np.exp(log_temperature)
+            shifted = scaled - scaled.max(axis=1, keepdims=True)
+            log_norm = np.log(np.exp(shifted).sum(axis=1))
+            return float(np.mean(log_norm - shifted[rows, labels]))
+
+        result = minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded",
+                                 options={"xatol": 1e-8})
+        self.temperature_ = float(np.exp(result.x))
+
+    def _predict(self, proba, features):  # type: ignore[no-untyped-def]
+        return softmax(log_probabilities(proba) / self.temperature_)

@@ -1,0 +1,23 @@
+"""The REST API under /api/v1."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from app.api.deps import require_token
+from app.api.errors import ApiError
+from app.api.routes import datasets, jobs, meta, recalibrations
+
+
+def build_router() -> APIRouter:
+    """All REST routes, token-checked when a token is configured."""
+    router = APIRouter(prefix="/api/v1", dependencies=[Depends(require_token)])
+    for module in (meta, datasets, recalibrations, jobs):
+        router.include_router(module.router)
+
+    @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                      include_in_schema=False)
+    def unknown(path: str) -> None:
+        raise ApiError(404, "not_found", f"no API route /api/v1/{path}; see /docs.")
+
+    return router

@@ -1,0 +1,76 @@
+"""One error shape for the whole API, and the handlers that produce it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.services.datasets import NotFound
+from calibcore.exceptions import CalibrationInputError
+
+logger = logging.getLogger("calibdash")
+
+
+class ApiError(Exception):
+    """An error with an HTTP status, a code and a message a person can act on."""
+
+    def __init__(self, status: int, code: str, message: str,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+def error_response(status: int, code: str, message: str,
+                   details: dict[str, Any] | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content={
+        "error": {"code": code, "message": message, "details": details or {}}})
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, dict[str, Any]]:
+    problems = []
+    for item in exc.errors():
+        where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
+        problems.append(f"{where or 'request'}: {item.get('msg', 'invalid')}")
+    return "invalid request: " + "; ".join(problems), {"problems": problems}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register handlers so every failure leaves as ``{"error": {...}}``."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+
+    @app.exception_handler(CalibrationInputError)
+    async def _input_error(_: Request, exc: CalibrationInputError) -> JSONResponse:
+        return error_response(422, exc.code, exc.message, exc.details())
+
+    @app.exception_handler(NotFound)
+    async def _not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return error_response(404, "not_found", str(exc), {"kind": exc.kind, "id": exc.record_id})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        message, details = _validation_message(exc)
+        return error_response(422, "invalid_request", message, details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http_error")
+        return error_response(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal_error",
+                              f"an unexpected error occurred ({type(exc).__name__}); the server "
+                              "is still running and nothing stored was changed.")

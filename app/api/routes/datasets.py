@@ -1,0 +1,115 @@
+"""Dataset routes: upload, staged uploads, list/get/delete, measures, reliability."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+
+from app.api.deps import ServicesDep
+from app.api.uploads import saved_upload
+from app.schemas.models import DatasetSummary, ErrorResponse, RolesRequest
+from app.services import diagnostics
+from app.services.datasets import RoleOverrides
+from calibcore.binning import Binning
+from calibcore.views import View
+
+router = APIRouter(tags=["datasets"], responses={
+    404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+
+ViewQuery = Annotated[View, Query(description="top_label (default), positive or classwise")]
+BinsQuery = Annotated[int, Query(ge=1, le=1000, description="number of bins")]
+BinningQuery = Annotated[Binning, Query(description="equal_width or equal_mass")]
+SubsetQuery = Annotated[diagnostics.Subset, Query(description="all, calibration or test rows")]
+
+
+def _columns(value: str | None) -> tuple[str, ...] | None:
+    if value is None or not value.strip():
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+@router.post("/datasets", status_code=status.HTTP_201_CREATED, response_model=DatasetSummary,
+             responses={413: {"model": ErrorResponse}})
+def create_dataset(
+    services: ServicesDep,
+    file: Annotated[UploadFile, File(description="CSV (optionally gzip) or Parquet")],
+    label: Annotated[str | None, Form()] = None,
+    probabilities: Annotated[str | None, Form(description="comma-separated columns")] = None,
+    features: Annotated[str | None, Form(description="comma-separated columns")] = None,
+    split: Annotated[str | None, Form()] = None,
+    id: Annotated[str | None, Form()] = None,
+    logits: Annotated[bool, Form()] = False,
+    renormalize: Annotated[bool, Form()] = False,
+    name: Annotated[str | None, Form()] = None,
+) -> dict[str, Any]:
+    """Upload a prediction file; roles are inferred unless given."""
+    overrides = RoleOverrides(label=label, probabilities=_columns(probabilities),
+                              features=_columns(features), split=split, id=id,
+                              logits=logits, renormalize=renormalize)
+    with saved_upload(file, services.settings.max_upload_bytes,
+                      services.settings.data_dir / "incoming") as path:
+        return services.datasets.create_from_file(path, file.filename or "upload", overrides,
+                                                  name=name)
+
+
+@router.post("/uploads", status_code=status.HTTP_201_CREATED,
+             responses={413: {"model": ErrorResponse}})
+def stage_upload(
+    services: ServicesDep,
+    file: Annotated[UploadFile, File(description="CSV (optionally gzip) or Parquet")],
+) -> dict[str, Any]:
+    """Upload a file and get its inferred roles and first rows, to confirm before use."""
+    with saved_upload(file, services.settings.max_upload_bytes,
+                      services.settings.data_dir / "incoming") as path:
+        return services.datasets.stage_upload(path, file.filename or "upload")
+
+
+@router.post("/uploads/{upload_id}/confirm", status_code=status.HTTP_201_CREATED,
+             response_model=DatasetSummary)
+def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -> dict[str, Any]:
+    """Confirm (or correct) the roles of a staged upload and create the dataset."""
+    overrides = RoleOverrides(
+        label=roles.label, probabilities=tuple(roles.probabilities or ()) or None,
+        features=None if roles.features is None else tuple(roles.features),
+        split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
+        logits=roles.logits, renormalize=roles.renormalize)
+    return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)
+
+
+@router.get("/datasets", response_model=list[DatasetSummary])
+def list_datasets(services: ServicesDep) -> list[dict[str, Any]]:
+    return services.datasets.list()
+
+
+@router.get("/datasets/{dataset_id}", response_model=DatasetSummary)
+def get_dataset(services: ServicesDep, dataset_id: str) -> dict[str, Any]:
+    return services.datasets.summary(dataset_id)
+
+
+@router.delete("/datasets/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dataset(services: ServicesDep, dataset_id: str) -> Response:
+    services.datasets.delete(dataset_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/datasets/{dataset_id}/metrics")
+def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
+                n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
+                subset: SubsetQuery = "all") -> dict[str, Any]:
+    """Global calibration measures of one view on all, calibration or test rows."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    result = diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
+                                        binning=binning, subset=subset)
+    return {"dataset_id": dataset_id, **result}
+
+
+@router.get("/datasets/{dataset_id}/reliability")
+def get_reliability(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
+                    n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
+                    subset: SubsetQuery = "all") -> dict[str, Any]:
+    """Binned reliability diagram(s) with per-bin 95% Wilson intervals."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    result = diagnostics.reliability(prediction_set, view=view, n_bins=n_bins, binning=binning,
+                                     subset=subset)
+    return {"dataset_id": dataset_id, **result}

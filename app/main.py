@@ -1,0 +1,62 @@
+"""The application: FastAPI (REST under /api/v1, OpenAPI at /docs) + the Dash UI at /."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from app.api import build_router
+from app.api.errors import error_response, install_error_handlers
+from app.config import Settings, get_settings
+from app.services.context import Services, example_path
+from app.ui.dashboard import build_dash
+
+logger = logging.getLogger("calibdash")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build one ASGI application serving the REST API and the Dash UI.
+
+    Parameters
+    ----------
+    settings : Settings, optional
+        Defaults to the environment (``CALIBDASH_*``).
+    """
+    settings = settings or get_settings()
+    services = Services.build(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.load_example:
+            loaded = services.datasets.ensure_example(example_path())
+            if loaded:
+                logger.info("loaded the example dataset as %s", loaded)
+        yield
+        services.jobs.shutdown()
+
+    app = FastAPI(title="calibdash", version="0.1.0", lifespan=lifespan,
+                  description="Calibration diagnostics: where a classifier's probabilities are "
+                  "wrong, and how to fix them.")
+    app.state.services = services
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def limit_body_size(request: Request, call_next):  # type: ignore[no-untyped-def]
+        length = request.headers.get("content-length")
+        limit = settings.max_upload_bytes + (1 << 20)  # allow multipart overhead
+        if request.url.path.startswith("/api/") and length and length.isdigit() \
+                and int(length) > limit:
+            return error_response(413, "too_large",
+                                  f"the request body ({int(length)} bytes) exceeds the upload "
+                                  f"limit of {settings.max_upload_bytes} bytes "
+                                  "(CALIBDASH_MAX_UPLOAD_BYTES).")
+        response: Response = await call_next(request)
+        return response
+
+    app.include_router(build_router())
+    build_dash(app, services)
+    return app

@@ -1,0 +1,82 @@
+"""Request and response models of the REST API."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ErrorBody(BaseModel):
+    """The one error shape: ``{"error": {"code", "message", "details"}}``."""
+
+    code: str = Field(description="machine-readable reason, e.g. 'probability_out_of_range'")
+    message: str = Field(description="what is wrong and how to fix it")
+    details: dict[str, Any] = Field(default_factory=dict,
+                                    description="column, first offending rows, count, ...")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class RolesRequest(BaseModel):
+    """Roles a user confirms for a staged upload; omitted fields keep the inferred role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str | None = None
+    probabilities: list[str] | None = None
+    features: list[str] | None = None
+    split: str | None = None
+    id: str | None = None
+    no_split: bool = False
+    no_id: bool = False
+    logits: bool = False
+    renormalize: bool = False
+    name: str | None = None
+
+
+class DatasetSummary(BaseModel):
+    """A stored dataset: size, classes, confirmed roles and warnings."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    name: str
+    created: str
+    filename: str
+    n_rows: int
+    n_classes: int
+    classes: list[str]
+    roles: dict[str, Any]
+    feature_kinds: dict[str, str]
+    n_calibration: int | None
+    n_test: int | None
+    warnings: list[str]
+
+
+class RecalibrationRequest(BaseModel):
+    """Fit one recalibration method (or several with ``methods``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str | None = Field(default=None, description="registry name, e.g. 'platt'")
+    params: dict[str, Any] = Field(default_factory=dict)
+    methods: list[str] | None = Field(default=None,
+                                      description="several methods to compare in one job")
+    n_bins: int = Field(default=15, ge=1, le=1000)
+    run_async: bool = Field(default=False, alias="async",
+                            description="return 202 with a job id instead of waiting")
+
+
+class JobResponse(BaseModel):
+    id: str
+    kind: str
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    progress: float
+    message: str
+    result: Any = None
+    error: dict[str, Any] | None = None
+    created: str
+    finished: str | None = None

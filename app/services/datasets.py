@@ -1,0 +1,222 @@
+"""Datasets: staging uploads, confirming roles, storing and loading prediction sets."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from app.services.tables import read_table
+from app.store import Record, Store, new_id, now
+from calibcore.data import (
+    ColumnRoles,
+    PredictionSet,
+    RoleGuess,
+    build_prediction_set,
+    infer_roles,
+)
+from calibcore.exceptions import CalibrationInputError
+
+PREVIEW_ROWS = 10
+_CACHE_SIZE = 8
+
+
+class NotFound(LookupError):
+    """A dataset, upload or recalibration id that the store does not hold."""
+
+    def __init__(self, kind: str, record_id: str) -> None:
+        super().__init__(f"no {kind} with id {record_id!r}; it may have been deleted.")
+        self.kind = kind
+        self.record_id = record_id
+
+
+@dataclass(frozen=True)
+class RoleOverrides:
+    """Roles a user chose explicitly; ``None`` keeps the inferred role."""
+
+    label: str | None = None
+    probabilities: tuple[str, ...] | None = None
+    features: tuple[str, ...] | None = None
+    split: str | None = None
+    id: str | None = None
+    no_split: bool = False
+    no_id: bool = False
+    logits: bool = False
+    renormalize: bool = False
+
+
+def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
+    """Merge inferred roles with the user's choices; features default to the rest."""
+    label = overrides.label or guess.label
+    probabilities = overrides.probabilities or guess.probabilities
+    if label is None or not probabilities:
+        problems = [p for p in guess.problems
+                    if (label is None and "label" in p) or (not probabilities and "probab" in p)]
+        raise CalibrationInputError(
+            " ".join(problems) + f" The file's columns are: {', '.join(columns[:30])}.",
+            code="roles_not_found")
+    split = None if overrides.no_split else (overrides.split or guess.split)
+    id_column = None if overrides.no_id else (overrides.id or guess.id)
+    taken = {label, *probabilities, split, id_column}
+    features = overrides.features
+    if features is None:
+        features = tuple(c for c in columns if c not in taken)
+    return ColumnRoles(label=label, probabilities=tuple(probabilities), features=tuple(features),
+                       split=split, id=id_column, logits=overrides.logits)
+
+
+def preview_rows(frame: pd.DataFrame, limit: int = PREVIEW_ROWS) -> list[dict[str, Any]]:
+    """The first rows as JSON-safe records (NaN -> None)."""
+    head = frame.head(limit)
+    return [{str(k): _json_value(v) for k, v in row.items()} for row in head.to_dict("records")]
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+
+class DatasetService:
+    """Everything about stored datasets; used by both the REST API and the UI."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._cache: OrderedDict[str, PredictionSet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- staging ------------------------------------------------------------------
+    def stage_upload(self, path: Path, filename: str) -> dict[str, Any]:
+        """Parse an uploaded file and keep it until the user confirms its roles."""
+        frame = read_table(path, filename)
+        guess = infer_roles(frame)
+        upload_id = new_id("up")
+        self._store.write_table(upload_id, frame)
+        meta = {"filename": filename, "n_rows": int(frame.shape[0]),
+                "columns": [str(c) for c in frame.columns]}
+        self._store.put(Record("upload", upload_id, None, filename, now(), meta))
+        return {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
+                "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+                "preview": preview_rows(frame)}
+
+    def create_from_upload(self, upload_id: str, overrides: RoleOverrides,
+                           name: str | None = None) -> dict[str, Any]:
+        """Confirm roles of a staged upload and store it as a dataset."""
+        record = self._store.get("upload", upload_id)
+        if record is None:
+            raise NotFound("upload", upload_id)
+        frame = self._store.read_table(upload_id)
+        summary = self._create(frame, overrides, name or record.name, record.meta["filename"])
+        self._store.delete("upload", upload_id)
+        return summary
+
+    def create_from_file(self, path: Path, filename: str, overrides: RoleOverrides,
+                         name: str | None = None) -> dict[str, Any]:
+        """Parse, infer roles (with overrides), validate and store in one step."""
+        frame = read_table(path, filename)
+        return self._create(frame, overrides, name or filename, filename)
+
+    def _create(self, frame: pd.DataFrame, overrides: RoleOverrides, name: str,
+                filename: str) -> dict[str, Any]:
+        columns = [str(c) for c in frame.columns]
+        roles = apply_overrides(infer_roles(frame), overrides, columns)
+        prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize)
+        dataset_id = new_id("ds")
+        self._store.write_table(dataset_id, frame)
+        meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns))
+        self._store.put(Record("dataset", dataset_id, None, name, now(), meta))
+        self._remember(dataset_id, prediction_set)
+        return self.summary(dataset_id)
+
+    # -- reading ------------------------------------------------------------------
+    def record(self, dataset_id: str) -> Record:
+        record = self._store.get("dataset", dataset_id)
+        if record is None:
+            raise NotFound("dataset", dataset_id)
+        return record
+
+    def summary(self, dataset_id: str) -> dict[str, Any]:
+        record = self.record(dataset_id)
+        return {"id": record.id, "name": record.name, "created": record.created, **record.meta}
+
+    def list(self) -> list[dict[str, Any]]:
+        return [{"id": r.id, "name": r.name, "created": r.created, **r.meta}
+                for r in self._store.list("dataset")]
+
+    def frame(self, dataset_id: str) -> pd.DataFrame:
+        self.record(dataset_id)
+        return self._store.read_table(dataset_id)
+
+    def prediction_set(self, dataset_id: str) -> PredictionSet:
+        """The validated prediction set (cached; rebuilt from the stored table)."""
+        with self._lock:
+            if dataset_id in self._cache:
+                self._cache.move_to_end(dataset_id)
+                return self._cache[dataset_id]
+        meta = self.record(dataset_id).meta
+        stored = meta["roles"]
+        roles = ColumnRoles(**{**stored, "probabilities": tuple(stored["probabilities"]),
+                               "features": tuple(stored["features"])})
+        prediction_set = build_prediction_set(self.frame(dataset_id), roles,
+                                              renormalize=meta.get("renormalized", False))
+        self._remember(dataset_id, prediction_set)
+        return prediction_set
+
+    def _remember(self, dataset_id: str, prediction_set: PredictionSet) -> None:
+        with self._lock:
+            self._cache[dataset_id] = prediction_set
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+    def delete(self, dataset_id: str) -> None:
+        self.record(dataset_id)
+        self._store.delete("dataset", dataset_id)
+        with self._lock:
+            self._cache.pop(dataset_id, None)
+
+    def ensure_example(self, path: Path) -> str | None:
+        """Load the bundled example when the store has no dataset yet."""
+        if self._store.list("dataset"):
+            return None
+        summary = self.create_from_file(path, path.name, RoleOverrides(),
+                                        name=f"{path.stem} (example)")
+        return str(summary["id"])
+
+
+def _guess_dict(guess: RoleGuess) -> dict[str, Any]:
+    out = asdict(guess)
+    out["probabilities"] = list(guess.probabilities)
+    out["features"] = list(guess.features)
+    out["problems"] = list(guess.problems)
+    return out
+
+
+def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bool,
+                  n_columns: int) -> dict[str, Any]:
+    roles = replace(prediction_set.roles)
+    split = prediction_set.split
+    return {
+        "filename": filename,
+        "n_rows": prediction_set.n_rows,
+        "n_columns": n_columns,
+        "n_classes": prediction_set.n_classes,
+        "classes": list(prediction_set.classes),
+        "roles": {"label": roles.label, "probabilities": list(roles.probabilities),
+                  "features": list(roles.features), "split": roles.split, "id": roles.id,
+                  "logits": roles.logits},
+        "feature_kinds": prediction_set.feature_kinds,
+        "n_calibration": None if split is None else int((split == "calibration").sum()),
+        "n_test": None if split is None else int((split == "test").sum()),
+        "renormalized": renormalized,
+        "warnings": list(prediction_set.warnings),
+    }

@@ -1,0 +1,182 @@
+"""Embedded persistence: metadata in SQLite, tables in Parquet, atomic writes.
+
+Every file is written to a temporary name in the same directory and then
+renamed over its final name (``os.replace`` is atomic on POSIX), and metadata
+rows are inserted only after their files exist, so a crash mid-write leaves
+either the old state or the new one, never a half-written dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    parent TEXT,
+    name TEXT NOT NULL,
+    created TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE INDEX IF NOT EXISTS records_parent ON records (kind, parent);
+"""
+
+
+@dataclass(frozen=True)
+class Record:
+    """A stored item's metadata: ``kind`` is "dataset", "upload", "recalibration", ..."""
+
+    kind: str
+    id: str
+    parent: str | None
+    name: str
+    created: str
+    meta: dict[str, Any]
+
+
+def new_id(prefix: str) -> str:
+    """An unguessable id (128 random bits), prefixed for readability."""
+    return f"{prefix}_{secrets.token_urlsafe(16)}"
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as stream:
+            os.fsync(stream.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class Store:
+    """Datasets, uploads, recalibrations and cached results under one directory.
+
+    Parameters
+    ----------
+    root : Path
+        The data directory; created if missing.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "tables").mkdir(exist_ok=True)
+        (self.root / "documents").mkdir(exist_ok=True)
+        self._lock = threading.Lock()
+        self._clean_temporaries()
+        with self._connect() as connection:
+            connection.executescript(_SCHEMA)
+
+    def _clean_temporaries(self) -> None:
+        """Remove temporary files left by a crash mid-write."""
+        for pattern in ("tables/.*.tmp", "documents/.*.tmp"):
+            for leftover in self.root.glob(pattern):
+                leftover.unlink(missing_ok=True)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        connection = sqlite3.connect(self.root / "calibdash.sqlite3", timeout=30)
+        try:
+            with connection:
+                yield connection
+        finally:
+            connection.close()
+
+    # -- tables and documents -------------------------------------------------
+    def table_path(self, key: str) -> Path:
+        return self.root / "tables" / f"{key}.parquet"
+
+    def document_path(self, key: str) -> Path:
+        return self.root / "documents" / f"{key}.json"
+
+    def write_table(self, key: str, frame: pd.DataFrame) -> None:
+        atomic_write(self.table_path(key), lambda tmp: frame.to_parquet(tmp, index=False))
+
+    def read_table(self, key: str) -> pd.DataFrame:
+        return pd.read_parquet(self.table_path(key))
+
+    def write_document(self, key: str, document: Any) -> None:
+        text = json.dumps(document, allow_nan=False)
+        atomic_write(self.document_path(key), lambda tmp: tmp.write_text(text))
+
+    def read_document(self, key: str) -> Any:
+        return json.loads(self.document_path(key).read_text())
+
+    def has_document(self, key: str) -> bool:
+        return self.document_path(key).exists()
+
+    # -- metadata ---------------------------------------------------------------
+    def put(self, record: Record) -> None:
+        with self._lock, self._connect() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO records (kind, id, parent, name, created, meta) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (record.kind, record.id, record.parent, record.name, record.created,
+                 json.dumps(record.meta, allow_nan=False)),
+            )
+
+    def get(self, kind: str, record_id: str) -> Record | None:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT kind, id, parent, name, created, meta FROM records "
+                "WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+        return None if row is None else _record(row)
+
+    def list(self, kind: str, parent: str | None = None) -> list[Record]:
+        query = "SELECT kind, id, parent, name, created, meta FROM records WHERE kind = ?"
+        args: tuple[Any, ...] = (kind,)
+        if parent is not None:
+            query += " AND parent = ?"
+            args += (parent,)
+        with self._connect() as connection:
+            rows = connection.execute(query + " ORDER BY created, id", args).fetchall()
+        return [_record(row) for row in rows]
+
+    def delete(self, kind: str, record_id: str) -> list[Record]:
+        """Delete a record and its children (recursively); returns what was removed."""
+        removed: list[Record] = []
+        record = self.get(kind, record_id)
+        if record is None:
+            return removed
+        with self._connect() as connection:
+            children = connection.execute(
+                "SELECT kind, id, parent, name, created, meta FROM records WHERE parent = ?",
+                (record_id,)).fetchall()
+        for child in children:
+            removed += self.delete(child[0], child[1])
+        with self._lock, self._connect() as connection:
+            connection.execute("DELETE FROM records WHERE kind = ? AND id = ?", (kind, record_id))
+        for path in list(self.root.glob(f"tables/{record_id}*")) + list(
+                self.root.glob(f"documents/{record_id}*")):
+            path.unlink(missing_ok=True)
+        return [record, *removed]
+
+
+def now() -> str:
+    """UTC timestamp, ISO 8601 with microseconds (sortable)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    return Record(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))

@@ -1,0 +1,45 @@
+"""Small reusable pieces of the UI: cards, progress bars, notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import html
+
+
+def measure_card(label: str, value: float | int | str | None, note: str = "",
+                 interval: tuple[float | None, float | None] | None = None,
+                 title: str = "") -> html.Div:
+    """A labelled number with its sample size or interval underneath."""
+    if isinstance(value, float):
+        shown = f"{value:.4f}"
+    elif isinstance(value, int):
+        shown = f"{value:,}"
+    else:
+        shown = "—" if value is None else str(value)
+    lines: list[Any] = [html.Div(label, className="card-label"),
+                        html.Div(shown, className="card-value")]
+    if interval is not None and None not in interval:
+        lines.append(html.Div(f"95% CI {interval[0]:.4f}–{interval[1]:.4f}",
+                              className="card-interval"))
+    if note:
+        lines.append(html.Div(note, className="card-note"))
+    return html.Div(lines, className="card", title=title)
+
+
+def progress_bar(bar_id: str, wrapper_id: str | None = None, *, fraction: float = 0.0,
+                 text: str = "", visible: bool = False) -> html.Div:
+    """A horizontal progress bar whose inner width is the fraction done."""
+    return html.Div(
+        [html.Div(id=bar_id, className="progress-fill", style={"width": f"{fraction:.0%}"}),
+         html.Span(text, className="progress-text")],
+        id=wrapper_id or f"{bar_id}-wrapper", className="progress",
+        style={} if visible else {"display": "none"})
+
+
+def error_note(message: str) -> html.Div:
+    return html.Div(message, className="note note-error", role="alert")
+
+
+def info_note(message: str) -> html.Div:
+    return html.Div(message, className="note note-info")

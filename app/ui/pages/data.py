@@ -1,0 +1,136 @@
+"""Data page: upload a file (streamed, with progress), confirm its column roles."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
+
+from app.services.context import Services
+from app.services.datasets import NotFound, RoleOverrides
+from app.ui import ids
+from app.ui.components import error_note, info_note, progress_bar
+from calibcore.exceptions import CalibrationInputError
+
+
+def layout(services: Services) -> html.Div:
+    datasets = services.datasets.list()
+    return html.Div([
+        html.H1("Upload predictions"),
+        html.P("A CSV (comma, semicolon or tab separated; gzip allowed) or Parquet file with one "
+               "row per example: the true label, the predicted class probabilities, and any "
+               "features. Roles are inferred; you confirm them next."),
+        html.Div([
+            html.Div("Drop a CSV or Parquet file here", className="dropzone-title"),
+            html.Div("or", className="dropzone-or"),
+            html.Label(["choose a file", html.Input(id=ids.UPLOAD_INPUT, type="file",
+                                                    accept=".csv,.tsv,.txt,.gz,.parquet,.pq")],
+                       className="button button-secondary", htmlFor=ids.UPLOAD_INPUT),
+        ], id=ids.UPLOAD_DROPZONE, className="dropzone"),
+        progress_bar(ids.UPLOAD_PROGRESS_BAR, ids.UPLOAD_PROGRESS),
+        dcc.Store(id=ids.UPLOAD_RESPONSE),
+        html.Div(id=ids.UPLOAD_STATUS),
+        html.Div(id=ids.ROLES_PANEL),
+        html.H2("Stored datasets"),
+        html.Div(_dataset_list(datasets), id=ids.DATASET_LIST),
+    ])
+
+
+def _dataset_list(datasets: list[dict[str, Any]]) -> Any:
+    if not datasets:
+        return info_note("No datasets yet: upload one above.")
+    rows = [html.Tr([
+        html.Td(dcc.Link(d["name"], href=f"/overview?dataset={d['id']}")),
+        html.Td(f"{d['n_rows']:,}"), html.Td(d["n_classes"]),
+        html.Td("calibration/test split" if d.get("n_test") else "no split (cross-fitting)"),
+        html.Td(d["created"][:19].replace("T", " ")),
+    ]) for d in reversed(datasets)]
+    header = html.Tr([html.Th(h) for h in ("name", "rows", "classes", "split", "created (UTC)")])
+    return html.Table([html.Thead(header), html.Tbody(rows)], className="table")
+
+
+def _roles_editor(response: dict[str, Any]) -> html.Div:
+    inferred = response["inferred"]
+    columns = response["columns"]
+    options = [{"label": c, "value": c} for c in columns]
+    problems = [error_note(p) for p in inferred.get("problems", [])]
+    preview = dash_table.DataTable(
+        id=ids.PREVIEW_TABLE, data=response["preview"],
+        columns=[{"name": c, "id": c} for c in columns], page_size=10,
+        style_table={"overflowX": "auto"}, style_cell={"fontFamily": "inherit",
+                                                       "fontSize": "13px", "padding": "4px"},
+        style_header={"fontWeight": "600", "backgroundColor": "#eef2f7"})
+    return html.Div([
+        html.H2(f"Confirm the column roles of {response['filename']} "
+                f"({response['n_rows']:,} rows, {len(columns)} columns)"),
+        *problems,
+        html.Div([
+            _field("Label (true class)", dcc.Dropdown(id=ids.ROLE_LABEL, options=options,
+                                                      value=inferred.get("label"))),
+            _field("Probability columns (one per class, or P(positive) for binary)",
+                   dcc.Dropdown(id=ids.ROLE_PROBABILITIES, options=options, multi=True,
+                                value=inferred.get("probabilities"))),
+            _field("Split (calibration / test), optional",
+                   dcc.Dropdown(id=ids.ROLE_SPLIT, options=options, value=inferred.get("split"),
+                                placeholder="none: cross-fitting")),
+            _field("Id, optional", dcc.Dropdown(id=ids.ROLE_ID, options=options,
+                                                value=inferred.get("id"), placeholder="none")),
+            _field("Features", dcc.Dropdown(id=ids.ROLE_FEATURES, options=options, multi=True,
+                                            value=inferred.get("features"))),
+            _field("Name", dcc.Input(id=ids.ROLE_NAME, value=response["filename"], type="text",
+                                     className="text-input")),
+            dcc.Checklist(id=ids.ROLE_OPTIONS, options=[
+                {"label": " probability columns hold logits", "value": "logits"},
+                {"label": " renormalize rows that do not sum to 1", "value": "renormalize"}],
+                value=[], className="checklist"),
+        ], className="roles-grid"),
+        html.Button("Create dataset", id=ids.CONFIRM_BUTTON, className="button"),
+        html.Div(id=ids.CONFIRM_STATUS),
+        html.H3("First rows"),
+        preview,
+    ], className="panel")
+
+
+def _field(label: str, control: Any) -> html.Div:
+    return html.Div([html.Label(label, className="field-label"), control], className="field")
+
+
+def register(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.UPLOAD_STATUS, "children"), Output(ids.ROLES_PANEL, "children"),
+                  Input(ids.UPLOAD_RESPONSE, "data"), prevent_initial_call=True)
+    def show_upload(response: dict[str, Any] | None) -> tuple[Any, Any]:
+        if not response:
+            return no_update, no_update
+        body = response.get("body") or {}
+        if response.get("status") != 201:
+            message = body.get("error", {}).get("message", "the upload failed.")
+            return error_note(f"Upload rejected: {message}"), None
+        return info_note(f"Uploaded {body['filename']}: {body['n_rows']:,} rows. Check the "
+                         "roles below, then create the dataset."), _roles_editor(body)
+
+    @app.callback(Output(ids.CONFIRM_STATUS, "children"), Output(ids.URL, "href"),
+                  Input(ids.CONFIRM_BUTTON, "n_clicks"),
+                  State(ids.UPLOAD_RESPONSE, "data"), State(ids.ROLE_LABEL, "value"),
+                  State(ids.ROLE_PROBABILITIES, "value"), State(ids.ROLE_SPLIT, "value"),
+                  State(ids.ROLE_ID, "value"), State(ids.ROLE_FEATURES, "value"),
+                  State(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_NAME, "value"),
+                  prevent_initial_call=True)
+    async def confirm(clicks: int | None, response: dict[str, Any] | None, label: str | None,
+                      probabilities: list[str] | None, split: str | None,
+                      id_column: str | None, features: list[str] | None,
+                      options: list[str] | None, name: str | None) -> tuple[Any, Any]:
+        if not clicks or not response:
+            return no_update, no_update
+        options = options or []
+        overrides = RoleOverrides(
+            label=label, probabilities=tuple(probabilities or ()) or None,
+            features=tuple(features or ()), split=split, id=id_column,
+            no_split=split is None, no_id=id_column is None,
+            logits="logits" in options, renormalize="renormalize" in options)
+        try:
+            summary = await asyncio.to_thread(services.datasets.create_from_upload,
+                                              response["body"]["upload_id"], overrides, name)
+        except (CalibrationInputError, NotFound) as exc:
+            return error_note(f"Cannot create the dataset: {exc}"), no_update
+        return info_note("Dataset created."), f"/overview?dataset={summary['id']}"

@@ -1,0 +1,491 @@
+"""Prediction tables: column-role inference and validation -> :class:`PredictionSet`.
+
+A prediction table has one row per example: the true label, the model's class
+probabilities (or logits), optionally a split column (calibration/test) and an
+id, and any number of feature columns (SPEC §2). Reading files is the app's job;
+this module works on a :class:`pandas.DataFrame`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
+from calibcore.exceptions import CalibrationInputError, RoleInferenceError
+
+Split = Literal["calibration", "test"]
+FeatureKind = Literal["numeric", "categorical"]
+
+LABEL_NAMES = ("y_true", "y", "label", "labels", "target", "class", "truth", "ground_truth",
+               "outcome", "true_label")
+BINARY_PROBABILITY_NAMES = ("y_prob", "y_proba", "y_pred_proba", "y_score", "p", "proba",
+                            "prob", "probability", "score", "pred_prob", "p1", "prob_1",
+                            "proba_1", "p_1")
+PROBABILITY_PREFIXES = ("y_proba_", "y_prob_", "proba_", "probability_", "prob_", "pred_",
+                        "score_", "p_", "proba", "prob", "p")
+SPLIT_NAMES = ("split", "fold", "subset", "set", "partition")
+ID_NAMES = ("id", "row_id", "sample_id", "example_id", "uid", "uuid", "key", "index")
+SPLIT_VALUES: dict[str, Split] = {
+    "calibration": "calibration", "cal": "calibration", "calib": "calibration",
+    "fit": "calibration", "train": "calibration", "recalibration": "calibration",
+    "test": "test", "eval": "test", "evaluation": "test", "holdout": "test",
+    "hold-out": "test", "heldout": "test", "held_out": "test", "validation": "test",
+}
+_BOOLEAN_LABELS = {"false": 0, "true": 1, "no": 0, "yes": 1, "0": 0, "1": 1, "neg": 0,
+                   "pos": 1, "negative": 0, "positive": 1, "0.0": 0, "1.0": 1}
+#: Integer columns with at most this many distinct values are treated as categorical.
+MAX_CATEGORICAL_INTEGERS = 10
+
+
+@dataclass(frozen=True)
+class ColumnRoles:
+    """Which column plays which role.
+
+    Attributes
+    ----------
+    label : str
+        The true-label column.
+    probabilities : tuple of str
+        One column per class (K >= 2), or a single column holding P(positive class)
+        of a binary problem.
+    features : tuple of str
+        Columns describing the examples.
+    split : str or None
+        Column with calibration/test values.
+    id : str or None
+        Identifier column carried into exports.
+    logits : bool
+        The probability columns hold logits (softmax, or sigmoid for one column).
+    """
+
+    label: str
+    probabilities: tuple[str, ...]
+    features: tuple[str, ...] = ()
+    split: str | None = None
+    id: str | None = None
+    logits: bool = False
+
+    def columns(self) -> list[str]:
+        """Every column with a role, label first."""
+        named = [self.label, *self.probabilities, *self.features]
+        return named + [c for c in (self.split, self.id) if c is not None]
+
+
+@dataclass(frozen=True)
+class RoleGuess:
+    """The result of role inference: roles filled in where they could be, and why.
+
+    ``label`` or ``probabilities`` may be missing (None / empty) when the table gave
+    no clue; ``problems`` then says what to choose.
+    """
+
+    label: str | None
+    probabilities: tuple[str, ...]
+    features: tuple[str, ...]
+    split: str | None
+    id: str | None
+    problems: tuple[str, ...] = ()
+
+    def to_roles(self) -> ColumnRoles:
+        """The guess as :class:`ColumnRoles`; raises if label or probabilities are missing."""
+        if self.label is None or not self.probabilities:
+            raise RoleInferenceError(
+                " ".join(self.problems) or "could not find label and probability columns.",
+                code="roles_not_found",
+            )
+        return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id)
+
+
+@dataclass(frozen=True)
+class PredictionSet:
+    """A validated prediction table.
+
+    Attributes
+    ----------
+    classes : tuple of str
+        Class names, in the order of the probability columns.
+    y_true : ndarray of shape (n,)
+        Class indices into ``classes``.
+    proba : ndarray of shape (n, K)
+        Class probabilities, rows summing to one.
+    features : DataFrame
+        The feature columns (may contain missing values).
+    feature_kinds : dict
+        ``"numeric"`` or ``"categorical"`` per feature.
+    split : ndarray of shape (n,) of str, or None
+        ``"calibration"`` or ``"test"`` per row.
+    ids : ndarray of shape (n,) or None
+    roles : ColumnRoles
+    warnings : tuple of str
+        Things the user should know (renormalized rows, missing feature values, ...).
+    """
+
+    classes: tuple[str, ...]
+    y_true: NDArray[np.intp]
+    proba: NDArray[np.float64]
+    features: pd.DataFrame
+    feature_kinds: dict[str, FeatureKind]
+    split: NDArray[np.str_] | None
+    ids: NDArray[np.object_] | None
+    roles: ColumnRoles
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.y_true.size)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def mask(self, split: Split) -> NDArray[np.bool_]:
+        """Rows of the given split (all rows when the table has no split column)."""
+        if self.split is None:
+            return np.ones(self.n_rows, dtype=bool)
+        return self.split == split
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())
+
+
+def _find_named(columns: Sequence[str], names: Sequence[str]) -> str | None:
+    by_normal = {_normalize(c): c for c in columns}
+    for candidate in names:
+        if candidate in by_normal:
+            return by_normal[candidate]
+    return None
+
+
+def label_value_names(values: pd.Series) -> pd.Series:
+    """Label values as the strings that name classes ("1", "cat"); integral floats lose ".0"."""
+    if pd.api.types.is_bool_dtype(values):
+        return values.map({False: "0", True: "1"}).astype(object)
+    if pd.api.types.is_float_dtype(values):
+        integral = values.dropna()
+        if (integral == np.round(integral)).all():
+            return values.map(lambda v: v if pd.isna(v) else str(int(v))).astype(object)
+    return values.map(lambda v: v if pd.isna(v) else str(v).strip()).astype(object)
+
+
+def _class_columns(columns: Sequence[str], class_names: Sequence[str]) -> tuple[str, ...]:
+    """Columns ``<prefix><class>`` for every class, trying the known prefixes in turn."""
+    by_normal = {_normalize(c): c for c in columns}
+    wanted = [_normalize(c) for c in class_names]
+    for prefix in PROBABILITY_PREFIXES:
+        found = [by_normal.get(prefix + name) for name in wanted]
+        if all(found):
+            return tuple(str(c) for c in found)
+    return ()
+
+
+def _prefixed_groups(columns: Sequence[str]) -> tuple[str, ...]:
+    """The largest group of >= 2 columns sharing a probability prefix (proba_0, proba_1, ...)."""
+    best: tuple[str, ...] = ()
+    for prefix in (p for p in PROBABILITY_PREFIXES if p.endswith("_")):
+        group = tuple(c for c in columns if _normalize(c).startswith(prefix)
+                      and len(_normalize(c)) > len(prefix))
+        if len(group) > len(best):
+            best = group
+    return best if len(best) >= 2 else ()
+
+
+def infer_roles(frame: pd.DataFrame) -> RoleGuess:
+    """Guess the role of every column from names and values (SPEC §2).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The raw table.
+
+    Returns
+    -------
+    RoleGuess
+        Always returns; unresolved roles are explained in ``problems``.
+    """
+    columns = [str(c) for c in frame.columns]
+    problems: list[str] = []
+    label = _find_named(columns, LABEL_NAMES)
+    probabilities: tuple[str, ...] = ()
+    if label is None:
+        problems.append(
+            "No label column found: name it y_true, y, label, target or class, or choose it."
+        )
+    else:
+        class_names = sorted(label_value_names(frame[label]).dropna().unique(), key=_natural)
+        probabilities = _class_columns([c for c in columns if c != label], class_names)
+    if not probabilities:
+        probabilities = _prefixed_groups([c for c in columns if c != label])
+    if not probabilities:
+        single = _find_named([c for c in columns if c != label], BINARY_PROBABILITY_NAMES)
+        probabilities = (single,) if single else ()
+    if not probabilities:
+        problems.append(
+            "No probability columns found: give one column per class named like proba_<class> "
+            "(or one column y_prob with P(positive class) for a binary label), or choose them."
+        )
+    taken = {label, *probabilities}
+    split = _find_named([c for c in columns if c not in taken], SPLIT_NAMES)
+    if split is not None and not _looks_like_split(frame[split]):
+        split = None
+    taken.add(split)
+    id_column = _find_named([c for c in columns if c not in taken], ID_NAMES)
+    taken.add(id_column)
+    features = tuple(c for c in columns if c not in taken)
+    return RoleGuess(label, probabilities, features, split, id_column, tuple(problems))
+
+
+def _natural(value: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(value))
+    except ValueError:
+        return (1, value)
+
+
+def _looks_like_split(values: pd.Series) -> bool:
+    seen = {str(v).strip().lower() for v in values.dropna().unique()[:50]}
+    return bool(seen) and seen <= set(SPLIT_VALUES)
+
+
+def feature_kind(values: pd.Series) -> FeatureKind:
+    """Numeric, or categorical for strings, booleans and low-cardinality integers."""
+    if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+        return "categorical"
+    present = values.dropna()
+    integral = pd.api.types.is_integer_dtype(values) or bool(
+        (present == np.round(present)).all()
+    )
+    if integral and present.nunique() <= MAX_CATEGORICAL_INTEGERS:
+        return "categorical"
+    return "numeric"
+
+
+def build_prediction_set(
+    frame: pd.DataFrame, roles: ColumnRoles, *, renormalize: bool = False
+) -> PredictionSet:
+    """Validate ``frame`` under ``roles`` and return a :class:`PredictionSet`.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The raw table.
+    roles : ColumnRoles
+        Column roles (from :func:`infer_roles` or the user).
+    renormalize : bool, default=False
+        Rescale probability rows that do not sum to 1 (within 1e-3) instead of
+        rejecting them (the rescaling is reported in ``warnings``).
+
+    Raises
+    ------
+    CalibrationInputError
+        Naming the column, the first offending rows and their count.
+    """
+    _check_columns_exist(frame, roles)
+    if frame.shape[0] == 0:
+        raise CalibrationInputError("the table has no rows.", code="empty_table")
+    warnings: list[str] = []
+    labels = label_value_names(frame[roles.label])
+    _reject_missing(labels.isna().to_numpy(), roles.label, "label")
+    raw = _numeric_probabilities(frame, roles.probabilities)
+    if not roles.logits:
+        _check_range(raw, roles)
+    classes, proba = _class_probabilities(raw, roles, labels)
+    proba = _checked_simplex(proba, roles, renormalize, warnings)
+    index = {name: k for k, name in enumerate(classes)}
+    y_true = labels.map(index)
+    unknown = y_true.isna().to_numpy()
+    if unknown.any():
+        values = ", ".join(repr(v) for v in labels[unknown].unique()[:5])
+        raise CalibrationInputError(
+            f"column {roles.label!r} has label values with no probability column ({values}) "
+            f"in {describe_rows(unknown)}; probability columns are for classes "
+            f"{', '.join(classes)}.",
+            code="label_without_probability", column=roles.label,
+            rows=first_rows(unknown), count=int(unknown.sum()),
+        )
+    features = frame[list(roles.features)].reset_index(drop=True)
+    kinds = {name: feature_kind(features[name]) for name in roles.features}
+    missing = {name: int(n) for name, n in features.isna().sum().items() if n}
+    if missing:
+        listed = ", ".join(f"{name} ({n})" for name, n in list(missing.items())[:5])
+        warnings.append(f"features with missing values (rows): {listed}; each diagnostic "
+                        "drops or imputes them and says so.")
+    return PredictionSet(
+        classes=classes,
+        y_true=y_true.to_numpy(dtype=np.intp),
+        proba=proba,
+        features=features,
+        feature_kinds=kinds,
+        split=_split_values(frame, roles.split),
+        ids=None if roles.id is None else frame[roles.id].to_numpy(dtype=object),
+        roles=roles,
+        warnings=tuple(warnings),
+    )
+
+
+def _check_columns_exist(frame: pd.DataFrame, roles: ColumnRoles) -> None:
+    present = {str(c) for c in frame.columns}
+    missing = [c for c in roles.columns() if c not in present]
+    if missing:
+        raise CalibrationInputError(
+            f"column(s) {', '.join(map(repr, missing))} not found; the table has "
+            f"{', '.join(map(repr, list(present)[:20]))}.",
+            code="column_not_found", column=missing[0],
+        )
+    if not roles.probabilities:
+        raise CalibrationInputError("choose at least one probability column.",
+                                    code="no_probability_columns")
+    if roles.label in roles.probabilities:
+        raise CalibrationInputError(
+            f"column {roles.label!r} cannot be both the label and a probability column.",
+            code="conflicting_roles", column=roles.label)
+    used = roles.columns()
+    duplicated = sorted({c for c in used if used.count(c) > 1})
+    if duplicated:
+        raise CalibrationInputError(
+            f"column(s) {', '.join(map(repr, duplicated))} have more than one role.",
+            code="conflicting_roles", column=duplicated[0])
+
+
+def _reject_missing(mask: NDArray[np.bool_], column: str, what: str) -> None:
+    if mask.any():
+        raise CalibrationInputError(
+            f"column {column!r} ({what}) has missing values in {describe_rows(mask)}.",
+            code="missing_values", column=column, rows=first_rows(mask), count=int(mask.sum()),
+        )
+
+
+def _numeric_probabilities(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
+    out = np.empty((frame.shape[0], len(columns)))
+    for k, column in enumerate(columns):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        not_numbers = (values.isna() & frame[column].notna()).to_numpy()
+        if not_numbers.any():
+            examples = ", ".join(repr(v) for v in frame[column][not_numbers].unique()[:3])
+            raise CalibrationInputError(
+                f"column {column!r} (probability) has non-numeric values ({examples}) in "
+                f"{describe_rows(not_numbers)}.",
+                code="non_numeric_probability", column=column,
+                rows=first_rows(not_numbers), count=int(not_numbers.sum()),
+            )
+        _reject_missing(values.isna().to_numpy(), column, "probability")
+        out[:, k] = values.to_numpy(dtype=np.float64)
+        infinite = ~np.isfinite(out[:, k])
+        if infinite.any():
+            raise CalibrationInputError(
+                f"column {column!r} (probability) has infinite values in "
+                f"{describe_rows(infinite)}.",
+                code="non_finite_probability", column=column,
+                rows=first_rows(infinite), count=int(infinite.sum()))
+    return out
+
+
+def _class_probabilities(
+    raw: NDArray[np.float64], roles: ColumnRoles, labels: pd.Series
+) -> tuple[tuple[str, ...], NDArray[np.float64]]:
+    """Class names and an (n, K) probability matrix (logits converted)."""
+    if len(roles.probabilities) == 1:
+        scores = raw[:, 0]
+        if roles.logits:
+            scores = 1.0 / (1.0 + np.exp(-scores))
+        return _binary_classes(labels, roles), np.column_stack([1.0 - scores, scores])
+    if roles.logits:
+        shifted = raw - raw.max(axis=1, keepdims=True)
+        raw = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    classes = _classes_from_columns(roles.probabilities, labels)
+    return classes, raw
+
+
+def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
+    """(negative, positive) class names when one column holds P(positive)."""
+    values = sorted(labels.dropna().unique(), key=_natural)
+    if len(values) > 2:
+        raise CalibrationInputError(
+            f"column {roles.label!r} has {len(values)} distinct labels "
+            f"({', '.join(map(repr, values[:6]))}) but only one probability column "
+            f"({roles.probabilities[0]!r}); give one probability column per class.",
+            code="label_without_probability", column=roles.label,
+        )
+    lowered = {v: _BOOLEAN_LABELS.get(v.lower()) for v in values}
+    if all(code is not None for code in lowered.values()):
+        by_code = {code: v for v, code in lowered.items()}
+        negative = by_code.get(0, "0" if "1" in by_code.values() else "false")
+        positive = by_code.get(1, "1" if negative == "0" else "true")
+        return (negative, positive)
+    if len(values) == 2:
+        return (values[0], values[1])
+    return (values[0] + " (not)", values[0]) if values else ("0", "1")
+
+
+def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[str, ...]:
+    """Class names from ``<prefix><class>`` column names matched against label values."""
+    values = set(labels.dropna().unique())
+    normal_values = {_normalize(v): v for v in values}
+    for prefix in PROBABILITY_PREFIXES:
+        suffixes = [_normalize(c)[len(prefix):] if _normalize(c).startswith(prefix) else None
+                    for c in columns]
+        if all(suffixes) and any(s in normal_values for s in suffixes):
+            return tuple(normal_values.get(s, str(c)[len(prefix):])
+                         for s, c in zip(suffixes, columns, strict=True))  # type: ignore[arg-type]
+    if len(values) == len(columns) and all(v.isdigit() for v in values):
+        return tuple(sorted(values, key=int))
+    return tuple(str(c) for c in columns)
+
+
+def _check_range(raw: NDArray[np.float64], roles: ColumnRoles) -> None:
+    for k, column in enumerate(roles.probabilities):
+        outside = (raw[:, k] < 0.0) | (raw[:, k] > 1.0)
+        if outside.any():
+            raise CalibrationInputError(
+                f"column {column!r} has probabilities outside [0, 1] in "
+                f"{describe_rows(outside)}; if these are logits, set the logits option.",
+                code="probability_out_of_range", column=column,
+                rows=first_rows(outside), count=int(outside.sum()))
+
+
+def _checked_simplex(
+    proba: NDArray[np.float64], roles: ColumnRoles, renormalize: bool, warnings: list[str]
+) -> NDArray[np.float64]:
+    totals = proba.sum(axis=1)
+    off = np.abs(totals - 1.0) > SUM_TOLERANCE
+    if off.any():
+        if not renormalize or (totals[off] <= 0).any():
+            worst = int(np.flatnonzero(off)[0])
+            raise CalibrationInputError(
+                f"probability columns {', '.join(roles.probabilities[:4])}"
+                f"{'...' if len(roles.probabilities) > 4 else ''} must sum to 1 per row "
+                f"(within {SUM_TOLERANCE:g}); {describe_rows(off)} do not (row {worst} sums "
+                f"to {totals[worst]:.6g}). Turn on 'renormalize' to rescale them.",
+                code="probabilities_do_not_sum_to_one", column=roles.probabilities[0],
+                rows=first_rows(off), count=int(off.sum()))
+        warnings.append(f"renormalized {int(off.sum())} probability rows that did not sum to 1.")
+    return proba / totals[:, None]
+
+
+def _split_values(frame: pd.DataFrame, column: str | None) -> NDArray[np.str_] | None:
+    if column is None:
+        return None
+    raw = frame[column].map(lambda v: v if pd.isna(v) else str(v).strip().lower())
+    mapped = raw.map(SPLIT_VALUES)
+    bad = mapped.isna().to_numpy()
+    if bad.any():
+        examples = ", ".join(repr(v) for v in frame[column][bad].unique()[:3])
+        raise CalibrationInputError(
+            f"column {column!r} (split) has values {examples} in {describe_rows(bad)}; use "
+            "calibration/cal/fit for calibration rows and test/eval/holdout for held-out rows.",
+            code="invalid_split", column=column, rows=first_rows(bad), count=int(bad.sum()))
+    values = mapped.to_numpy(dtype=str)
+    for needed in ("calibration", "test"):
+        if not (values == needed).any():
+            raise CalibrationInputError(
+                f"column {column!r} (split) has no {needed} rows; give both calibration and "
+                "test rows, or drop the split role to use cross-fitting.",
+                code="invalid_split", column=column)
+    return values

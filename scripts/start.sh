@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# One command: install what is needed, then serve the dashboard with the example dataset.
+#   ./scripts/start.sh [--host H] [--port P] [--data-dir DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap.sh
+exec calibdash serve "$@"

@@ -1,0 +1,154 @@
+"""Role inference and validation of prediction tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibcore.data import ColumnRoles, build_prediction_set, feature_kind, infer_roles
+from calibcore.exceptions import CalibrationInputError, RoleInferenceError
+
+
+def binary_frame(n: int = 8) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"y_true": rng.integers(0, 2, n), "y_prob": rng.uniform(0, 1, n),
+                         "age": rng.normal(40, 10, n), "city": rng.choice(["a", "b"], n),
+                         "split": ["calibration", "test"] * (n // 2), "id": np.arange(n)})
+
+
+def test_infers_binary_roles() -> None:
+    guess = infer_roles(binary_frame())
+    assert (guess.label, guess.probabilities, guess.split, guess.id) == (
+        "y_true", ("y_prob",), "split", "id")
+    assert guess.features == ("age", "city")
+    assert guess.problems == ()
+
+
+def test_infers_multiclass_columns_matching_label_values(shared_data) -> None:
+    frame = pd.read_csv(shared_data / "digits_svm.csv")
+    guess = infer_roles(frame)
+    assert guess.label == "label"
+    assert guess.probabilities == tuple(f"proba_{k}" for k in range(10))
+    assert guess.split == "split" and len(guess.features) == 64
+    prediction_set = build_prediction_set(frame, guess.to_roles())
+    assert prediction_set.classes == tuple(str(k) for k in range(10))
+    assert prediction_set.proba.shape == (1197, 10)
+    np.testing.assert_array_equal(prediction_set.y_true, frame["label"].to_numpy())
+
+
+def test_string_classes_and_prefixes() -> None:
+    frame = pd.DataFrame({"target": ["cat", "dog", "bird", "cat"],
+                          "prob_cat": [0.7, 0.2, 0.1, 0.5], "prob_dog": [0.2, 0.7, 0.1, 0.3],
+                          "prob_bird": [0.1, 0.1, 0.8, 0.2], "x": [1.0, 2.0, 3.0, 4.0]})
+    prediction_set = build_prediction_set(frame, infer_roles(frame).to_roles())
+    assert prediction_set.classes == ("bird", "cat", "dog")  # sorted label values
+    np.testing.assert_array_equal(prediction_set.y_true, [1, 2, 0, 1])
+    np.testing.assert_allclose(prediction_set.proba[0], [0.1, 0.7, 0.2])
+
+
+@pytest.mark.parametrize("labels, expected", [
+    (["yes", "no", "yes", "no"], ("no", "yes")),
+    ([True, False, True, False], ("0", "1")),
+    (["true", "false", "true", "false"], ("false", "true")),
+])
+def test_binary_label_spellings(labels, expected) -> None:
+    frame = pd.DataFrame({"label": labels, "score": [0.9, 0.2, 0.7, 0.4]})
+    prediction_set = build_prediction_set(frame, infer_roles(frame).to_roles())
+    assert prediction_set.classes == expected
+    np.testing.assert_array_equal(prediction_set.y_true, [1, 0, 1, 0])
+    np.testing.assert_allclose(prediction_set.proba[:, 1], [0.9, 0.2, 0.7, 0.4])
+
+
+def test_no_label_or_probability_columns_is_explained() -> None:
+    guess = infer_roles(pd.DataFrame({"a": [1, 2], "b": [3, 4]}))
+    assert guess.label is None and guess.probabilities == ()
+    with pytest.raises(RoleInferenceError, match="No label column"):
+        guess.to_roles()
+
+
+def rejected(frame: pd.DataFrame, roles: ColumnRoles | None = None, **kwargs) -> \
+        CalibrationInputError:  # type: ignore[no-untyped-def]
+    with pytest.raises(CalibrationInputError) as info:
+        build_prediction_set(frame, roles or infer_roles(frame).to_roles(), **kwargs)
+    return info.value
+
+
+def test_probability_outside_unit_interval_names_column_and_rows() -> None:
+    frame = binary_frame()
+    frame.loc[[2, 5], "y_prob"] = [1.5, -0.1]
+    error = rejected(frame)
+    assert error.code == "probability_out_of_range"
+    assert (error.column, error.rows, error.count) == ("y_prob", [2, 5], 2)
+    assert "'y_prob'" in error.message and "rows 2, 5" in error.message
+
+
+def test_rows_not_summing_to_one_and_the_renormalize_opt_in() -> None:
+    frame = pd.DataFrame({"y": [0, 1, 2], "p_0": [0.5, 0.2, 0.3], "p_1": [0.5, 0.5, 0.3],
+                          "p_2": [0.0, 0.1, 0.3]})
+    error = rejected(frame)
+    assert error.code == "probabilities_do_not_sum_to_one" and error.rows == [1, 2]
+    fixed = build_prediction_set(frame, infer_roles(frame).to_roles(), renormalize=True)
+    np.testing.assert_allclose(fixed.proba.sum(axis=1), 1.0)
+    assert any("renormalized 2" in w for w in fixed.warnings)
+
+
+def test_label_value_without_probability_column() -> None:
+    frame = pd.DataFrame({"y": [0, 1, 3], "p_0": [0.5, 0.2, 0.3], "p_1": [0.5, 0.8, 0.7]})
+    roles = ColumnRoles("y", ("p_0", "p_1"))
+    error = rejected(frame, roles)
+    assert error.code == "label_without_probability" and error.rows == [2]
+    assert "'3'" in error.message
+
+
+def test_missing_labels_and_probabilities_name_rows() -> None:
+    frame = binary_frame()
+    frame["y_true"] = frame["y_true"].astype(float)
+    frame.loc[3, "y_true"] = np.nan
+    error = rejected(frame)
+    assert error.code == "missing_values" and error.column == "y_true" and error.rows == [3]
+    frame = binary_frame()
+    frame.loc[[1, 4], "y_prob"] = np.nan
+    error = rejected(frame)
+    assert error.column == "y_prob" and error.rows == [1, 4] and error.count == 2
+
+
+def test_non_numeric_probabilities() -> None:
+    frame = binary_frame()
+    frame["y_prob"] = frame["y_prob"].astype(object)
+    frame.loc[6, "y_prob"] = "high"
+    error = rejected(frame)
+    assert error.code == "non_numeric_probability" and error.rows == [6]
+    assert "'high'" in error.message
+
+
+def test_invalid_split_values() -> None:
+    frame = binary_frame()
+    frame.loc[0, "split"] = "later"
+    error = rejected(frame, ColumnRoles("y_true", ("y_prob",), split="split"))
+    assert error.code == "invalid_split" and error.rows == [0]
+
+
+def test_unknown_and_conflicting_columns() -> None:
+    assert rejected(binary_frame(), ColumnRoles("nope", ("y_prob",))).code == "column_not_found"
+    assert rejected(binary_frame(), ColumnRoles("y_true", ("y_true",))).code == \
+        "conflicting_roles"
+
+
+def test_logits_are_converted() -> None:
+    frame = pd.DataFrame({"y": [0, 1], "logit_a": [2.0, -1.0], "logit_b": [0.0, 1.0]})
+    prediction_set = build_prediction_set(
+        frame, ColumnRoles("y", ("logit_a", "logit_b"), logits=True))
+    expected = np.exp([[2.0, 0.0], [-1.0, 1.0]])
+    np.testing.assert_allclose(prediction_set.proba, expected / expected.sum(1, keepdims=True))
+
+
+def test_feature_kinds_and_missing_feature_warning() -> None:
+    frame = binary_frame(10)
+    frame.loc[[1, 2], "age"] = np.nan
+    prediction_set = build_prediction_set(frame, infer_roles(frame).to_roles())
+    assert prediction_set.feature_kinds == {"age": "numeric", "city": "categorical"}
+    assert any("age (2)" in w for w in prediction_set.warnings)
+    assert feature_kind(pd.Series([0, 1, 2, 1])) == "categorical"
+    assert feature_kind(pd.Series(np.arange(50))) == "numeric"
+    assert feature_kind(pd.Series([True, False])) == "categorical"

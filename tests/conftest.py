@@ -1,0 +1,47 @@
+"""Shared fixtures: example data paths, seeded generators, an app on a temporary store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CALIBDASH_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not (SHARED_DATA / "default_nb.csv").exists():
+        pytest.fail(f"example data not found in {SHARED_DATA}; set CALIBDASH_SHARED_DATA")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def settings_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from app.config import Settings
+
+    def make(**overrides: object) -> Settings:
+        values: dict[str, object] = {"data_dir": tmp_path / "store", "load_example": False}
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def client(settings_factory) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app(settings_factory()), raise_server_exceptions=False) as test_client:
+        yield test_client

@@ -3,7 +3,7 @@
    server's answer to Dash through dash_clientside.set_props. */
 (function () {
   "use strict";
-  var ZONE = "upload-dropzone", INPUT = "upload-input";
+  var ZONE = "upload-dropzone", BROWSE = "upload-browse";
   var WRAPPER = "upload-progress", BAR = "upload-progress-bar", STORE = "upload-response";
 
   function showProgress(fraction, text) {
@@ -49,12 +49,31 @@
 
   function zoneOf(target) { return target && target.closest ? target.closest("#" + ZONE) : null; }
 
-  document.addEventListener("change", function (event) {
-    if (event.target && event.target.id === INPUT && event.target.files.length) {
-      upload(event.target.files[0]);
-      event.target.value = "";
+  /* Dash has no file <input>; the browse button opens one made here, kept in the page so
+     that browser automation can find it (input#upload-file). */
+  function fileInput() {
+    var input = document.getElementById("upload-file");
+    if (!input) {
+      input = document.createElement("input");
+      input.type = "file";
+      input.id = "upload-file";
+      input.accept = ".csv,.tsv,.txt,.gz,.parquet,.pq";
+      input.style.position = "absolute";
+      input.style.left = "-10000px";
+      input.addEventListener("change", function () {
+        if (input.files.length) { upload(input.files[0]); }
+        input.value = "";
+      });
+      document.body.appendChild(input);
     }
+    return input;
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target && event.target.closest ? event.target.closest("#" + BROWSE) : null;
+    if (button) { fileInput().click(); }
   });
+  document.addEventListener("DOMContentLoaded", fileInput);
+  if (document.readyState !== "loading") { fileInput(); }
   document.addEventListener("dragover", function (event) {
     var zone = zoneOf(event.target);
     if (zone) { event.preventDefault(); zone.classList.add("dragging"); }

@@ -66,7 +66,7 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
-    figure.update_yaxes(title_text="rows", row=2, col=1)
+    figure.update_yaxes(title_text="rows (log scale)", type="log", row=2, col=1)
     return figure
 
 

@@ -9,7 +9,7 @@ DATASET_PICKER = "dataset-picker"
 
 # data page
 UPLOAD_DROPZONE = "upload-dropzone"  # also used by assets/upload.js
-UPLOAD_INPUT = "upload-input"  # also used by assets/upload.js
+UPLOAD_BROWSE = "upload-browse"  # also used by assets/upload.js
 UPLOAD_PROGRESS = "upload-progress"  # also used by assets/upload.js
 UPLOAD_PROGRESS_BAR = "upload-progress-bar"  # also used by assets/upload.js
 UPLOAD_RESPONSE = "upload-response"  # set by assets/upload.js via dash_clientside.set_props

@@ -24,9 +24,8 @@ def layout(services: Services) -> html.Div:
         html.Div([
             html.Div("Drop a CSV or Parquet file here", className="dropzone-title"),
             html.Div("or", className="dropzone-or"),
-            html.Label(["choose a file", html.Input(id=ids.UPLOAD_INPUT, type="file",
-                                                    accept=".csv,.tsv,.txt,.gz,.parquet,.pq")],
-                       className="button button-secondary", htmlFor=ids.UPLOAD_INPUT),
+            html.Button("choose a file", id=ids.UPLOAD_BROWSE, className="button button-secondary",
+                        title="CSV, TSV, gzip-compressed CSV or Parquet"),
         ], id=ids.UPLOAD_DROPZONE, className="dropzone"),
         progress_bar(ids.UPLOAD_PROGRESS_BAR, ids.UPLOAD_PROGRESS),
         dcc.Store(id=ids.UPLOAD_RESPONSE),

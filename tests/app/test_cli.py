@@ -1,0 +1,32 @@
+"""The calibdash command line."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from app.cli import main
+from tests.calibcore.test_metrics import brute_force_ece
+
+
+def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) -> None:
+    out = tmp_path / "report.json"
+    assert main(["report", str(shared_data / "default_nb.csv"), "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    frame = pd.read_csv(shared_data / "default_nb.csv")
+    positive = frame["y_prob"].to_numpy()
+    correct = ((positive > 0.5) == frame["y_true"].to_numpy()).astype(float)
+    expected = brute_force_ece(pd.Series(positive).clip(lower=1 - positive).to_numpy(), correct)
+    assert report["metrics"]["metrics"]["ece"] == pytest.approx(expected, abs=1e-9)
+    assert report["n_rows"] == 7000 and report["metrics_by_subset"]["test"]["n"] == 3474
+    assert "ece" in capsys.readouterr().out
+
+
+def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    assert main(["report", str(bad)]) == 2
+    assert "No label column" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "missing.csv")]) == 2

@@ -1,0 +1,72 @@
+"""Real headless-Chromium journeys through the UI against a real server."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
+    return WebDriverWait(browser, seconds)
+
+
+def wait_for_download(directory: Path, suffix: str, seconds: float = 30) -> Path:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = [p for p in directory.glob(f"*{suffix}")]
+        if done:
+            return done[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no {suffix} download in {directory}: {list(directory.iterdir())}")
+
+
+def test_example_dataset_is_ready_on_first_page(server, browser) -> None:
+    browser.get(server + "/overview")
+    title = wait(browser).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "#reliability-graph .gtitle")))
+    wait(browser).until(lambda b: "n = 7,000" in b.find_element(
+        By.CSS_SELECTOR, "#reliability-graph .gtitle").text)
+    assert "Reliability diagram" in title.text
+    cards = browser.find_element(By.ID, "measure-cards").text
+    assert "ECE" in cards and "n = 7,000" in cards
+
+
+def test_upload_digits_see_reliability_fit_temperature_and_download(
+        server, browser, shared_data, downloads) -> None:
+    browser.get(server + "/")
+    wait(browser).until(ec.presence_of_element_located((By.ID, "upload-browse")))
+    file_input = wait(browser).until(ec.presence_of_element_located((By.ID, "upload-file")))
+    file_input.send_keys(str(shared_data / "digits_svm.csv"))
+    confirm = wait(browser).until(ec.element_to_be_clickable((By.ID, "confirm-roles")))
+    panel = browser.find_element(By.ID, "roles-panel").text
+    assert "1,197 rows" in panel and "proba_0" in panel
+    assert "label" in browser.find_element(By.ID, "role-label").text
+    confirm.click()
+
+    wait(browser).until(ec.url_contains("/overview?dataset=ds_"))
+    wait(browser, 40).until(lambda b: "n = 1,197" in b.find_element(
+        By.CSS_SELECTOR, "#reliability-graph .gtitle").text)
+    points = browser.find_elements(By.CSS_SELECTOR, "#reliability-graph .scatterlayer .point")
+    assert len(points) >= 5
+    assert "digits_svm" in browser.find_element(By.ID, "dataset-picker").text
+
+    browser.find_element(By.LINK_TEXT, "Recalibrate").click()
+    fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
+    fit.click()
+    table = wait(browser, 60).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
+    assert "Temperature scaling" in table.text and "uncalibrated (n = 624)" in table.text
+    assert "test rows" in browser.find_element(By.ID, "fit-status").text
+
+    browser.find_element(By.CSS_SELECTOR, "#recal-downloads a.download-csv").click()
+    corrected = pd.read_csv(wait_for_download(downloads, ".csv"))
+    new = [f"calibrated_proba_{k}" for k in range(10)]
+    assert len(corrected) == 1197 and set(new) <= set(corrected.columns)
+    assert corrected[new].sum(axis=1).sub(1).abs().max() < 1e-9

@@ -1,0 +1,26 @@
+"""The benchmark scripts run (tiny sizes) and print a table; real sizes run via benchmarks.run."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import run
+from benchmarks.table import Row
+
+
+def test_table_marks_misses_and_ratios() -> None:
+    rows = [Row("fast", 1.0, target_seconds=2.0, peer="p", peer_seconds=4.0, target_ratio=2.0),
+            Row("slow", 3.0, target_seconds=2.0),
+            Row("speedup", 1.0, peer="ref", peer_seconds=100.0, target_ratio=50, speedup=True)]
+    table = run.format_table(rows)
+    assert "0.25" in table and "NO" in table and "100.00" in table
+    assert [r.passed for r in rows] == [True, False, True]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", run.discover())
+def test_benchmark_module_runs_quick(name: str) -> None:
+    import importlib
+
+    rows = importlib.import_module(f"benchmarks.{name}").run(quick=True)
+    assert rows and all(isinstance(r, Row) and r.seconds >= 0 for r in rows)

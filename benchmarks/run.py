@@ -19,7 +19,7 @@ from benchmarks.table import Row
 
 def discover(only: Sequence[str] = ()) -> list[str]:
     """Names of the benchmark modules (``bench_*``), optionally filtered by substring."""
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent))
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
                    if m.name.startswith("bench_"))
     return [n for n in names if not only or any(part in n for part in only)]
 

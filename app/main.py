@@ -45,7 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     @app.middleware("http")
-    async def limit_body_size(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def limit_body_size(request: Request, call_next):
         length = request.headers.get("content-length")
         limit = settings.max_upload_bytes + (1 << 20)  # allow multipart overhead
         if request.url.path.startswith("/api/") and length and length.isdigit() \

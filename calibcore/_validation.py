@@ -16,15 +16,15 @@ SUM_TOLERANCE = 1e-3
 _MAX_LISTED_ROWS = 5
 
 
-def first_rows(mask: NDArray[np.bool_], limit: int = _MAX_LISTED_ROWS) -> list[int]:
+def first_rows(mask: ArrayLike, limit: int = _MAX_LISTED_ROWS) -> list[int]:
     """Positions of the first ``limit`` true entries of ``mask``."""
     return [int(i) for i in np.flatnonzero(mask)[:limit]]
 
 
-def describe_rows(mask: NDArray[np.bool_]) -> str:
+def describe_rows(mask: ArrayLike) -> str:
     """'rows 3, 7 and 2 more' style description of the true entries of ``mask``."""
     rows = first_rows(mask)
-    count = int(mask.sum())
+    count = int(np.count_nonzero(mask))
     listed = ", ".join(str(r) for r in rows)
     more = f" and {count - len(rows)} more" if count > len(rows) else ""
     return f"row{'s' if count > 1 else ''} {listed}{more}"

@@ -428,12 +428,14 @@ def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[st
     """Class names from ``<prefix><class>`` column names matched against label values."""
     values = set(labels.dropna().unique())
     normal_values = {_normalize(v): v for v in values}
+    normal_columns = [_normalize(c) for c in columns]
     for prefix in PROBABILITY_PREFIXES:
-        suffixes = [_normalize(c)[len(prefix):] if _normalize(c).startswith(prefix) else None
-                    for c in columns]
-        if all(suffixes) and any(s in normal_values for s in suffixes):
+        if not all(c.startswith(prefix) and len(c) > len(prefix) for c in normal_columns):
+            continue
+        suffixes = [c[len(prefix):] for c in normal_columns]
+        if any(s in normal_values for s in suffixes):
             return tuple(normal_values.get(s, str(c)[len(prefix):])
-                         for s, c in zip(suffixes, columns, strict=True))  # type: ignore[arg-type]
+                         for s, c in zip(suffixes, columns, strict=True))
     if len(values) == len(columns) and all(v.isdigit() for v in values):
         return tuple(sorted(values, key=int))
     return tuple(str(c) for c in columns)

@@ -151,7 +151,7 @@ class DatasetService:
 
     def list(self) -> list[dict[str, Any]]:
         return [{"id": r.id, "name": r.name, "created": r.created, **r.meta}
-                for r in self._store.list("dataset")]
+                for r in self._store.find("dataset")]
 
     def frame(self, dataset_id: str) -> pd.DataFrame:
         self.record(dataset_id)
@@ -186,7 +186,7 @@ class DatasetService:
 
     def ensure_example(self, path: Path) -> str | None:
         """Load the bundled example when the store has no dataset yet."""
-        if self._store.list("dataset"):
+        if self._store.find("dataset"):
             return None
         summary = self.create_from_file(path, path.name, RoleOverrides(),
                                         name=f"{path.stem} (example)")

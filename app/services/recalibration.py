@@ -162,7 +162,7 @@ class RecalibrationService:
     def list(self, dataset_id: str) -> list[dict[str, Any]]:
         self._datasets.record(dataset_id)
         return [{"id": r.id, "name": r.name, "created": r.created, **r.meta}
-                for r in self._store.list("recalibration", parent=dataset_id)]
+                for r in self._store.find("recalibration", parent=dataset_id)]
 
     def model(self, recalibration_id: str) -> dict[str, Any]:
         self.record(recalibration_id)

@@ -17,7 +17,9 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15) -> d
         raise FileNotFoundError(f"no such file: {path}")
     frame = read_table(path, path.name)
     prediction_set = build_prediction_set(frame, infer_roles(frame).to_roles())
-    subsets = ["all"] + (["test"] if prediction_set.split is not None else [])
+    subsets: list[diagnostics.Subset] = ["all"]
+    if prediction_set.split is not None:
+        subsets.append("test")
     return {
         "file": str(path),
         "n_rows": prediction_set.n_rows,

@@ -118,7 +118,11 @@ class Store:
 
     def write_document(self, key: str, document: Any) -> None:
         text = json.dumps(document, allow_nan=False)
-        atomic_write(self.document_path(key), lambda tmp: tmp.write_text(text))
+
+        def write(tmp: Path) -> None:
+            tmp.write_text(text)
+
+        atomic_write(self.document_path(key), write)
 
     def read_document(self, key: str) -> Any:
         return json.loads(self.document_path(key).read_text())
@@ -143,7 +147,7 @@ class Store:
                 "WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
         return None if row is None else _record(row)
 
-    def list(self, kind: str, parent: str | None = None) -> list[Record]:
+    def find(self, kind: str, parent: str | None = None) -> list[Record]:
         query = "SELECT kind, id, parent, name, created, meta FROM records WHERE kind = ?"
         args: tuple[Any, ...] = (kind,)
         if parent is not None:

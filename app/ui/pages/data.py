@@ -54,7 +54,7 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     columns = response["columns"]
     options = [{"label": c, "value": c} for c in columns]
     problems = [error_note(p) for p in inferred.get("problems", [])]
-    preview = dash_table.DataTable(
+    preview = dash_table.DataTable(  # type: ignore[attr-defined]
         id=ids.PREVIEW_TABLE, data=response["preview"],
         columns=[{"name": c, "id": c} for c in columns], page_size=10,
         style_table={"overflowX": "auto"}, style_cell={"fontFamily": "inherit",

@@ -33,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Start the app exactly as users do, with the example dataset, and wait until it answers."""
     port = _free_port()
     data_dir = tmp_path_factory.mktemp("ui-store")
-    log = open(data_dir / "server.log", "w")  # noqa: SIM115 - closed below
+    log = open(data_dir / "server.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
          str(data_dir)], stdout=log, stderr=subprocess.STDOUT,

@@ -4,16 +4,40 @@ Calibration measures are plain functions, recalibrators are scikit-learn
 estimators. Nothing here imports a web or plotting library.
 """
 
-from calibcore import binning, metrics, recalibration, reliability, views
+from calibcore import (
+    binning,
+    consistent,
+    data,
+    heterogeneity,
+    metrics,
+    neighbourhoods,
+    proximity,
+    recalibration,
+    reliability,
+    smoothing,
+    support,
+    uncertainty,
+    variable,
+    views,
+)
 from calibcore.exceptions import CalibrationInputError, RoleInferenceError
 
 __all__ = [
     "CalibrationInputError",
     "RoleInferenceError",
     "binning",
+    "consistent",
+    "data",
+    "heterogeneity",
     "metrics",
+    "neighbourhoods",
+    "proximity",
     "recalibration",
     "reliability",
+    "smoothing",
+    "support",
+    "uncertainty",
+    "variable",
     "views",
 ]
 __version__ = "0.1.0"

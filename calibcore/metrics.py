@@ -154,3 +154,14 @@ def accuracy(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     """Fraction of rows whose most probable class is the true class."""
     labels, proba = check_predictions(y_true, y_prob)
     return float(np.mean(proba.argmax(axis=1) == labels))
+
+
+# The consistent measures of paper 001 live in calibcore.consistent; they are
+# re-exported here so every global measure is reachable from calibcore.metrics.
+from calibcore.consistent import (  # noqa: E402, F401
+    binned_ece_plus_width,
+    interval_calibration_error,
+    laplace_kernel_calibration_error,
+    smooth_calibration_error,
+    smooth_ece,
+)

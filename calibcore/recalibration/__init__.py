@@ -6,13 +6,28 @@ the contract.
 """
 
 from calibcore.recalibration._base import REGISTRY, Recalibrator
+from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
+from calibcore.recalibration.binning import HistogramBinning, ScalingBinning
 from calibcore.recalibration.isotonic import IsotonicCalibration
+from calibcore.recalibration.lece import LECD, LECE, Composed
 from calibcore.recalibration.scaling import PlattScaling, TemperatureScaling
+from calibcore.recalibration.similarity import SWC, SWCHH
+from calibcore.recalibration.variable_tree import VariableTreeCalibration
 
 __all__ = [
+    "LECD",
+    "LECE",
     "REGISTRY",
+    "SWC",
+    "SWCHH",
+    "BetaCalibration",
+    "Composed",
+    "DirichletCalibration",
+    "HistogramBinning",
     "IsotonicCalibration",
     "PlattScaling",
     "Recalibrator",
+    "ScalingBinning",
     "TemperatureScaling",
+    "VariableTreeCalibration",
 ]

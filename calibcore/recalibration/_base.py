@@ -30,6 +30,8 @@ from calibcore.exceptions import CalibrationInputError
 JSON_FORMAT_VERSION = 1
 _ARRAY_TAG = "__ndarray__"
 _ESTIMATOR_TAG = "__recalibrator__"
+#: An unfitted recalibrator (e.g. a step of a composition given as a parameter).
+_UNFITTED_TAG = "__unfitted_recalibrator__"
 
 #: method name -> class; filled by ``register``.
 REGISTRY: dict[str, type[Recalibrator]] = {}
@@ -46,6 +48,9 @@ def register(cls: type[Recalibrator]) -> type[Recalibrator]:
 def encode_json(value: Any) -> Any:
     """Turn arrays, numpy scalars and nested recalibrators into JSON-able values."""
     if isinstance(value, Recalibrator):
+        if not hasattr(value, "n_classes_"):
+            params = encode_json(value.get_params(deep=False))
+            return {_UNFITTED_TAG: {"method": value.method, "params": params}}
         return {_ESTIMATOR_TAG: value.to_json()}
     if isinstance(value, np.ndarray):
         return {
@@ -73,6 +78,12 @@ def decode_json(value: Any) -> Any:
             return array.reshape(value["shape"])
         if _ESTIMATOR_TAG in value:
             return Recalibrator.from_json(value[_ESTIMATOR_TAG])
+        if _UNFITTED_TAG in value:
+            spec = value[_UNFITTED_TAG]
+            target = REGISTRY.get(str(spec.get("method"))) if isinstance(spec, dict) else None
+            if target is None:
+                raise CalibrationInputError(f"unknown or malformed nested recalibrator {spec!r}.")
+            return target(**decode_json(spec.get("params", {})))
         if "__float__" in value:
             return float(value["__float__"])
         return {k: decode_json(v) for k, v in value.items()}
@@ -81,7 +92,7 @@ def decode_json(value: Any) -> Any:
     return value
 
 
-class Recalibrator(BaseEstimator):  # type: ignore[misc]
+class Recalibrator(BaseEstimator):
     """Base class of every recalibrator; see the module docstring for the contract.
 
     Subclasses set ``method`` (the registry name), ``needs_features``,
@@ -113,7 +124,11 @@ class Recalibrator(BaseEstimator):  # type: ignore[misc]
         labels, proba = check_predictions(y_true, y_prob)
         checked = self._check_features(features, proba.shape[0])
         self.n_classes_ = proba.shape[1]
-        self._fit(proba, labels, checked)
+        try:
+            self._fit(proba, labels, checked)
+        except BaseException:
+            del self.n_classes_  # a failed fit must not look fitted
+            raise
         return self
 
     def predict_proba(self, y_prob: ArrayLike, features: ArrayLike | None = None) -> NDArray[np.float64]:
@@ -135,7 +150,11 @@ class Recalibrator(BaseEstimator):  # type: ignore[misc]
             raise CalibrationInputError(
                 f"{type(self).__name__} needs features: pass features= (n, d) numeric array."
             )
-        array = np.asarray(features, dtype=np.float64)
+        try:
+            array = np.asarray(features, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise CalibrationInputError(
+                f"features must be numeric (one-hot encode categories first): {exc}") from exc
         if array.ndim == 1:
             array = array[:, None]
         if array.ndim != 2 or array.shape[0] != n_rows:

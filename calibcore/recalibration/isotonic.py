@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.isotonic import IsotonicRegression
 
 from calibcore.recalibration._base import Recalibrator, register
@@ -26,7 +27,12 @@ class IsotonicCalibration(Recalibrator):
     display_name = "Isotonic regression"
     fitted_attributes = ("knots_x_", "knots_y_")
 
-    def _fit(self, proba, labels, features):  # type: ignore[no-untyped-def]
+    def _fit(
+        self,
+        proba: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> None:
         columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
         self.knots_x_, self.knots_y_ = [], []
         for k in columns:
@@ -35,7 +41,9 @@ class IsotonicCalibration(Recalibrator):
             self.knots_x_.append(np.asarray(model.X_thresholds_, dtype=np.float64))
             self.knots_y_.append(np.asarray(model.y_thresholds_, dtype=np.float64))
 
-    def _predict(self, proba, features):  # type: ignore[no-untyped-def]
+    def _predict(
+        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+    ) -> NDArray[np.float64]:
         if proba.shape[1] == 2:
             positive = np.interp(proba[:, 1], self.knots_x_[0], self.knots_y_[0])
             return np.column_stack([1.0 - positive, positive])

@@ -12,7 +12,8 @@ from calibcore.recalibration._base import Recalibrator, log_probabilities, regis
 _LOGIT_FLOOR = 1e-12
 
 
-def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
+def logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log(p / (1 - p)) with p clipped to [1e-12, 1 - 1e-12] so it stays finite."""
     clipped = np.clip(p, _LOGIT_FLOOR, 1.0 - _LOGIT_FLOOR)
     return np.log(clipped) - np.log1p(-clipped)
 
@@ -57,19 +58,26 @@ class PlattScaling(Recalibrator):
     display_name = "Platt scaling"
     fitted_attributes = ("slopes_", "intercepts_")
 
-    def _fit(self, proba, labels, features):  # type: ignore[no-untyped-def]
+    def _fit(
+        self,
+        proba: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> None:
         columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
         fits = [
-            fit_sigmoid(_logit(proba[:, k]), platt_targets(labels == k)) for k in columns
+            fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k)) for k in columns
         ]
         self.slopes_ = np.array([a for a, _ in fits])
         self.intercepts_ = np.array([b for _, b in fits])
 
-    def _predict(self, proba, features):  # type: ignore[no-untyped-def]
+    def _predict(
+        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+    ) -> NDArray[np.float64]:
         if proba.shape[1] == 2:
-            positive = expit(self.slopes_[0] * _logit(proba[:, 1]) + self.intercepts_[0])
+            positive = expit(self.slopes_[0] * logit(proba[:, 1]) + self.intercepts_[0])
             return np.column_stack([1.0 - positive, positive])
-        return expit(self.slopes_ * _logit(proba) + self.intercepts_)
+        return expit(self.slopes_ * logit(proba) + self.intercepts_)
 
 
 @register
@@ -89,7 +97,12 @@ class TemperatureScaling(Recalibrator):
     display_name = "Temperature scaling"
     fitted_attributes = ("temperature_",)
 
-    def _fit(self, proba, labels, features):  # type: ignore[no-untyped-def]
+    def _fit(
+        self,
+        proba: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> None:
         logits = log_probabilities(proba)
         rows = np.arange(labels.size)
 
@@ -103,5 +116,7 @@ class TemperatureScaling(Recalibrator):
                                  options={"xatol": 1e-8})
         self.temperature_ = float(np.exp(result.x))
 
-    def _predict(self, proba, features):  # type: ignore[no-untyped-def]
+    def _predict(
+        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+    ) -> NDArray[np.float64]:
         return softmax(log_probabilities(proba) / self.temperature_)

@@ -1,0 +1,171 @@
+"""One variable (a feature column) for variable-based calibration: validation and bins.
+
+Used by :mod:`calibcore.variable`. A variable is *numeric* (equal-mass bins
+with ``pandas.qcut(..., duplicates="drop")`` semantics) or *categorical* (one
+bin per distinct value). Missing values (NaN, None, NA, +/-inf) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from calibcore.exceptions import CalibrationInputError
+
+VariableKind = Literal["auto", "numeric", "categorical"]
+KINDS: tuple[VariableKind, ...] = ("auto", "numeric", "categorical")
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A validated variable.
+
+    Attributes
+    ----------
+    kind : {"numeric", "categorical"}
+    used : ndarray of bool, shape (n_rows,)
+        Rows where V is present.
+    values : ndarray of shape (n_used,)
+        V on the used rows (numeric) or the category codes (categorical).
+    categories : ndarray of object
+        Category labels by code (empty when numeric).
+    """
+
+    kind: Literal["numeric", "categorical"]
+    used: NDArray[np.bool_]
+    values: NDArray[np.float64]
+    categories: NDArray[np.object_]
+
+    @property
+    def n_missing(self) -> int:
+        return int(self.used.size - self.values.size)
+
+
+def check_kind(kind: str) -> VariableKind:
+    """A valid ``kind`` option."""
+    for known in KINDS:
+        if kind == known:
+            return known
+    raise CalibrationInputError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}.")
+
+
+def feature_table(features: object, n_rows: int) -> pd.DataFrame:
+    """Features as a DataFrame of n_rows (array columns are named x0, x1, ...)."""
+    if isinstance(features, pd.Series):
+        features = features.to_frame()
+    if isinstance(features, pd.DataFrame):
+        table = features.reset_index(drop=True)
+    else:
+        array = np.asarray(features)
+        if array.ndim != 2:
+            raise CalibrationInputError(
+                f"features must be 2-D (rows x variables); got shape {array.shape}."
+            )
+        names = [f"x{j}" for j in range(array.shape[1])]
+        table = pd.DataFrame(array, columns=names).infer_objects()
+    if table.shape[0] != n_rows:
+        raise CalibrationInputError(
+            f"features have {table.shape[0]} rows but there are {n_rows} predictions."
+        )
+    return table
+
+
+def prepare_variable(v: object, n_rows: int, kind: VariableKind, name: str) -> Variable:
+    """Validate V and decide numeric vs categorical.
+
+    ``"auto"`` makes strings, booleans and pandas categoricals categorical and
+    everything numeric numeric.
+    """
+    if isinstance(v, pd.Series):
+        series = v.reset_index(drop=True)
+    else:
+        array = np.asarray(v)
+        if array.ndim != 1:
+            raise CalibrationInputError(
+                f"{name} must be 1-D with one value per row; got shape {array.shape}.", column=name
+            )
+        series = pd.Series(array).infer_objects()
+    if len(series) != n_rows:
+        raise CalibrationInputError(
+            f"{name} has {len(series)} values but there are {n_rows} predictions.", column=name
+        )
+    numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+    if kind == "numeric" and not numeric:
+        raise CalibrationInputError(
+            f"{name} is not numeric (dtype {series.dtype}); treat it as categorical instead.",
+            column=name,
+        )
+    missing = series.isna().to_numpy()
+    if kind == "categorical" or not numeric:
+        codes, labels = _factorize(series[~missing])
+        return Variable("categorical", ~missing, codes.astype(np.float64), labels)
+    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    used = np.isfinite(values)
+    return Variable("numeric", used, values[used], np.empty(0, dtype=object))
+
+
+def _factorize(values: pd.Series) -> tuple[NDArray[np.intp], NDArray[np.object_]]:
+    try:
+        codes, uniques = pd.factorize(values, sort=True)
+    except TypeError:  # mixed types that do not sort: keep first-seen order
+        codes, uniques = pd.factorize(values, sort=False)
+    return np.asarray(codes, dtype=np.intp), np.asarray(uniques, dtype=object)
+
+
+def qcut_bins(
+    values: NDArray[np.float64], n_bins: int
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Bin index and edges of ``pandas.qcut(values, n_bins, duplicates="drop")``.
+
+    pandas itself is called: its quantile arithmetic (which nudges inexact
+    quantile levels such as 1/3 up by one ulp) decides which bin a value lying
+    on an edge falls in. A constant variable (one edge) is one bin.
+    """
+    if values.size == 0 or values.min() == values.max():
+        return np.zeros(values.size, dtype=np.intp), np.repeat(values[:1], 2)
+    codes, edges = pd.qcut(values, n_bins, labels=False, retbins=True, duplicates="drop")
+    return np.asarray(codes, dtype=np.intp), np.asarray(edges, dtype=np.float64)
+
+
+def bin_index(variable: Variable, n_bins: int) -> tuple[NDArray[np.intp], int]:
+    """Bin of each used row and the number of bins.
+
+    Numeric bins are right-closed with the first one holding its left edge, as
+    in ``pandas.qcut``; categorical bins are the category codes.
+    """
+    if variable.kind == "categorical":
+        return variable.values.astype(np.intp), max(variable.categories.size, 1)
+    index, edges = qcut_bins(variable.values, n_bins)
+    return index, max(edges.size - 1, 1)
+
+
+def bin_labels(
+    variable: Variable, n_bins: int, filled: NDArray[np.bool_]
+) -> tuple[NDArray[np.object_], NDArray[np.float64], NDArray[np.float64]]:
+    """Label, left and right edge of each non-empty bin (edges NaN for categories)."""
+    if variable.kind == "categorical":
+        empty = np.full(int(filled.sum()), np.nan)
+        return variable.categories[filled[: variable.categories.size]], empty, empty.copy()
+    edges = qcut_bins(variable.values, n_bins)[1]
+    positions = np.flatnonzero(filled)
+    left, right = edges[:-1][positions], edges[1:][positions]
+    labels = [
+        f"{'[' if position == 0 else '('}{low:.6g}, {high:.6g}]"
+        for position, low, high in zip(positions, left, right, strict=True)
+    ]
+    return np.asarray(labels, dtype=object), left, right
+
+
+def binned_vece(index: NDArray[np.intp], size: int, residual: NDArray[np.float64]) -> float:
+    """``(1/n) sum_b |sum_{i in b} residual_i|``, residual = predicted error - error.
+
+    Equal to ``sum_b (n_b / n) |mean predicted error_b - mean error_b|`` (003, eq. 7).
+    """
+    if residual.size == 0:
+        return float("nan")
+    sums = np.bincount(index, weights=residual, minlength=size)
+    return float(np.abs(sums).sum() / residual.size)

@@ -1,0 +1,414 @@
+"""Hidden heterogeneity (HH) and the choice between local and global calibration.
+
+Paper 004 (Wagstaff & Dietterich, "Hidden Heterogeneity: When to Choose
+Similarity-Based Calibration"), Algorithm 1 and eqs. 1-4, as its reference
+code computes it (SPEC §4.4):
+
+1. the neighbourhood U_t of a test row is the calibration rows whose
+   probabilities lie within Hellinger distance ``radius`` of p_t, inclusive
+   (a k-d tree on sqrt(p), radius * sqrt(2), eq. 2);
+2. on U_t, bagged full-feature trees (100, Gini, fully grown, OOB scored) are
+   fitted for each ccp_alpha in linspace(0, 0.03, 7); the alpha with strictly
+   best OOB accuracy is kept;
+3. HH_t = max(0, Brier(p on U_t) - Brier(forest on U_t)), Brier summed over
+   classes (eq. 3-4); empty or single-class neighbourhoods give 0.
+
+Rows with identical neighbourhoods (as sets, exactly) share one computation;
+distinct neighbourhoods are computed in parallel threads. The rows of a
+neighbourhood are ordered as the reference's ``NearestNeighbors`` returns them,
+so bootstrap samples, forests and HH values equal the reference's.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from joblib import Parallel, delayed
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore._bagging import GrownTrees, TreeSeeds, forest_proba, grow_trees, oob_correct
+from calibcore._validation import (
+    check_in_range,
+    check_labels,
+    check_positive_int,
+    check_probabilities,
+    describe_rows,
+    first_rows,
+)
+from calibcore.exceptions import CalibrationInputError
+from calibcore.neighbourhoods import hellinger_neighbourhoods
+
+#: The pruning grid of the reference: linspace(0, 0.03, 7).
+CCP_ALPHAS = np.linspace(0.0, 0.03, 7)
+N_TREES = 100
+#: Neighbourhood rows per parallel task (a task grows 100 trees per neighbourhood).
+_ROWS_PER_TASK = 2_000
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class HiddenHeterogeneity:
+    """Per-row hidden heterogeneity and what it was computed from.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n,)
+        HH_t in [0, 2].
+    n_neighbours : ndarray of shape (n,)
+        |U_t|, the sample size behind each value.
+    neighbourhood : ndarray of shape (n,)
+        Id of the distinct neighbourhood of each row (rows sharing an id share
+        their value).
+    ccp_alpha : ndarray of shape (n,)
+        Pruning parameter kept; NaN where no forest was fitted or none had a
+        positive OOB accuracy.
+    oob_accuracy : ndarray of shape (n,)
+        OOB accuracy of the kept forest (NaN as above).
+    brier_original, brier_local : ndarray of shape (n,)
+        Brier score (summed over classes) of the given probabilities and of the
+        local forest on U_t; NaN where there was nothing to compare.
+    radius : float
+    n_calibration : int
+    n_forests : int
+        Distinct neighbourhoods for which forests were fitted.
+    """
+
+    values: NDArray[np.float64]
+    n_neighbours: NDArray[np.int64]
+    neighbourhood: NDArray[np.int64]
+    ccp_alpha: NDArray[np.float64]
+    oob_accuracy: NDArray[np.float64]
+    brier_original: NDArray[np.float64]
+    brier_local: NDArray[np.float64]
+    radius: float
+    n_calibration: int
+    n_forests: int
+
+    @property
+    def mean(self) -> float:
+        """Mean HH over the rows (the paper's data-set level summary)."""
+        return float(np.mean(self.values))
+
+
+@dataclass(frozen=True)
+class CalibrationRecommendation:
+    """Local or global calibration, from mean HH and calibration-set size (paper 004, §5.3, §6).
+
+    Attributes
+    ----------
+    recommend : {"local", "global"}
+    mean_hh : float
+    n_rows : int
+        Rows the mean is taken over.
+    n_calibration : int
+    hh_threshold : float
+        Mean HH above which local calibration is worth its variance.
+    min_calibration_rows : int
+        Calibration rows below which local methods did not pay off in the paper.
+    reason : str
+        One sentence with the numbers behind the advice.
+    """
+
+    recommend: Literal["local", "global"]
+    mean_hh: float
+    n_rows: int
+    n_calibration: int
+    hh_threshold: float
+    min_calibration_rows: int
+    reason: str
+
+
+def hidden_heterogeneity(
+    X_cal: ArrayLike,
+    y_cal: ArrayLike,
+    p_cal: ArrayLike,
+    p_test: ArrayLike,
+    *,
+    radius: float = 0.1,
+    random_state: int = 0,
+    n_jobs: int | None = -1,
+    progress: ProgressCallback | None = None,
+) -> NDArray[np.float64]:
+    """Hidden heterogeneity of each test row (paper 004, Algorithm 1, eq. 3).
+
+    Parameters
+    ----------
+    X_cal : array-like of shape (n_cal, d)
+        Features of the calibration rows (numeric, complete).
+    y_cal : array-like of shape (n_cal,)
+        Class indices 0..K-1 of the calibration rows.
+    p_cal : array-like of shape (n_cal,) or (n_cal, K)
+        The classifier's probabilities on the calibration rows.
+    p_test : array-like of shape (n,) or (n, K)
+        The classifier's probabilities on the rows to score.
+    radius : float, default=0.1
+        Hellinger radius of the probability neighbourhood, in [0, 1].
+    random_state : int, default=0
+        Seed of the bagged trees (the same seed for every neighbourhood, as the
+        reference).
+    n_jobs : int or None, default=-1
+        Threads over distinct neighbourhoods; results do not depend on it.
+    progress : callable, optional
+        Called as ``progress(done, total)`` with counts of local forests, first
+        with ``done = 0``; an exception raised by it cancels the remaining work
+        and propagates.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        HH_t = max(0, Brier(p on U_t) - Brier(local forest on U_t)).
+    """
+    return hidden_heterogeneity_details(
+        X_cal, y_cal, p_cal, p_test, radius=radius, random_state=random_state,
+        n_jobs=n_jobs, progress=progress,
+    ).values
+
+
+def hidden_heterogeneity_details(
+    X_cal: ArrayLike,
+    y_cal: ArrayLike,
+    p_cal: ArrayLike,
+    p_test: ArrayLike,
+    *,
+    radius: float = 0.1,
+    random_state: int = 0,
+    n_jobs: int | None = -1,
+    progress: ProgressCallback | None = None,
+) -> HiddenHeterogeneity:
+    """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores."""
+    features, labels, proba_cal = check_calibration_rows(X_cal, y_cal, p_cal)
+    proba_test = check_probabilities(p_test, name="p_test")
+    if proba_test.shape[1] != proba_cal.shape[1]:
+        raise CalibrationInputError(
+            f"p_test has {proba_test.shape[1]} classes but p_cal has {proba_cal.shape[1]}."
+        )
+    radius = check_in_range(radius, "radius", low=0.0, high=1.0)
+    random_state = check_positive_int(random_state, "random_state", minimum=0)
+
+    members, groups = hellinger_neighbourhoods(proba_cal, proba_test, radius)
+    n_groups = len(members)
+    sizes = np.array([rows.size for rows in members], dtype=np.int64)
+    fitted = np.flatnonzero([np.unique(labels[rows]).size > 1 for rows in members])
+    columns = {name: np.full(n_groups, np.nan) for name in
+               ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
+    columns["hh"][:] = 0.0
+    seeds = TreeSeeds.draw(random_state, N_TREES, n_raw=2 * int(sizes.max(initial=1)) + 256)
+    tasks = _balanced_tasks(fitted, sizes)
+    runner = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")
+    outputs = runner(
+        delayed(_score_neighbourhoods)(
+            features, labels, proba_cal, [members[group] for group in task], seeds
+        )
+        for task in tasks
+    )
+    with warnings.catch_warnings():
+        # A progress callback may raise to cancel; joblib then warns that it dropped
+        # the queued tasks, which is the point.
+        warnings.filterwarnings("ignore", message=".*still being processed by the workers",
+                                category=UserWarning)
+        try:
+            done = 0
+            if progress is not None:
+                progress(done, len(fitted))
+            for task, output in zip(tasks, outputs, strict=True):
+                for name, values in output.items():
+                    columns[name][task] = values
+                done += len(task)
+                if progress is not None:
+                    progress(done, len(fitted))
+        finally:
+            outputs.close()
+    single_class = (sizes > 0) & ~np.isin(np.arange(n_groups), fitted)
+    columns["brier_original"][single_class] = [
+        _brier(proba_cal[members[g]], labels[members[g]]) for g in np.flatnonzero(single_class)
+    ]
+    return HiddenHeterogeneity(
+        values=columns["hh"][groups],
+        n_neighbours=sizes[groups],
+        neighbourhood=groups.astype(np.int64),
+        ccp_alpha=columns["ccp_alpha"][groups],
+        oob_accuracy=columns["oob_accuracy"][groups],
+        brier_original=columns["brier_original"][groups],
+        brier_local=columns["brier_local"][groups],
+        radius=radius,
+        n_calibration=int(labels.size),
+        n_forests=int(fitted.size),
+    )
+
+
+def recommend_calibration(
+    hh: ArrayLike,
+    n_calibration: int,
+    *,
+    hh_threshold: float = 0.03,
+    min_calibration_rows: int = 500,
+) -> CalibrationRecommendation:
+    """Whether a local (similarity-based) calibrator is likely to beat a global one.
+
+    The paper's guidance (§5.2-5.4, §6): local calibration's Brier improvement
+    grows with mean HH; at very low HH (0.01-0.03 for the CIFAR networks) global
+    methods were best; and local methods needed about 500 calibration rows
+    before they beat global ones. Both conditions must hold to recommend
+    "local".
+
+    Parameters
+    ----------
+    hh : array-like of shape (n,)
+        Per-row HH (e.g. :func:`hidden_heterogeneity` on held-out rows).
+    n_calibration : int
+        Calibration rows available to the calibrator.
+    hh_threshold : float, default=0.03
+    min_calibration_rows : int, default=500
+    """
+    values = np.asarray(hh, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
+        raise CalibrationInputError("hh must be a non-empty 1-D array of finite HH values.")
+    n_calibration = check_positive_int(n_calibration, "n_calibration", minimum=0)
+    mean_hh = float(values.mean())
+    numbers = (f"mean HH {mean_hh:.3f} over {values.size} rows (threshold {hh_threshold:g}), "
+               f"{n_calibration} calibration rows (minimum {min_calibration_rows})")
+    recommend: Literal["local", "global"]
+    if mean_hh <= hh_threshold:
+        recommend, why = "global", "hidden heterogeneity is low, so a global map loses little"
+    elif n_calibration < min_calibration_rows:
+        recommend, why = "global", "too few calibration rows for a local method to pay off"
+    else:
+        recommend, why = "local", "high hidden heterogeneity and enough calibration data"
+    return CalibrationRecommendation(
+        recommend=recommend, mean_hh=mean_hh, n_rows=int(values.size),
+        n_calibration=n_calibration, hh_threshold=float(hh_threshold),
+        min_calibration_rows=int(min_calibration_rows), reason=f"{why}: {numbers}.",
+    )
+
+
+def check_calibration_rows(
+    X_cal: ArrayLike, y_cal: ArrayLike, p_cal: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]]:
+    """Validate calibration features, labels and probabilities together."""
+    proba = check_probabilities(p_cal, name="p_cal")
+    labels = check_labels(y_cal, proba.shape[1], n_rows=proba.shape[0], name="y_cal")
+    features = check_features(X_cal, proba.shape[0], name="X_cal")
+    return features, labels, proba
+
+
+def check_features(
+    X: ArrayLike | None, n_rows: int, *, name: str = "features"
+) -> NDArray[np.float64]:
+    """Numeric, complete features of shape (n_rows, d); 1-D input is one feature."""
+    if X is None:
+        raise CalibrationInputError(f"{name} are required: pass an (n, d) numeric array.")
+    try:
+        features = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(
+            f"{name} must be numeric (encode categorical columns first): {exc}"
+        ) from exc
+    if features.ndim == 1:
+        features = features[:, None]
+    if features.ndim != 2 or features.shape[0] != n_rows or features.shape[1] == 0:
+        raise CalibrationInputError(
+            f"{name} must have shape ({n_rows}, d) with d >= 1; got {features.shape}."
+        )
+    bad = ~np.isfinite(features).all(axis=1)
+    if bad.any():
+        raise CalibrationInputError(
+            f"{name} has missing or non-finite values in {describe_rows(bad)}; "
+            "the forests need complete features: impute or drop those rows.",
+            code="non_finite_feature",
+            rows=first_rows(bad),
+            count=int(bad.sum()),
+        )
+    return features
+
+
+def _balanced_tasks(fitted: NDArray[np.intp], sizes: NDArray[np.int64]) -> list[NDArray[np.intp]]:
+    """Split the neighbourhoods to fit into tasks of about ``_ROWS_PER_TASK`` rows."""
+    if fitted.size == 0:
+        return []
+    order = fitted[np.argsort(-sizes[fitted], kind="stable")]
+    n_tasks = max(1, int(np.ceil(sizes[fitted].sum() / _ROWS_PER_TASK)))
+    n_tasks = min(n_tasks, order.size)
+    return [order[task::n_tasks] for task in range(n_tasks)]
+
+
+def _score_neighbourhoods(
+    features: NDArray[np.float64],
+    labels: NDArray[np.intp],
+    proba_cal: NDArray[np.float64],
+    members: list[NDArray[np.intp]],
+    seeds: TreeSeeds,
+) -> dict[str, NDArray[np.float64]]:
+    """HH and its parts for several neighbourhoods (one parallel task)."""
+    samples = []
+    trees: list[Any] = []
+    for rows in members:
+        sample = _Neighbourhood.of(features, labels, rows, seeds)
+        samples.append(sample)
+        trees.extend(grow_trees(sample.features, sample.classes, sample.present.size,
+                                sample.weights, seeds))
+    n_classes = max(sample.present.size for sample in samples)
+    grown, offsets = GrownTrees.concatenate(trees, n_classes)
+    leaf_of = grown.pruned_leaves(CCP_ALPHAS)
+    out = {name: np.empty(len(members)) for name in
+           ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
+    for position, (rows, sample) in enumerate(zip(members, samples, strict=True)):
+        own = slice(position * N_TREES, (position + 1) * N_TREES)
+        leaves = np.stack([tree.apply(sample.features) for tree in trees[own]])
+        leaves += offsets[own][:, None]
+        correct = oob_correct(grown.value, leaf_of, leaves, sample.weights == 0, sample.classes)
+        best = int(np.argmax(correct))  # the first of the best: only strictly better wins
+        brier_original = _brier(proba_cal[rows], labels[rows])
+        out["brier_original"][position] = brier_original
+        if correct[best] == 0:  # the reference keeps no forest: HH = 0
+            out["hh"][position] = 0.0
+            out["ccp_alpha"][position] = out["oob_accuracy"][position] = np.nan
+            out["brier_local"][position] = np.nan
+            continue
+        local = np.zeros_like(proba_cal[rows])
+        in_sample = forest_proba(grown.value, leaf_of[:, best], leaves)
+        local[:, sample.present] = in_sample[:, :sample.present.size]
+        brier_local = _brier(local, labels[rows])
+        out["hh"][position] = max(brier_original - brier_local, 0.0)
+        out["ccp_alpha"][position] = CCP_ALPHAS[best]
+        out["oob_accuracy"][position] = correct[best] / rows.size
+        out["brier_local"][position] = brier_local
+    return out
+
+
+@dataclass(frozen=True)
+class _Neighbourhood:
+    """The training set of one local forest."""
+
+    features: NDArray[np.float32]
+    classes: NDArray[np.intp]
+    present: NDArray[np.intp]
+    weights: NDArray[np.float64]
+
+    @classmethod
+    def of(
+        cls,
+        features: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        rows: NDArray[np.intp],
+        seeds: TreeSeeds,
+    ) -> _Neighbourhood:
+        present, classes = np.unique(labels[rows], return_inverse=True)
+        return cls(
+            features=np.ascontiguousarray(features[rows], dtype=np.float32),
+            classes=classes.ravel().astype(np.intp),
+            present=present.astype(np.intp),
+            weights=seeds.bootstrap_counts(rows.size),
+        )
+
+
+def _brier(proba: NDArray[np.float64], labels: NDArray[np.intp]) -> float:
+    """Brier score summed over classes, mean over rows (eq. 4), summed as the reference."""
+    squared = proba**2
+    rows = np.arange(labels.size)
+    squared[rows, labels] = (1.0 - proba[rows, labels]) ** 2
+    return float(np.sum(squared)) / labels.size

@@ -1,0 +1,110 @@
+"""Hellinger neighbourhoods in the probability simplex (paper 004, Algorithm 1, step 1).
+
+Many query rows share the same neighbourhood; :func:`group_identical_sets`
+finds them exactly so that each distinct neighbourhood is processed once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.neighbors import KDTree
+
+#: The reference's NearestNeighbors switches from a k-d tree to brute force
+#: (rows in index order) above 15 probability columns or at <= 11 rows.
+_KD_TREE_MAX_COLUMNS = 15
+_KD_TREE_MIN_ROWS = 12
+
+
+def hellinger_neighbourhoods(
+    proba_cal: NDArray[np.float64], proba_test: NDArray[np.float64], radius: float
+) -> tuple[list[NDArray[np.intp]], NDArray[np.intp]]:
+    """Calibration rows within Hellinger distance ``radius`` of each query row (inclusive).
+
+    Hellinger distance H(p, q) = ||sqrt(p) - sqrt(q)||_2 / sqrt(2) (paper 004,
+    eq. 2), so the neighbours are found by a k-d tree on sqrt(p) with radius
+    ``radius * sqrt(2)``, as the reference does.
+
+    Parameters
+    ----------
+    proba_cal : ndarray of shape (n_cal, K)
+    proba_test : ndarray of shape (n, K)
+    radius : float
+
+    Returns
+    -------
+    members : list of ndarray
+        The calibration rows of each distinct neighbourhood, ordered as the
+        reference's ``NearestNeighbors`` returns them (k-d tree order, or index
+        order where it would use brute force).
+    groups : ndarray of shape (n,)
+        The distinct neighbourhood of each query row.
+    """
+    index = KDTree(np.sqrt(proba_cal), leaf_size=30)
+    found = index.query_radius(np.sqrt(proba_test), r=radius * np.sqrt(2))
+    sizes = np.array([rows.size for rows in found], dtype=np.intp)
+    flat = np.concatenate([*found, np.empty(0, dtype=np.intp)]).astype(np.intp)
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    canonical = flat[np.lexsort((flat, owner))]
+    groups, first = group_identical_sets(canonical, sizes, proba_cal.shape[0])
+    n_cal, n_classes = proba_cal.shape
+    kd_order = n_classes <= _KD_TREE_MAX_COLUMNS and n_cal >= _KD_TREE_MIN_ROWS
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    ordered = flat if kd_order else canonical
+    members = [ordered[starts[row]:starts[row] + sizes[row]] for row in first]
+    return members, groups
+
+
+def group_identical_sets(
+    canonical: NDArray[np.intp], sizes: NDArray[np.intp], n_items: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Group rows whose sets of items are identical, exactly.
+
+    Parameters
+    ----------
+    canonical : ndarray of shape (sizes.sum(),)
+        Each row's items, sorted, rows laid end to end.
+    sizes : ndarray of shape (n,)
+    n_items : int
+
+    Returns
+    -------
+    groups : ndarray of shape (n,)
+        Group id of each row.
+    first : ndarray of shape (n_groups,)
+        A row of each group.
+
+    Notes
+    -----
+    Rows are bucketed by (size, two random 64-bit set hashes); every row is then
+    compared item by item with its bucket's first row, and any row that
+    differs (a hash collision) gets a group of its own, so grouping is exact.
+    """
+    n_rows = sizes.size
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    digests = _set_digests(canonical, starts, sizes, n_items)
+    table = np.column_stack([sizes.astype(np.uint64), digests])
+    _, first, groups = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    groups = groups.ravel().astype(np.intp)
+    within = np.arange(canonical.size) - np.repeat(starts, sizes)
+    owner = np.repeat(np.arange(n_rows), sizes)
+    mine = canonical
+    theirs = canonical[np.repeat(starts[first[groups]], sizes) + within]
+    differs = np.bincount(owner[mine != theirs], minlength=n_rows) > 0
+    if differs.any():
+        extra = np.flatnonzero(differs)
+        groups[extra] = first.size + np.arange(extra.size)
+        first = np.concatenate([first, extra])
+    return groups, first.astype(np.intp)
+
+
+def _set_digests(
+    canonical: NDArray[np.intp], starts: NDArray[np.intp], sizes: NDArray[np.intp], n_items: int
+) -> NDArray[np.uint64]:
+    """Two order-free 64-bit hashes per set: sums (mod 2**64) of fixed random item keys."""
+    keys = np.random.default_rng(20_240_601).integers(0, 2**63, size=(n_items, 2), dtype=np.uint64)
+    digests = np.zeros((sizes.size, 2), dtype=np.uint64)
+    filled = sizes > 0
+    if canonical.size:
+        digests[filled] = np.add.reduceat(keys[canonical], starts[filled], axis=0)
+    return digests

@@ -1,0 +1,428 @@
+"""Neighbourhood recalibration on the simplex: LECE and LECD (paper 002), and composition.
+
+Valk & Kull, "Assuming Locally Equal Calibration Errors for Non-Parametric
+Multiclass Calibration" (TMLR 2023), Section 3.2 and Algorithm 1. For a
+prediction p, take its k nearest calibration predictions p_1..p_k by
+KL(p || p_i) and
+
+* LECE (locally equal calibration errors): c(p) = p - (1/k) sum_i (p_i - y_i);
+* LECD (locally equal class distributions): c(p) = (1/k) sum_i y_i;
+
+then keep p_j for every class j with p_j <= t or c_j(p) <= t (threshold t) and
+divide the row by its sum. k = int(q * n) for a neighbourhood size q, a fraction
+of the n calibration rows. Composing with temperature scaling first (TS+LECE,
+:class:`Composed`) is what the paper recommends for many classes.
+
+The distances are one matrix product per block of query rows,
+KL(p || p') = sum_j p_j log p_j - p . log p' (the first term is constant per
+query row, so the ranking uses the product alone), and neighbours are selected
+with ``argpartition``. Choosing q and t by cross-validation computes the distances
+once per fold, sorts each validation row's nearest neighbours once and reads
+every q off prefix sums of the sorted neighbours' targets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.model_selection import KFold
+from threadpoolctl import threadpool_limits
+
+from calibcore._validation import check_in_range, check_positive_int
+from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import NLL_CLIP
+from calibcore.recalibration._base import Recalibrator, register
+from calibcore.recalibration.scaling import TemperatureScaling
+
+#: The paper's cross-validation grid for the neighbourhood size q = k / n (Section 4.2.2).
+NEIGHBORHOOD_SIZE_GRID: tuple[float, ...] = (
+    0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.1, 0.2, 1.0,
+)
+#: The paper's cross-validation grid for the threshold t (t = 1 is the identity map).
+THRESHOLD_GRID: tuple[float, ...] = (
+    0.0, 0.00125, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.05, 0.1, 1.0,
+)
+
+#: Probabilities are clipped here before taking logs, as in the authors' code, so a
+#: zero in the calibration prediction gives a large but finite divergence.
+KL_CLIP = 1e-30
+#: Entries of one block of the (query x calibration) distance matrix (16 MiB of float64).
+_BLOCK_ENTRIES = 2**21
+
+Assumption = Literal["errors", "distributions"]
+FloatArray = NDArray[np.float64]
+
+
+def kl_divergence_matrix(query: FloatArray, reference: FloatArray) -> FloatArray:
+    """KL(query_i || reference_j) for every pair of rows, as one matrix product.
+
+    Parameters
+    ----------
+    query : ndarray of shape (n_query, K)
+    reference : ndarray of shape (n_reference, K)
+
+    Returns
+    -------
+    ndarray of shape (n_query, n_reference)
+        sum_c q_c log q_c - q . log r, with both clipped at :data:`KL_CLIP`
+        (paper 002, Section 3.2: d_KL(p, p') = sum_i p_i log(p_i / p'_i)).
+    """
+    query = np.clip(query, KL_CLIP, 1.0)
+    entropy_term = np.einsum("ij,ij->i", query, np.log(query))
+    return entropy_term[:, None] + _cross_entropy(query, _negative_log(reference))
+
+
+def _negative_log(proba: FloatArray) -> FloatArray:
+    return -np.log(np.clip(proba, KL_CLIP, 1.0))
+
+
+def _cross_entropy(query: FloatArray, negative_log_reference: FloatArray) -> FloatArray:
+    """-sum_c q_c log r_c for every pair of rows: KL(q || r) minus a per-query-row constant.
+
+    The neighbour search ranks each query row's reference rows by this, which
+    orders them exactly as KL(q || r) does without the extra pass adding the
+    entropy term.
+    """
+    return np.clip(query, KL_CLIP, 1.0) @ negative_log_reference.T
+
+
+def neighbour_count(neighborhood_size: float, n_reference: int) -> int:
+    """k = int(q * n), at least one neighbour (the authors' code has no floor)."""
+    return max(1, int(n_reference * neighborhood_size))
+
+
+def _segment_sums(
+    nearest: NDArray[np.intp], targets: FloatArray, start: int, stop: int
+) -> FloatArray:
+    """Sum of ``targets`` over columns start:stop of ``nearest``, as a sparse product."""
+    columns = nearest[:, start:stop]
+    n_rows, width = columns.shape
+    selector = sparse.csr_matrix(
+        (np.ones(n_rows * width), columns.ravel(), np.arange(0, n_rows * width + 1, width)),
+        shape=(n_rows, targets.shape[0]),
+    )
+    return np.asarray(selector @ targets)
+
+
+def _nearest_sums(
+    distances: FloatArray, targets: FloatArray, counts: NDArray[np.intp]
+) -> FloatArray:
+    """Sums of ``targets`` over each row's counts[j] nearest columns of ``distances``.
+
+    ``counts`` is strictly increasing and below the number of columns. With one
+    count the neighbours are only selected; with several they are also sorted
+    once and the sums for every count are prefix sums over the sorted order.
+
+    Returns
+    -------
+    ndarray of shape (len(counts), n_rows, n_targets)
+    """
+    largest = int(counts[-1])
+    nearest = np.argpartition(distances, largest - 1, axis=1)[:, :largest]
+    if counts.size > 1:
+        order = np.argsort(np.take_along_axis(distances, nearest, axis=1), axis=1, kind="stable")
+        nearest = np.take_along_axis(nearest, order, axis=1)
+    starts = np.concatenate([[0], counts[:-1]])
+    segments = [
+        _segment_sums(nearest, targets, int(lo), int(hi))
+        for lo, hi in zip(starts, counts, strict=True)
+    ]
+    return np.cumsum(np.stack(segments), axis=0)
+
+
+def neighbour_means(
+    query: FloatArray,
+    reference: FloatArray,
+    targets: FloatArray,
+    counts: Sequence[int] | NDArray[np.intp],
+) -> FloatArray:
+    """Mean of ``targets`` over the k nearest reference rows (by KL) for each k in ``counts``.
+
+    Parameters
+    ----------
+    query : ndarray of shape (n_query, K)
+        Probabilities whose neighbourhoods are wanted.
+    reference : ndarray of shape (n_reference, K)
+        Calibration probabilities.
+    targets : ndarray of shape (n_reference, d)
+        Values averaged over each neighbourhood.
+    counts : sequence of int
+        Neighbourhood sizes, strictly increasing, each in 1..n_reference.
+
+    Returns
+    -------
+    ndarray of shape (len(counts), n_query, d)
+
+    Notes
+    -----
+    Blocked over query rows so one block of distances holds at most
+    :data:`_BLOCK_ENTRIES` entries. Ties in distance are broken arbitrarily (by
+    ``argpartition``), as in the authors' code.
+    """
+    count_array = np.asarray(counts, dtype=np.intp)
+    n_reference = reference.shape[0]
+    partial = count_array[count_array < n_reference]
+    negative_log_reference = _negative_log(reference)
+    sums = np.empty((count_array.size, query.shape[0], targets.shape[1]))
+    sums[partial.size:] = targets.sum(axis=0)
+    if partial.size == 0:
+        return sums / count_array[:, None, None]
+    block = max(1, _BLOCK_ENTRIES // n_reference)
+    # The per-block products are small; multithreaded BLAS only spins on them
+    # (about twice the CPU time for the same wall time on two cores).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, query.shape[0], block):
+            rows = slice(start, start + block)
+            distances = _cross_entropy(query[rows], negative_log_reference)
+            sums[: partial.size, rows] = _nearest_sums(distances, targets, partial)
+    return sums / count_array[:, None, None]
+
+
+def apply_threshold(proba: FloatArray, calibrated: FloatArray, threshold: float) -> FloatArray:
+    """Algorithm 1, lines 7-12: keep p_j where p_j <= t or c_j <= t, then renormalize rows.
+
+    ``calibrated`` may carry leading axes (one per hyperparameter value); the
+    last two axes match ``proba``.
+    """
+    kept = np.where((proba <= threshold) | (calibrated <= threshold), proba, calibrated)
+    return kept / kept.sum(axis=-1, keepdims=True)
+
+
+#: LECE averages the neighbours' errors y_i - p_i and adds the mean to p; LECD
+#: averages their labels y_i and uses the mean alone. Both are
+#: c(p) = w p + mean_i (y_i - w p_i), with w the weight below.
+_PREDICTION_WEIGHT: dict[Assumption, float] = {"errors": 1.0, "distributions": 0.0}
+
+
+def _neighbourhood_targets(
+    proba: FloatArray, labels: NDArray[np.intp], assumption: Assumption
+) -> FloatArray:
+    """y_i - w p_i for every calibration row (see :data:`_PREDICTION_WEIGHT`)."""
+    return np.eye(proba.shape[1])[labels] - _PREDICTION_WEIGHT[assumption] * proba
+
+
+def cross_validated_log_loss(
+    proba: FloatArray,
+    labels: NDArray[np.intp],
+    *,
+    assumption: Assumption,
+    neighborhood_sizes: Sequence[float],
+    thresholds: Sequence[float],
+    n_folds: int,
+    random_state: int | np.random.RandomState | None,
+) -> FloatArray:
+    """Mean over folds of the held-out log-loss for every (q, t) pair.
+
+    Folds are ``KFold(n_folds, shuffle=True, random_state)``, as in the authors'
+    code; k = int(q * n_fold_train). Probabilities are clipped at 1e-12 in the loss.
+
+    Returns
+    -------
+    ndarray of shape (len(neighborhood_sizes), len(thresholds))
+    """
+    targets = _neighbourhood_targets(proba, labels, assumption)
+    weight = _PREDICTION_WEIGHT[assumption]
+    losses = np.zeros((len(neighborhood_sizes), len(thresholds)))
+    folds = KFold(n_splits=n_folds, shuffle=True, random_state=random_state)
+    for train, held_out in folds.split(proba):
+        counts = [neighbour_count(q, train.size) for q in neighborhood_sizes]
+        unique_counts, position = np.unique(counts, return_inverse=True)
+        means = neighbour_means(proba[held_out], proba[train], targets[train], unique_counts)
+        calibrated = weight * proba[held_out] + means[position]
+        rows = np.arange(held_out.size)
+        for column, threshold in enumerate(thresholds):
+            output = apply_threshold(proba[held_out], calibrated, threshold)
+            true_class = np.clip(output[:, rows, labels[held_out]], NLL_CLIP, 1.0)
+            losses[:, column] -= np.log(true_class).mean(axis=1)
+    return losses / n_folds
+
+
+class _NeighbourhoodRecalibrator(Recalibrator):
+    """Shared fit/predict of LECE and LECD; subclasses set ``assumption``.
+
+    Parameters and attributes are documented on :class:`LECE`.
+    """
+
+    assumption: ClassVar[Assumption]
+    fitted_attributes = (
+        "calibration_proba_",
+        "calibration_labels_",
+        "neighborhood_size_",
+        "threshold_",
+        "cv_log_loss_",
+    )
+
+    def __init__(
+        self,
+        *,
+        neighborhood_size: float | None = None,
+        threshold: float | None = None,
+        n_folds: int = 10,
+        random_state: int | None = 0,
+    ) -> None:
+        self.neighborhood_size = neighborhood_size
+        self.threshold = threshold
+        self.n_folds = n_folds
+        self.random_state = random_state
+
+    def _fit(
+        self, proba: FloatArray, labels: NDArray[np.intp], features: FloatArray | None
+    ) -> None:
+        sizes = _search_grid(self.neighborhood_size, NEIGHBORHOOD_SIZE_GRID,
+                             "neighborhood_size", allow_zero=False)
+        thresholds = _search_grid(self.threshold, THRESHOLD_GRID, "threshold", allow_zero=True)
+        self.cv_log_loss_ = None
+        best_size, best_threshold = 0, 0
+        if len(sizes) * len(thresholds) > 1:
+            n_folds = check_positive_int(self.n_folds, "n_folds", minimum=2)
+            if labels.size < n_folds:
+                raise CalibrationInputError(
+                    f"choosing neighborhood_size and threshold by {n_folds}-fold "
+                    f"cross-validation needs at least {n_folds} calibration rows, got "
+                    f"{labels.size}; pass both parameters explicitly or use more rows."
+                )
+            self.cv_log_loss_ = cross_validated_log_loss(
+                proba, labels, assumption=self.assumption, neighborhood_sizes=sizes,
+                thresholds=thresholds, n_folds=n_folds, random_state=self.random_state,
+            )
+            # The first minimum in q-major order, as the authors' grid search takes it.
+            best = np.unravel_index(int(np.argmin(self.cv_log_loss_)), self.cv_log_loss_.shape)
+            best_size, best_threshold = int(best[0]), int(best[1])
+        self.neighborhood_size_ = float(sizes[best_size])
+        self.threshold_ = float(thresholds[best_threshold])
+        self.calibration_proba_ = proba.copy()
+        self.calibration_labels_ = labels.copy()
+
+    def _predict(self, proba: FloatArray, features: FloatArray | None) -> FloatArray:
+        reference = self.calibration_proba_
+        targets = _neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
+        count = neighbour_count(self.neighborhood_size_, reference.shape[0])
+        means = neighbour_means(proba, reference, targets, [count])[0]
+        calibrated = _PREDICTION_WEIGHT[self.assumption] * proba + means
+        return apply_threshold(proba, calibrated, self.threshold_)
+
+
+def _search_grid(
+    value: float | None, grid: tuple[float, ...], name: str, *, allow_zero: bool
+) -> tuple[float, ...]:
+    """The paper's grid when ``value`` is None, else the validated value alone."""
+    if value is None:
+        return grid
+    number = check_in_range(value, name, low=0.0, high=1.0)
+    if number == 0.0 and not allow_zero:
+        raise CalibrationInputError(f"{name} must be in (0, 1], got {value!r}.")
+    return (number,)
+
+
+@register
+class LECE(_NeighbourhoodRecalibrator):
+    """LECE calibration: subtract the mean calibration error of the k nearest calibration rows.
+
+    Paper 002, Algorithm 1: c(p) = p - (1/k) sum_{i in N_k(p)} (p_i - y_i), with
+    N_k(p) the k calibration rows nearest to p in KL(p || p_i); classes with
+    p_j <= t or c_j(p) <= t keep p_j, and rows are renormalized.
+
+    Parameters
+    ----------
+    neighborhood_size : float in (0, 1] or None, default=None
+        q, the neighbourhood as a fraction of the calibration rows (k = int(q n)).
+        None chooses it by cross-validation over :data:`NEIGHBORHOOD_SIZE_GRID`.
+    threshold : float in [0, 1] or None, default=None
+        t; None chooses it by cross-validation over :data:`THRESHOLD_GRID`.
+        t = 0 only keeps outputs non-negative; t = 1 is the identity map.
+    n_folds : int, default=10
+        Folds of the cross-validation on log-loss (used when either parameter is None).
+    random_state : int or None, default=0
+        Seeds the fold shuffle.
+
+    Attributes
+    ----------
+    calibration_proba_ : ndarray of shape (n, K)
+    calibration_labels_ : ndarray of shape (n,)
+        The calibration rows, which are the fitted state of this method.
+    neighborhood_size_, threshold_ : float
+        The values used (given, or chosen by cross-validation).
+    cv_log_loss_ : ndarray of shape (n_sizes, n_thresholds) or None
+        Mean held-out log-loss over the grid searched (None when nothing was searched).
+    """
+
+    method = "lece"
+    display_name = "LECE (locally equal calibration errors)"
+    assumption = "errors"
+
+
+@register
+class LECD(_NeighbourhoodRecalibrator):
+    """LECD calibration: the mean one-hot label of the k nearest calibration rows.
+
+    Paper 002, Section 3.2: c(p) = (1/k) sum_{i in N_k(p)} y_i, with the same
+    KL neighbourhood, thresholding and renormalization as :class:`LECE`; the
+    parameters and attributes are those of :class:`LECE`.
+    """
+
+    method = "lecd"
+    display_name = "LECD (locally equal class distributions)"
+    assumption = "distributions"
+
+
+@register
+class Composed(Recalibrator):
+    """Recalibrators applied in sequence, each fitted on the previous one's output.
+
+    The paper's TS+LECE is ``Composed(steps=[TemperatureScaling(), LECE()])``,
+    which is also what ``steps=None`` means.
+
+    Parameters
+    ----------
+    steps : sequence of Recalibrator or None, default=None
+        Unfitted recalibrators; they are cloned at fit, never modified.
+
+    Attributes
+    ----------
+    steps_ : list of Recalibrator
+        The fitted clones.
+    """
+
+    method = "composed"
+    display_name = "Composition (e.g. TS+LECE)"
+    fitted_attributes = ("steps_",)
+
+    def __init__(self, *, steps: Sequence[Recalibrator] | None = None) -> None:
+        self.steps = steps
+
+    def _template_steps(self) -> list[Recalibrator]:
+        if self.steps is None:
+            return [TemperatureScaling(), LECE()]
+        steps = list(self.steps)
+        if not steps or not all(isinstance(step, Recalibrator) for step in steps):
+            raise CalibrationInputError(
+                "steps must be a non-empty list of calibcore recalibrators, got "
+                f"{self.steps!r}."
+            )
+        return steps
+
+    def _check_features(self, features: Any, n_rows: int) -> FloatArray | None:
+        needing = [step for step in self._template_steps() if step.needs_features]
+        return needing[0]._check_features(features, n_rows) if needing else None
+
+    def _fit(
+        self, proba: FloatArray, labels: NDArray[np.intp], features: FloatArray | None
+    ) -> None:
+        self.steps_ = [clone(step) for step in self._template_steps()]
+        current = proba
+        for position, step in enumerate(self.steps_):
+            step_features = features if step.needs_features else None
+            step.fit(current, labels, step_features)
+            if position < len(self.steps_) - 1:
+                current = step.predict_proba(current, step_features)
+
+    def _predict(self, proba: FloatArray, features: FloatArray | None) -> FloatArray:
+        current = proba
+        for step in self.steps_:
+            current = step.predict_proba(current, features if step.needs_features else None)
+        return current

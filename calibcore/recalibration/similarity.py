@@ -1,0 +1,263 @@
+"""Similarity-weighted calibration: SWC and SWC-HH (paper 004, §4, Algorithm 2, eq. 5).
+
+q_t[k] = sum_i s(t, i) 1[y_i = k] / sum_i s(t, i), with s the random-forest
+proximity in the augmented space [features, standardized probabilities]
+(:mod:`calibcore.proximity`). SWC weights every calibration row; SWC-HH keeps
+only rows with s(t, i) >= HH_t / 2 (HH from :mod:`calibcore.heterogeneity`).
+Fallbacks as the reference: a row whose kept similarities sum to zero keeps
+p_t; when no row passes the SWC-HH filter, the most similar one is kept.
+
+The fitted state is plain arrays: the forest's node arrays, the calibration
+rows' leaf ids and labels (and, for SWC-HH, the calibration rows themselves,
+which HH needs); leaves of new rows come from a vectorized traversal.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.utils.validation import check_is_fitted
+
+from calibcore._validation import check_probabilities
+from calibcore.exceptions import CalibrationInputError
+from calibcore.heterogeneity import check_features, hidden_heterogeneity
+from calibcore.proximity import (
+    ProximityForest,
+    TreeEnsemble,
+    fit_proximity_forest,
+    leaf_indicator,
+    node_class_counts,
+    shared_leaf_blocks,
+)
+from calibcore.recalibration._base import Recalibrator, _to_simplex, register
+
+
+@register
+class SWC(Recalibrator):
+    """Similarity-weighted calibration (Wagstaff & Dietterich, Algorithm 2).
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Trees of the proximity forest.
+    random_state : int, default=0
+        Seed of the proximity forest.
+    n_jobs : int or None, default=None
+        Threads used to fit the forest (the fit does not depend on it).
+
+    Attributes
+    ----------
+    forest_ : dict of ndarray
+        Node arrays of the proximity forest (:class:`~calibcore.proximity.TreeEnsemble`)
+        and the standardization of the probability columns.
+    calibration_leaves_ : ndarray of shape (n_cal, n_estimators)
+        Global leaf id of each calibration row in each tree.
+    calibration_labels_ : ndarray of shape (n_cal,)
+    n_features_in_ : int
+        Feature columns d (the probabilities are added to them).
+    """
+
+    method = "swc"
+    display_name = "SWC (similarity-weighted)"
+    needs_features = True
+    fitted_attributes: ClassVar[tuple[str, ...]] = (
+        "forest_", "calibration_leaves_", "calibration_labels_", "n_features_in_",
+    )
+
+    def __init__(
+        self, *, n_estimators: int = 100, random_state: int = 0, n_jobs: int | None = None
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _fit(
+        self,
+        proba: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> None:
+        features = check_features(features, proba.shape[0])
+        forest = fit_proximity_forest(
+            features, proba, labels, n_estimators=self.n_estimators,
+            random_state=self.random_state, n_jobs=self.n_jobs,
+        )
+        self.forest_ = {
+            **forest.trees.to_arrays(),
+            "probability_mean": forest.probability_mean,
+            "probability_scale": forest.probability_scale,
+        }
+        self.calibration_leaves_ = forest.apply(features, proba).astype(np.int32)
+        self.calibration_labels_ = labels.astype(np.int32)
+        self.n_features_in_ = int(features.shape[1])
+
+    def _predict(
+        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+    ) -> NDArray[np.float64]:
+        forest = self._proximity_forest()
+        leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba)
+        votes = (leaf_indicator(leaves, forest.trees.n_nodes) @ self._node_counts()).astype(float)
+        return _normalize_votes(votes, proba)
+
+    def calibration_support(self, y_prob: ArrayLike, features: ArrayLike) -> NDArray[np.float64]:
+        """S_t = sum_i s(t, i) over all calibration rows, per row (paper 004, eq. 6).
+
+        Parameters
+        ----------
+        y_prob : array-like of shape (n,) or (n, K)
+        features : array-like of shape (n, d)
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Expected number of calibration rows sharing a leaf with the row.
+        """
+        check_is_fitted(self, "forest_")
+        proba = self._check_probabilities_like_fit(y_prob)
+        forest = self._proximity_forest()
+        leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba)
+        occupancy = self._node_counts().sum(axis=1)
+        return occupancy[leaves].sum(axis=1) / forest.trees.n_trees
+
+    def _check_probabilities_like_fit(self, y_prob: ArrayLike) -> NDArray[np.float64]:
+        proba = check_probabilities(y_prob)
+        if proba.shape[1] != self.n_classes_:
+            raise CalibrationInputError(
+                f"this recalibrator was fitted on {self.n_classes_} classes; "
+                f"y_prob has {proba.shape[1]}."
+            )
+        return proba
+
+    def _check_features_like_fit(
+        self, features: ArrayLike | None, n_rows: int
+    ) -> NDArray[np.float64]:
+        checked = check_features(features, n_rows)
+        if checked.shape[1] != self.n_features_in_:
+            raise CalibrationInputError(
+                f"features have {checked.shape[1]} columns but {type(self).__name__} was "
+                f"fitted on {self.n_features_in_}."
+            )
+        return checked
+
+    def _proximity_forest(self) -> ProximityForest:
+        return ProximityForest(
+            trees=TreeEnsemble.from_arrays(self.forest_),
+            probability_mean=np.asarray(self.forest_["probability_mean"], dtype=np.float64),
+            probability_scale=np.asarray(self.forest_["probability_scale"], dtype=np.float64),
+        )
+
+    def _node_counts(self) -> NDArray[np.int64]:
+        n_nodes = int(np.asarray(self.forest_["left"]).size)
+        return node_class_counts(
+            np.asarray(self.calibration_leaves_, dtype=np.int64),
+            np.asarray(self.calibration_labels_, dtype=np.intp),
+            n_nodes, self.n_classes_,
+        )
+
+
+@register
+class SWCHH(SWC):
+    """SWC restricted to calibration rows with similarity >= HH_t / 2 (paper 004, §4).
+
+    HH_t is computed on the calibration rows stored at fit time, with the
+    same ``random_state`` (as the reference, which seeds both with 0).
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+    radius : float, default=0.1
+        Hellinger radius of the HH neighbourhoods.
+    random_state : int, default=0
+    n_jobs : int or None, default=None
+        Threads for the forest fit and for HH (results do not depend on it).
+
+    Attributes
+    ----------
+    forest_, calibration_leaves_, calibration_labels_
+        As :class:`SWC`.
+    calibration_features_ : ndarray of shape (n_cal, d)
+    calibration_probabilities_ : ndarray of shape (n_cal, K)
+    """
+
+    method = "swc_hh"
+    display_name = "SWC-HH (similarity-weighted, HH filter)"
+    fitted_attributes: ClassVar[tuple[str, ...]] = (
+        *SWC.fitted_attributes, "calibration_features_", "calibration_probabilities_",
+    )
+
+    def __init__(
+        self,
+        *,
+        n_estimators: int = 100,
+        radius: float = 0.1,
+        random_state: int = 0,
+        n_jobs: int | None = None,
+    ) -> None:
+        super().__init__(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs)
+        self.radius = radius
+
+    def _fit(
+        self,
+        proba: NDArray[np.float64],
+        labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> None:
+        super()._fit(proba, labels, features)
+        self.calibration_features_ = check_features(features, proba.shape[0])
+        self.calibration_probabilities_ = proba
+
+    def _predict(
+        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+    ) -> NDArray[np.float64]:
+        return self._filtered_votes(proba, features, self.heterogeneity(proba))
+
+    def heterogeneity(self, proba: ArrayLike) -> NDArray[np.float64]:
+        """HH_t of each row against the stored calibration rows."""
+        check_is_fitted(self, "forest_")
+        return hidden_heterogeneity(
+            self.calibration_features_, self.calibration_labels_,
+            self.calibration_probabilities_, proba, radius=self.radius,
+            random_state=self.random_state, n_jobs=self.n_jobs,
+        )
+
+    def predict_with_heterogeneity(
+        self, y_prob: ArrayLike, features: ArrayLike, hh: ArrayLike
+    ) -> NDArray[np.float64]:
+        """SWC-HH probabilities given precomputed HH_t (shape (n,)), e.g. from a report.
+
+        Equal to :meth:`predict_proba` when ``hh`` is :meth:`heterogeneity` of the rows.
+        """
+        check_is_fitted(self, "forest_")
+        proba = self._check_probabilities_like_fit(y_prob)
+        return _to_simplex(self._filtered_votes(proba, features, hh))
+
+    def _filtered_votes(
+        self, proba: NDArray[np.float64], features: ArrayLike | None, hh: ArrayLike
+    ) -> NDArray[np.float64]:
+        checked = self._check_features_like_fit(features, proba.shape[0])
+        thresholds = np.asarray(hh, dtype=np.float64) / 2.0
+        if thresholds.shape != (proba.shape[0],):
+            raise CalibrationInputError(
+                f"hh must have shape ({proba.shape[0]},); got {thresholds.shape}."
+            )
+        forest = self._proximity_forest()
+        leaves = forest.apply(checked, proba)
+        one_hot = np.eye(self.n_classes_)[np.asarray(self.calibration_labels_, dtype=np.intp)]
+        votes = np.empty_like(proba)
+        reference = np.asarray(self.calibration_leaves_, dtype=np.int64)
+        for rows, shared in shared_leaf_blocks(leaves, reference, forest.trees.n_nodes):
+            similarity = shared / forest.trees.n_trees
+            kept = similarity >= thresholds[rows, None]
+            nobody = ~kept.any(axis=1)
+            kept[nobody, np.argmax(similarity[nobody], axis=1)] = True
+            votes[rows] = np.where(kept, similarity, 0.0) @ one_hot
+        return _normalize_votes(votes, proba)
+
+
+def _normalize_votes(votes: NDArray[np.float64], proba: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Eq. 5 normalization; rows with no similarity mass keep their probabilities."""
+    mass = votes.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(mass > 0, votes / mass, proba)

@@ -1,0 +1,407 @@
+"""Bootstrap intervals for global calibration measures (SPEC §4.1).
+
+:func:`bootstrap_interval` resamples rows for any scalar measure.
+:func:`global_measures` computes every global measure of one view with its
+percentile bootstrap interval in one pass; there a resample is a row of count
+weights, ``w_i`` = times row i was drawn, and each measure's ``*_rows`` kernel
+evaluates a block of resamples as one array operation (binned sums through
+``bincount``, kCE and intCE through cumulative sums over the sorted scores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore.binning import Binning
+from calibcore.consistent import (
+    Vector,
+    ViewProblem,
+    binned_rows,
+    interval_rows,
+    laplace_kernel_rows,
+    view_problems,
+)
+from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import NLL_CLIP, _check_binning
+from calibcore.smooth_calibration import smooth_calibration_rows
+from calibcore.smooth_ece import smooth_ece_rows
+from calibcore.views import View
+
+#: Resamples are drawn in blocks of about this many row weights (bounds memory).
+BLOCK_ELEMENTS = 1 << 22
+
+MeasureName = Literal[
+    "ece",
+    "mce",
+    "classwise_ece",
+    "brier",
+    "binary_brier",
+    "nll",
+    "accuracy",
+    "binned_ece_plus_width",
+    "interval_calibration_error",
+    "laplace_kernel_calibration_error",
+    "smooth_calibration_error",
+    "smooth_ece",
+]
+
+
+@dataclass(frozen=True)
+class MeasureInfo:
+    """How a measure is shown: display name, consistency (001) and a one-line meaning."""
+
+    name: str
+    consistent: bool
+    meaning: str
+
+
+MEASURES: dict[MeasureName, MeasureInfo] = {
+    "ece": MeasureInfo("ECE", False, "Binned mean |confidence - accuracy|; moves with the bins."),
+    "mce": MeasureInfo("MCE", False, "Largest |confidence - accuracy| over the bins."),
+    "classwise_ece": MeasureInfo(
+        "classwise ECE", False, "Binned ECE of each class's probability, averaged over classes."
+    ),
+    "brier": MeasureInfo(
+        "Brier", False, "Mean squared error of the probability vector, summed over classes."
+    ),
+    "binary_brier": MeasureInfo(
+        "binary Brier", False, "Mean squared error of P(class 1) (binary problems)."
+    ),
+    "nll": MeasureInfo("NLL", False, "Mean negative log probability of the true class."),
+    "accuracy": MeasureInfo("accuracy", False, "Fraction of rows whose top class is right."),
+    "binned_ece_plus_width": MeasureInfo(
+        "binnedECE + width", False, "Binned ECE plus bin width: an upper bound on the distance."
+    ),
+    "interval_calibration_error": MeasureInfo(
+        "intCE", True, "Shift-averaged binned ECE plus width, minimized over widths."
+    ),
+    "laplace_kernel_calibration_error": MeasureInfo(
+        "kCE", True, "Laplace-kernel (MMCE) size of the residuals, computed exactly."
+    ),
+    "smooth_calibration_error": MeasureInfo(
+        "smCE", True, "Largest residual correlation with a 1-Lipschitz test function."
+    ),
+    "smooth_ece": MeasureInfo(
+        "smooth ECE", True, "ECE of the kernel-smoothed reliability curve (relplot's smECE)."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate and its percentile bootstrap interval.
+
+    Attributes
+    ----------
+    estimate : float
+        The measure on the data.
+    low, high : float
+        Bootstrap percentiles (1 - level) / 2 and (1 + level) / 2.
+    n_resamples : int
+    confidence_level : float
+    """
+
+    estimate: float
+    low: float
+    high: float
+    n_resamples: int
+    confidence_level: float
+
+
+@dataclass(frozen=True)
+class MeasureEstimate:
+    """One global measure with its interval, as shown in the measures table.
+
+    ``value`` is None when the measure does not apply (binary Brier on K > 2
+    classes) or was skipped (smCE above ``smce_max_rows``); ``low``/``high``
+    are None without an interval. ``note`` says why.
+    """
+
+    key: MeasureName
+    name: str
+    value: float | None
+    low: float | None
+    high: float | None
+    consistent: bool
+    meaning: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class GlobalMeasures:
+    """All global measures of one view, with the settings they were computed with."""
+
+    measures: tuple[MeasureEstimate, ...]
+    view: View
+    n: int
+    n_classes: int
+    n_bins: int
+    binning: Binning
+    n_bootstrap: int
+    confidence_level: float
+
+    def __getitem__(self, key: str) -> MeasureEstimate:
+        for measure in self.measures:
+            if measure.key == key:
+                return measure
+        raise KeyError(key)
+
+
+def resample_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
+    """``size`` bootstrap resamples of n rows as count weights, shape (size, n)."""
+    draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+
+
+def resample_blocks(
+    n: int, n_resamples: int, random_state: int | np.random.Generator | None
+) -> list[NDArray[np.float64]]:
+    """``n_resamples`` bootstrap resamples as count weights, in blocks of bounded size."""
+    rng = np.random.default_rng(random_state)
+    block = max(1, BLOCK_ELEMENTS // n)
+    sizes = [min(block, n_resamples - start) for start in range(0, n_resamples, block)]
+    return [resample_counts(rng, n, size) for size in sizes]
+
+
+def _percentiles(values: NDArray[np.float64], level: float) -> tuple[float, float]:
+    low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(low), float(high)
+
+
+def bootstrap_interval(
+    measure: Callable[[NDArray[np.generic], NDArray[np.float64]], float],
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_resamples: int = 200,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> Interval:
+    """Percentile bootstrap interval of any scalar measure ``measure(y_true, y_prob)``.
+
+    Rows are resampled with replacement (one resample of row indices per call
+    of ``measure``). For the global measures, :func:`global_measures` is much
+    faster: it evaluates blocks of resamples at once.
+
+    Parameters
+    ----------
+    measure : callable
+        ``measure(y_true, y_prob) -> float``, e.g. a :mod:`calibcore.metrics` function
+        (wrap it in ``functools.partial`` to fix options such as ``view``).
+    y_true : array-like of shape (n,)
+    y_prob : array-like of shape (n,) or (n, K)
+        Passed to ``measure`` resampled, in the shape given.
+    n_resamples : int, default=200
+    confidence_level : float, default=0.95
+    random_state : int, Generator or None, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    Interval
+    """
+    labels, _ = check_predictions(y_true, y_prob)
+    n_resamples = check_positive_int(n_resamples, "n_resamples")
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    raw_labels, raw_proba = np.asarray(y_true), np.asarray(y_prob, dtype=np.float64)
+    rng = np.random.default_rng(random_state)
+    values = np.empty(n_resamples)
+    for resample in range(n_resamples):
+        rows = rng.integers(0, labels.size, size=labels.size)
+        values[resample] = measure(raw_labels[rows], raw_proba[rows])
+    low, high = _percentiles(values, level)
+    return Interval(float(measure(raw_labels, raw_proba)), low, high, n_resamples, level)
+
+
+class _WeightedMeasures:
+    """Every global measure of one data set as a function of (b, n) row weights."""
+
+    def __init__(
+        self,
+        labels: NDArray[np.intp],
+        proba: NDArray[np.float64],
+        view: View,
+        n_bins: int,
+        binning: Binning,
+    ) -> None:
+        self.n_bins, self.binning = n_bins, binning
+        rows = np.arange(labels.size)
+        true_class = proba[rows, labels]
+        self.losses: dict[MeasureName, NDArray[np.float64]] = {
+            "brier": np.square(proba).sum(axis=1) - 2.0 * true_class + 1.0,
+            "nll": -np.log(np.clip(true_class, NLL_CLIP, 1.0)),
+            "accuracy": (proba.argmax(axis=1) == labels).astype(np.float64),
+        }
+        if proba.shape[1] == 2:
+            self.losses["binary_brier"] = np.square(proba[:, 1] - (labels == 1))
+        self.problems = view_problems(labels, proba, view)
+        self.classwise = view_problems(labels, proba, "classwise", sort=False)
+
+    @staticmethod
+    def _average(
+        problems: list[ViewProblem],
+        weights: list[NDArray[np.float64]],
+        kernel: Callable[..., NDArray[np.float64]],
+    ) -> NDArray[np.float64]:
+        per_problem = [
+            kernel(problem.scores, problem.residuals, problem_weights)
+            for problem, problem_weights in zip(problems, weights, strict=True)
+        ]
+        return np.mean(per_problem, axis=0)
+
+    def _binned(self, binning: Binning) -> Callable[..., NDArray[np.float64]]:
+        def kernel(scores: Vector, residuals: Vector, weights: Vector) -> Vector:
+            return np.stack(binned_rows(scores, residuals, weights, self.n_bins, binning))
+
+        return kernel
+
+    def rows(
+        self, keys: Sequence[MeasureName], weights: NDArray[np.float64], skip_smce: bool
+    ) -> dict[MeasureName, NDArray[np.float64]]:
+        """Each requested measure for each row of ``weights``, shape (b,)."""
+        out: dict[MeasureName, NDArray[np.float64]] = {}
+        totals = weights.sum(axis=1)
+        for key, loss in self.losses.items():
+            if key in keys:
+                # einsum, not BLAS gemv: the latter stalls waking threads on a busy machine.
+                out[key] = np.einsum("bi,i->b", weights, loss) / totals
+        view_weights = [problem.reorder(weights) for problem in self.problems]
+        if {"ece", "mce"} & set(keys):
+            binned = self._average(self.problems, view_weights, self._binned(self.binning))
+            out["ece"], out["mce"] = binned
+        if "classwise_ece" in keys:
+            class_weights = [weights] * len(self.classwise)
+            out["classwise_ece"] = self._average(
+                self.classwise, class_weights, self._binned(self.binning)
+            )[0]
+        if "binned_ece_plus_width" in keys:
+            ece = (
+                out["ece"]
+                if self.binning == "equal_width" and "ece" in out
+                else self._average(self.problems, view_weights, self._binned("equal_width"))[0]
+            )
+            out["binned_ece_plus_width"] = ece + 1.0 / self.n_bins
+        kernels: dict[MeasureName, Callable[..., NDArray[np.float64]]] = {
+            "interval_calibration_error": interval_rows,
+            "laplace_kernel_calibration_error": laplace_kernel_rows,
+            "smooth_ece": lambda s, r, w: smooth_ece_rows(s, r, w)[0],
+            "smooth_calibration_error": smooth_calibration_rows,
+        }
+        for key, kernel in kernels.items():
+            if key in keys and not (skip_smce and key == "smooth_calibration_error"):
+                out[key] = self._average(self.problems, view_weights, kernel)
+        return out
+
+
+def _check_measures(measures: Sequence[str] | None) -> tuple[MeasureName, ...]:
+    if measures is None:
+        return tuple(MEASURES)
+    unknown = [name for name in measures if name not in MEASURES]
+    if unknown:
+        raise CalibrationInputError(
+            f"unknown measures {unknown}; choose from {', '.join(MEASURES)}."
+        )
+    return tuple(name for name in MEASURES if name in measures)
+
+
+def global_measures(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    view: View = "top_label",
+    n_bins: int = 15,
+    binning: Binning = "equal_width",
+    n_bootstrap: int = 200,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+    measures: Sequence[MeasureName] | None = None,
+    smce_max_rows: int = 200_000,
+    smce_bootstrap_max_rows: int = 10_000,
+) -> GlobalMeasures:
+    """Every global measure of one view with a percentile bootstrap interval.
+
+    ECE, MCE, classwise ECE, Brier (summed over classes), binary Brier (binary
+    only), NLL, accuracy, binnedECE + width, and the consistent measures of
+    paper 001 (intCE, kCE, smCE) and the smooth ECE. Values equal the
+    corresponding functions of :mod:`calibcore.metrics`; bootstrap resamples
+    are rows of count weights evaluated in blocks.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Class indices 0..K-1.
+    y_prob : array-like of shape (n,) or (n, K)
+        P(class 1) for a binary problem, or class probabilities.
+    view : {"top_label", "positive", "classwise"}
+        View of the score-based measures (Brier, NLL, accuracy and classwise
+        ECE do not depend on it).
+    n_bins : int, default=15
+        Bins of ECE, MCE, classwise ECE and binnedECE + width.
+    binning : {"equal_width", "equal_mass"}
+        Bins of ECE, MCE and classwise ECE (binnedECE + width is equal-width).
+    n_bootstrap : int, default=200
+        Resamples; 0 gives values without intervals.
+    confidence_level : float, default=0.95
+    random_state : int, Generator or None, default=0
+        Seed of the resampling.
+    measures : sequence of str, optional
+        Subset of :data:`MEASURES` keys to compute (all by default).
+    smce_max_rows : int, default=200_000
+        smCE (about 4 s per million rows, not vectorizable over resamples) is
+        skipped above this many rows, with a note.
+    smce_bootstrap_max_rows : int, default=10_000
+        smCE gets an interval only while rows x problems of the view stay
+        within this (each resample is a separate solve), with a note otherwise.
+
+    Returns
+    -------
+    GlobalMeasures
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    binning = _check_binning(binning)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    keys = _check_measures(measures)
+    n_rows, n_classes = proba.shape
+    context = _WeightedMeasures(labels, proba, view, n_bins, binning)
+    skip_smce = n_rows > smce_max_rows
+    values = context.rows(keys, np.ones((1, n_rows)), skip_smce)
+    smce_interval = not skip_smce and n_rows * len(context.problems) <= smce_bootstrap_max_rows
+    samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in values}
+    if n_bootstrap:
+        for weights in resample_blocks(n_rows, n_bootstrap, random_state):
+            for key, block in context.rows(keys, weights, not smce_interval).items():
+                samples[key].append(block)
+    results = []
+    for key in keys:
+        info = MEASURES[key]
+        estimate = MeasureEstimate(key, info.name, None, None, None, info.consistent, info.meaning)
+        if key not in values:
+            note = (
+                "binary problems only"
+                if key == "binary_brier"
+                else f"skipped: {n_rows:,} rows > smce_max_rows={smce_max_rows:,}"
+            )
+            results.append(replace(estimate, note=note))
+            continue
+        estimate = replace(estimate, value=float(values[key][0]))
+        if samples[key]:
+            low, high = _percentiles(np.concatenate(samples[key]), level)
+            estimate = replace(estimate, low=low, high=high)
+        elif n_bootstrap:
+            estimate = replace(
+                estimate,
+                note=f"no interval: {n_rows:,} rows x {len(context.problems)} problems > "
+                f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}",
+            )
+        results.append(estimate)
+    return GlobalMeasures(
+        tuple(results), view, n_rows, n_classes, n_bins, binning, n_bootstrap, level
+    )

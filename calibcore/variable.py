@@ -1,0 +1,468 @@
+"""Variable-based calibration: VECE, LOESS calibration curves, variable ranking.
+
+Paper 003 (Kelly & Smyth, "Variable-Based Calibration for Machine Learning
+Classifiers"), as SPEC §4.2 defines it. Everything uses the top-label view:
+the *predicted error* of a row is ``1 - max_k p_k`` and its *error* is
+``1[y != argmax_k p_k]``.
+
+* VCE(v) is the gap between the expected error and the expected predicted
+  error given V = v (eq. 4-5); VECE its expectation over V (eq. 6), estimated
+  with equal-mass bins over V (eq. 7):
+  ``VECE = sum_b (n_b / n) |mean predicted error_b - mean error_b|``.
+* The calibration plot (Figure 1b) shows LOESS curves of both against V with
+  95% bands (:mod:`calibcore.smoothing`); ``VCE(v*)`` is their largest gap.
+* The ranking orders variables by VECE, with a permutation p-value (beyond
+  the paper) so that signal can be told from noise.
+
+Missing values of V (NaN, None, +/-inf) are left out: n counts the rows used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy.stats import t as student_t
+from statsmodels.stats.proportion import proportion_confint
+
+from calibcore._permutation import NullCache, permutation_p_value
+from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore._variable_binning import (
+    Variable,
+    VariableKind,
+    bin_index,
+    bin_labels,
+    binned_vece,
+    check_kind,
+    feature_table,
+    prepare_variable,
+)
+from calibcore.exceptions import CalibrationInputError
+from calibcore.smoothing import MIN_NEIGHBOURS, loess_many
+from calibcore.views import score_outcome
+
+__all__ = [
+    "LoessCurves",
+    "VariableKind",
+    "loess_curves",
+    "rank_variables",
+    "variable_bins",
+    "variable_ece",
+]
+
+#: The curves run between these quantiles of V (the paper's reference).
+CURVE_QUANTILES = (0.05, 0.95)
+#: Columns of the ranking table, in order.
+RANKING_COLUMNS = ("variable", "kind", "vece", "vce_max", "v_star", "p_value", "n", "n_missing")
+
+
+@dataclass(frozen=True)
+class LoessCurves:
+    """LOESS error and predicted-error curves against a variable (Figure 1b of 003).
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_points,)
+        Equally spaced values of V between its 5th and 95th percentiles.
+    error, error_low, error_high : ndarray of shape (n_points,)
+        Smoothed error rate 1[y != argmax] and its pointwise band (fractions).
+    predicted_error, predicted_error_low, predicted_error_high : ndarray of shape (n_points,)
+        Smoothed predicted error ``1 - confidence`` and its band. Bands are
+        ``fit +/- t s ||l(x)||`` and are not clipped to [0, 1].
+    vce_max : float
+        ``VCE(v*) = max |error - predicted_error|`` over ``x``.
+    v_star : float
+        The ``x`` where that maximum occurs.
+    n : int
+        Rows used (V not missing).
+    n_missing : int
+        Rows left out because V was missing.
+    span : float
+        LOESS span.
+    confidence_level : float
+        Pointwise coverage of the bands.
+    histogram_edges : ndarray of shape (n_histogram_bins + 1,)
+        Equal-width bins over ``[x[0], x[-1]]`` for the histogram of V.
+    histogram_counts : ndarray of shape (n_histogram_bins,)
+        Rows per histogram bin (rows outside the plotted range are not counted).
+    exact : bool
+        False when the band statistics were approximated (large n; see
+        :mod:`calibcore.smoothing`).
+    """
+
+    x: NDArray[np.float64]
+    error: NDArray[np.float64]
+    error_low: NDArray[np.float64]
+    error_high: NDArray[np.float64]
+    predicted_error: NDArray[np.float64]
+    predicted_error_low: NDArray[np.float64]
+    predicted_error_high: NDArray[np.float64]
+    vce_max: float
+    v_star: float
+    n: int
+    n_missing: int
+    span: float
+    confidence_level: float
+    histogram_edges: NDArray[np.float64]
+    histogram_counts: NDArray[np.int64]
+    exact: bool
+
+
+@dataclass(frozen=True)
+class _Errors:
+    """Per-row predicted error and error of the top-label view (internal)."""
+
+    predicted: NDArray[np.float64]
+    actual: NDArray[np.float64]
+
+
+def variable_ece(
+    v: ArrayLike,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 10,
+    kind: VariableKind = "auto",
+) -> float:
+    """Variable-based expected calibration error, VECE (paper 003, eq. 7).
+
+    Parameters
+    ----------
+    v : array-like of shape (n,)
+        The variable; missing values are left out (n then counts the rest).
+    y_true : array-like of shape (n,)
+        Class indices 0..K-1.
+    y_prob : array-like of shape (n,) or (n, K)
+        P(class 1) for a binary problem, or class probabilities.
+    n_bins : int, default=10
+        Equal-mass bins over a numeric V, with ``pandas.qcut(v, n_bins,
+        duplicates="drop")`` semantics (so ties may leave fewer bins).
+    kind : {"auto", "numeric", "categorical"}
+        "categorical" uses one bin per distinct value; "auto" does so for
+        strings, booleans and categoricals and bins numbers. (:func:`rank_variables`
+        also treats low-cardinality numbers as categorical and reports the
+        ``kind`` it used; pass it here to reproduce its VECE.)
+
+    Returns
+    -------
+    float
+        ``sum_b (n_b / n) |mean predicted error_b - mean error_b|`` in [0, 1].
+    """
+    errors = _top_label_errors(y_true, y_prob)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
+    if not variable.used.any():
+        raise CalibrationInputError("v has no non-missing values; VECE is undefined.", column="v")
+    index, size = bin_index(variable, n_bins)
+    residual = (errors.predicted - errors.actual)[variable.used]
+    return binned_vece(index, size, residual)
+
+
+def variable_bins(
+    v: ArrayLike,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 10,
+    kind: VariableKind = "auto",
+    confidence_level: float = 0.95,
+) -> pd.DataFrame:
+    """Per-bin (or per-category) error and predicted error, the table behind VECE.
+
+    Parameters
+    ----------
+    v, y_true, y_prob, n_bins, kind
+        As in :func:`variable_ece`.
+    confidence_level : float, default=0.95
+        Coverage of the intervals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty bin, in order of V (categories sorted), with
+        columns ``bin`` (the category, or an interval label), ``left``,
+        ``right`` (bin edges; NaN for categories), ``n``, ``error`` with its
+        Wilson interval ``error_low``/``error_high``, ``predicted_error`` with
+        a t interval of its mean ``predicted_error_low``/``predicted_error_high``
+        (NaN for a single row), and ``gap = error - predicted_error``
+        (positive: over-confident).
+    """
+    errors = _top_label_errors(y_true, y_prob)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
+    index, size = bin_index(variable, n_bins)
+    counts = np.bincount(index, minlength=size)
+    filled = counts > 0
+    wrong = np.bincount(index, weights=errors.actual[variable.used], minlength=size)[filled]
+    predicted = errors.predicted[variable.used]
+    total = np.bincount(index, weights=predicted, minlength=size)[filled]
+    total_squares = np.bincount(index, weights=predicted * predicted, minlength=size)[filled]
+    n = counts[filled]
+    error_low, error_high = proportion_confint(np.round(wrong), n, alpha=1 - level, method="wilson")
+    mean = total / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.sqrt(np.maximum(total_squares - n * mean * mean, 0.0) / (n - 1))
+        half_width = student_t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * spread / np.sqrt(n)
+    half_width = np.where(n > 1, half_width, np.nan)
+    labels, left, right = bin_labels(variable, n_bins, filled)
+    return pd.DataFrame(
+        {
+            "bin": labels,
+            "left": left,
+            "right": right,
+            "n": n.astype(np.int64),
+            "error": wrong / n,
+            "error_low": np.asarray(error_low, dtype=np.float64),
+            "error_high": np.asarray(error_high, dtype=np.float64),
+            "predicted_error": mean,
+            "predicted_error_low": mean - half_width,
+            "predicted_error_high": mean + half_width,
+            "gap": wrong / n - mean,
+        }
+    )
+
+
+def loess_curves(
+    v: ArrayLike,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    span: float = 0.8,
+    n_points: int = 500,
+    confidence_level: float = 0.95,
+    n_histogram_bins: int = 30,
+    random_state: int | None = 0,
+) -> LoessCurves:
+    """LOESS curves of error and predicted error against a numeric variable.
+
+    The paper's variable-based calibration plot (003, Figure 1b and Appendix
+    B): local quadratic LOESS (:func:`calibcore.smoothing.loess_many`) of
+    ``1[y != argmax]`` and of ``1 - confidence`` on V, evaluated at
+    ``n_points`` equally spaced values between the 5th and 95th percentiles of
+    V, with pointwise bands ``fit +/- t(0.975, df) s ||l(x)||``.
+
+    Parameters
+    ----------
+    v : array-like of shape (n,)
+        A numeric variable; missing values are left out. (Categorical
+        variables have no curve: see :func:`variable_bins`.)
+    y_true, y_prob
+        As in :func:`variable_ece`.
+    span : float, default=0.8
+        LOESS span (fraction of rows in each neighbourhood).
+    n_points : int, default=500
+        Evaluation points.
+    confidence_level : float, default=0.95
+        Pointwise coverage of the bands.
+    n_histogram_bins : int, default=30
+        Bins of the histogram of V drawn under the curves.
+    random_state : int or None, default=0
+        Seed of the subsample used for the band statistics of large inputs.
+
+    Returns
+    -------
+    LoessCurves
+    """
+    errors = _top_label_errors(y_true, y_prob)
+    n_points = check_positive_int(n_points, "n_points")
+    n_histogram_bins = check_positive_int(n_histogram_bins, "n_histogram_bins")
+    variable = prepare_variable(v, errors.predicted.size, "numeric", "v")
+    if not variable.used.any():
+        raise CalibrationInputError("v has no non-missing values; there is nothing to smooth.")
+    return _curves(
+        variable, errors, span, n_points, confidence_level, n_histogram_bins, random_state
+    )
+
+
+def rank_variables(
+    features: object,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 10,
+    span: float = 0.8,
+    n_points: int = 500,
+    n_permutations: int = 200,
+    max_categories: int = 10,
+    random_state: int | None = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Rank variables by VECE, with VCE(v*), v* and a permutation p-value (003, Table 1).
+
+    Parameters
+    ----------
+    features : pandas.DataFrame or array-like of shape (n, n_variables)
+        One column per variable (columns of an array are named ``x0, x1, ...``).
+        Strings, booleans, categoricals and numeric columns with at most
+        ``max_categories`` distinct values are *categorical*: one bin per
+        category. Other columns are *numeric*: equal-mass bins and LOESS curves.
+    y_true, y_prob
+        As in :func:`variable_ece`.
+    n_bins : int, default=10
+        Equal-mass bins for numeric variables.
+    span, n_points
+        As in :func:`loess_curves` (used for ``vce_max`` and ``v_star``).
+    n_permutations : int, default=200
+        Permutations of V against the (confidence, error) pairs; 0 skips the
+        test (``p_value`` NaN).
+    max_categories : int, default=10
+        Numeric columns with at most this many distinct values are categorical.
+    random_state : int or None, default=0
+        Seed of the permutations (every variable uses the same seed, so a
+        variable's p-value does not depend on the other columns).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each variable.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per variable, sorted by ``vece`` descending (NaN last), with
+        columns ``variable``, ``kind`` ("numeric"/"categorical"), ``vece``,
+        ``vce_max``, ``v_star``, ``p_value = (1 + #{permuted VECE >= VECE}) /
+        (1 + n_permutations)``, ``n`` (rows used) and ``n_missing``.
+        For a numeric variable ``vce_max`` and ``v_star`` are the largest gap
+        between the LOESS curves and where it occurs (NaN when there are too
+        few rows to smooth); for a categorical one they are the largest
+        ``|error - predicted error|`` over categories and that category.
+    """
+    errors = _top_label_errors(y_true, y_prob)
+    settings = _RankSettings(
+        n_bins=check_positive_int(n_bins, "n_bins"),
+        span=check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False),
+        n_points=check_positive_int(n_points, "n_points"),
+        n_permutations=check_positive_int(n_permutations, "n_permutations", minimum=0),
+        max_categories=check_positive_int(max_categories, "max_categories", minimum=0),
+        random_state=random_state,
+    )
+    table = feature_table(features, errors.predicted.size)
+    nulls = NullCache()
+    rows = []
+    for position in range(table.shape[1]):
+        column = table.iloc[:, position]
+        rows.append(_rank_one(column, str(table.columns[position]), errors, settings, nulls))
+        if progress is not None:
+            progress(position + 1, table.shape[1])
+    ranking = pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
+    ranking = ranking.sort_values("vece", ascending=False, kind="mergesort", na_position="last")
+    return ranking.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class _RankSettings:
+    n_bins: int
+    span: float
+    n_points: int
+    n_permutations: int
+    max_categories: int
+    random_state: int | None
+
+
+def _rank_one(
+    column: pd.Series, name: str, errors: _Errors, settings: _RankSettings, nulls: NullCache
+) -> dict[str, object]:
+    variable = prepare_variable(column, errors.predicted.size, "auto", name)
+    if variable.kind == "numeric" and np.unique(variable.values).size <= settings.max_categories:
+        variable = prepare_variable(column, errors.predicted.size, "categorical", name)
+    row: dict[str, object] = {
+        "variable": name,
+        "kind": variable.kind,
+        "vece": np.nan,
+        "vce_max": np.nan,
+        "v_star": np.nan,
+        "p_value": np.nan,
+        "n": int(variable.values.size),
+        "n_missing": variable.n_missing,
+    }
+    if variable.values.size == 0:
+        return row
+    index, size = bin_index(variable, settings.n_bins)
+    residual = (errors.predicted - errors.actual)[variable.used]
+    vece = binned_vece(index, size, residual)
+    row["vece"] = vece
+    row["vce_max"], row["v_star"] = _largest_gap(variable, errors, index, size, settings)
+    if settings.n_permutations > 0:
+        sizes = np.bincount(index, minlength=size)
+        null = nulls.null(
+            residual,
+            variable.used,
+            sizes[sizes > 0],
+            settings.n_permutations,
+            settings.random_state,
+        )
+        row["p_value"] = permutation_p_value(vece, null)
+    return row
+
+
+def _largest_gap(
+    variable: Variable,
+    errors: _Errors,
+    index: NDArray[np.intp],
+    size: int,
+    settings: _RankSettings,
+) -> tuple[float, object]:
+    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories."""
+    if variable.kind == "categorical":
+        counts = np.bincount(index, minlength=size)
+        residual = (errors.predicted - errors.actual)[variable.used]
+        gaps = np.abs(np.bincount(index, weights=residual, minlength=size)) / np.maximum(counts, 1)
+        worst = int(np.argmax(gaps))
+        return float(gaps[worst]), variable.categories[worst]
+    if min(variable.values.size, np.floor(variable.values.size * settings.span)) < MIN_NEIGHBOURS:
+        return np.nan, np.nan
+    curves = _curves(
+        variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
+    )
+    return curves.vce_max, curves.v_star
+
+
+def _curves(
+    variable: Variable,
+    errors: _Errors,
+    span: float,
+    n_points: int,
+    confidence_level: float,
+    n_histogram_bins: int,
+    random_state: int | None,
+) -> LoessCurves:
+    values = variable.values
+    low, high = np.quantile(values, CURVE_QUANTILES)
+    x = np.linspace(float(low), float(high), n_points)
+    error_fit, predicted_fit = loess_many(
+        values,
+        np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),
+        x,
+        span=span,
+        confidence_level=confidence_level,
+        random_state=random_state,
+    )
+    gap = np.abs(error_fit.fit - predicted_fit.fit)
+    worst = int(np.argmax(gap))
+    counts, edges = np.histogram(values, bins=n_histogram_bins, range=(x[0], x[-1]))
+    return LoessCurves(
+        x=x,
+        error=error_fit.fit,
+        error_low=error_fit.low,
+        error_high=error_fit.high,
+        predicted_error=predicted_fit.fit,
+        predicted_error_low=predicted_fit.low,
+        predicted_error_high=predicted_fit.high,
+        vce_max=float(gap[worst]),
+        v_star=float(x[worst]),
+        n=int(values.size),
+        n_missing=int(variable.used.size - values.size),
+        span=error_fit.span,
+        confidence_level=error_fit.confidence_level,
+        histogram_edges=edges,
+        histogram_counts=counts.astype(np.int64),
+        exact=error_fit.exact,
+    )
+
+
+def _top_label_errors(y_true: ArrayLike, y_prob: ArrayLike) -> _Errors:
+    labels, proba = check_predictions(y_true, y_prob)
+    top = score_outcome(labels, proba, "top_label")
+    return _Errors(predicted=1.0 - top.scores[0], actual=1.0 - top.outcomes[0])

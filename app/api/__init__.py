@@ -6,13 +6,21 @@ from fastapi import APIRouter, Depends
 
 from app.api.deps import require_token
 from app.api.errors import ApiError
-from app.api.routes import datasets, jobs, meta, recalibrations
+from app.api.routes import (
+    datasets,
+    heterogeneity,
+    jobs,
+    local,
+    meta,
+    recalibrations,
+    variables,
+)
 
 
 def build_router() -> APIRouter:
     """All REST routes, token-checked when a token is configured."""
     router = APIRouter(prefix="/api/v1", dependencies=[Depends(require_token)])
-    for module in (meta, datasets, recalibrations, jobs):
+    for module in (meta, datasets, variables, local, heterogeneity, recalibrations, jobs):
         router.include_router(module.router)
 
     @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],

@@ -49,3 +49,9 @@ RECAL_RESULTS = "recal-results"
 RECAL_GRAPH = "recal-graph"
 RECAL_TABLE = "recal-table"
 RECAL_DOWNLOADS = "recal-downloads"
+
+# variables page (add its ids here)
+
+# local page (add its ids here)
+
+# heterogeneity page (add its ids here)

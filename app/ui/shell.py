@@ -12,12 +12,15 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.services.context import Services
 from app.ui import ids
-from app.ui.pages import data, overview, recalibrate
+from app.ui.pages import data, heterogeneity, local, overview, recalibrate, variables
 
 #: path -> (navigation label, page module with ``layout`` and ``register``)
 PAGES: dict[str, tuple[str, ModuleType]] = {
     "/": ("Data", data),
     "/overview": ("Overview", overview),
+    "/variables": ("Variables", variables),
+    "/local": ("Local", local),
+    "/heterogeneity": ("Heterogeneity", heterogeneity),
     "/recalibrate": ("Recalibrate", recalibrate),
 }
 

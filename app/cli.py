@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from calibcore.exceptions import CalibrationInputError
 
@@ -31,14 +32,72 @@ def _serve(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from app.services.report import build_report
 
-    report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins)
+    report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
+                          n_bootstrap=args.n_bootstrap)
     text = json.dumps(report, indent=2, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text)
         print(f"wrote {args.out}")
-    measures = report["metrics"]["metrics"]
-    for key, value in measures.items():
-        print(f"{key:>16}: {value:.6f}")
+    for item in report["metrics"]["measures"].values():
+        if item["value"] is None:
+            continue
+        interval = ("" if item["low"] is None
+                    else f"  [{item['low']:.6f}, {item['high']:.6f}]")
+        print(f"{item['name']:>20}: {item['value']:.6f}{interval}")
+    return 0
+
+
+def _export_format(out: str, given: str | None) -> Literal["csv", "parquet"]:
+    if given == "parquet" or (given is None and Path(out).suffix.lower() in (".parquet", ".pq")):
+        return "parquet"
+    return "csv"
+
+
+def _recalibrate(args: argparse.Namespace) -> int:
+    from app.services.methods import MethodSpec
+    from app.services.recalibration import recalibrate_table
+    from app.services.tables import export_bytes, read_table
+
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as exc:
+        raise CalibrationInputError(f"--params is not valid JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise CalibrationInputError('--params must be a JSON object, e.g. \'{"n_bins": 10}\'.')
+    features = [part.strip() for part in args.features.split(",") if part.strip()] \
+        if args.features else None
+    path = Path(args.file)
+    result = recalibrate_table(read_table(path, path.name),
+                               MethodSpec(args.method, params, features),
+                               renormalize=args.renormalize)
+    export_format = _export_format(args.out, args.format)
+    Path(args.out).write_bytes(export_bytes(result.frame, export_format))
+    print(f"fitted {args.method} on {result.n_fitted:,} rows; wrote {args.out} "
+          f"({export_format}, {len(result.frame):,} rows)")
+    if args.model_out:
+        Path(args.model_out).write_text(json.dumps(result.document, allow_nan=False))
+        print(f"wrote the fitted recalibrator to {args.model_out}")
+    if result.test_before is not None and result.test_after is not None:
+        print("held-out test rows:     before     after")
+        for key in ("nll", "brier", "ece", "accuracy"):
+            print(f"{key:>18}: {result.test_before[key]:9.5f} {result.test_after[key]:9.5f}")
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from app.services.saved_models import apply_model_to_file, load_model
+    from app.services.tables import export_bytes
+
+    try:
+        document = json.loads(Path(args.model).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CalibrationInputError(f"{args.model} is not a JSON model document: {exc}") from exc
+    path = Path(args.file)
+    frame = apply_model_to_file(load_model(document), path, path.name)
+    export_format = _export_format(args.out, args.format)
+    Path(args.out).write_bytes(export_bytes(frame, export_format))
+    print(f"applied {document.get('method')} to {len(frame):,} rows; wrote {args.out} "
+          f"({export_format})")
     return 0
 
 
@@ -59,7 +118,33 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--view", default="top_label",
                         choices=("top_label", "positive", "classwise"))
     report.add_argument("--n-bins", type=int, default=15)
+    report.add_argument("--n-bootstrap", type=int, default=200,
+                        help="bootstrap resamples of the 95%% intervals (0: none)")
     report.set_defaults(handler=_report)
+    recalibrate = commands.add_parser(
+        "recalibrate", help="fit a recalibrator on a prediction file (its calibration rows, or "
+        "all rows without a split) and write the corrected file")
+    recalibrate.add_argument("file", help="CSV or Parquet prediction file")
+    recalibrate.add_argument("--method", required=True,
+                             help="registry name: platt, temperature, isotonic, lece, ...")
+    recalibrate.add_argument("--out", required=True, help="corrected file (.csv or .parquet)")
+    recalibrate.add_argument("--model-out", help="write the fitted recalibrator (JSON) here")
+    recalibrate.add_argument("--params", help='method parameters as JSON, e.g. \'{"n_bins": 10}\'')
+    recalibrate.add_argument("--features", help="feature columns, comma-separated (the "
+                             "variable tree: one numeric column)")
+    recalibrate.add_argument("--format", choices=("csv", "parquet"),
+                             help="output format (default: from the --out suffix)")
+    recalibrate.add_argument("--renormalize", action="store_true",
+                             help="rescale probability rows that do not sum to 1")
+    recalibrate.set_defaults(handler=_recalibrate)
+    apply = commands.add_parser("apply", help="apply a saved recalibrator (JSON) to a file; "
+                                "labels are not needed")
+    apply.add_argument("model", help="model JSON from 'recalibrate --model-out' or the app")
+    apply.add_argument("file", help="CSV or Parquet with the probability (and feature) columns")
+    apply.add_argument("--out", required=True, help="corrected file (.csv or .parquet)")
+    apply.add_argument("--format", choices=("csv", "parquet"),
+                       help="output format (default: from the --out suffix)")
+    apply.set_defaults(handler=_apply)
     return parser
 
 

@@ -41,7 +41,9 @@ class Row:
     def passed(self) -> bool:
         ok = self.target_seconds is None or self.seconds <= self.target_seconds
         if self.target_ratio is not None and self.ratio is not None:
-            ok &= self.ratio >= self.target_ratio if self.speedup else self.ratio <= self.target_ratio
+            ok &= (
+                self.ratio >= self.target_ratio if self.speedup else self.ratio <= self.target_ratio
+            )
         return ok
 
 

@@ -157,7 +157,10 @@ def check_in_range(
     value: float, name: str, *, low: float, high: float, inclusive: bool = True
 ) -> float:
     """A finite number within ``[low, high]`` (or the open interval)."""
-    number = float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise CalibrationInputError(f"{name} must be a number, got {value!r}.") from None
     inside = low <= number <= high if inclusive else low < number < high
     if not np.isfinite(number) or not inside:
         bounds = f"[{low}, {high}]" if inclusive else f"({low}, {high})"

@@ -10,7 +10,7 @@ evaluates a block of resamples as one array operation (binned sums through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -161,17 +161,35 @@ def resample_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.f
 
 def resample_blocks(
     n: int, n_resamples: int, random_state: int | np.random.Generator | None
-) -> list[NDArray[np.float64]]:
-    """``n_resamples`` bootstrap resamples as count weights, in blocks of bounded size."""
+) -> Iterator[NDArray[np.float64]]:
+    """``n_resamples`` bootstrap resamples as count weights, in blocks of bounded size
+    (generated lazily, so memory stays at one block)."""
     rng = np.random.default_rng(random_state)
     block = max(1, BLOCK_ELEMENTS // n)
-    sizes = [min(block, n_resamples - start) for start in range(0, n_resamples, block)]
-    return [resample_counts(rng, n, size) for size in sizes]
+    for start in range(0, n_resamples, block):
+        yield resample_counts(rng, n, min(block, n_resamples - start))
+
+
+IntervalMethod = Literal["percentile", "basic"]
 
 
 def _percentiles(values: NDArray[np.float64], level: float) -> tuple[float, float]:
     low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     return float(low), float(high)
+
+
+def _bootstrap_bounds(
+    values: NDArray[np.float64], estimate: float, level: float, method: IntervalMethod,
+    upper_limit: float,
+) -> tuple[float, float]:
+    """Percentile interval, or the basic (reverse-percentile) one: 2*estimate minus the
+    percentiles, which removes the resampling bias of measures such as binned ECE (their
+    percentile interval can lie entirely above the estimate); clipped to [0, upper_limit].
+    """
+    low, high = _percentiles(values, level)
+    if method == "basic":
+        low, high = 2.0 * estimate - high, 2.0 * estimate - low
+    return max(low, 0.0), min(high, upper_limit)
 
 
 def bootstrap_interval(
@@ -323,6 +341,8 @@ def global_measures(
     measures: Sequence[MeasureName] | None = None,
     smce_max_rows: int = 200_000,
     smce_bootstrap_max_rows: int = 10_000,
+    interval: IntervalMethod = "percentile",
+    progress: Callable[[float], None] | None = None,
 ) -> GlobalMeasures:
     """Every global measure of one view with a percentile bootstrap interval.
 
@@ -358,6 +378,13 @@ def global_measures(
     smce_bootstrap_max_rows : int, default=10_000
         smCE gets an interval only while rows x problems of the view stay
         within this (each resample is a separate solve), with a note otherwise.
+    interval : {"percentile", "basic"}, default="percentile"
+        Percentile bootstrap interval, or the basic bootstrap interval
+        (2 * estimate - percentiles), which corrects the upward resampling bias of
+        binned and smoothed calibration errors; both clipped to the measure's range.
+    progress : callable, optional
+        Called with the fraction of resamples done after each block (for progress bars;
+        it may raise to cancel).
 
     Returns
     -------
@@ -369,6 +396,8 @@ def global_measures(
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     keys = _check_measures(measures)
+    if interval not in ("percentile", "basic"):
+        raise CalibrationInputError(f"interval must be 'percentile' or 'basic', got {interval!r}.")
     n_rows, n_classes = proba.shape
     context = _WeightedMeasures(labels, proba, view, n_bins, binning)
     skip_smce = n_rows > smce_max_rows
@@ -376,9 +405,13 @@ def global_measures(
     smce_interval = not skip_smce and n_rows * len(context.problems) <= smce_bootstrap_max_rows
     samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in values}
     if n_bootstrap:
+        done = 0
         for weights in resample_blocks(n_rows, n_bootstrap, random_state):
             for key, block in context.rows(keys, weights, not smce_interval).items():
                 samples[key].append(block)
+            done += weights.shape[0]
+            if progress is not None:
+                progress(done / n_bootstrap)
     results = []
     for key in keys:
         info = MEASURES[key]
@@ -393,7 +426,9 @@ def global_measures(
             continue
         estimate = replace(estimate, value=float(values[key][0]))
         if samples[key]:
-            low, high = _percentiles(np.concatenate(samples[key]), level)
+            upper = 1.0 if key in ("accuracy", "ece", "mce", "classwise_ece") else np.inf
+            low, high = _bootstrap_bounds(np.concatenate(samples[key]), float(values[key][0]),
+                                          level, interval, upper)
             estimate = replace(estimate, low=low, high=high)
         elif n_bootstrap:
             estimate = replace(

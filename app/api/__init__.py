@@ -12,6 +12,7 @@ from app.api.routes import (
     jobs,
     local,
     meta,
+    models,
     recalibrations,
     variables,
 )
@@ -20,7 +21,8 @@ from app.api.routes import (
 def build_router() -> APIRouter:
     """All REST routes, token-checked when a token is configured."""
     router = APIRouter(prefix="/api/v1", dependencies=[Depends(require_token)])
-    for module in (meta, datasets, variables, local, heterogeneity, recalibrations, jobs):
+    for module in (meta, datasets, variables, local, heterogeneity, recalibrations, models,
+                   jobs):
         router.include_router(module.router)
 
     @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],

@@ -31,14 +31,19 @@ class Progress:
     fraction: float = 0.0
     message: str = "queued"
     cancel_requested: threading.Event = field(default_factory=threading.Event)
+    #: Optional JSON-able structure, e.g. per-step progress of a multi-step job.
+    detail: Any = None
 
-    def update(self, fraction: float, message: str | None = None) -> None:
+    def update(self, fraction: float, message: str | None = None, *,
+               detail: Any = None) -> None:
         """Report progress; raises :class:`JobCancelled` if the job was cancelled."""
         if self.cancel_requested.is_set():
             raise JobCancelled
         self.fraction = min(max(float(fraction), 0.0), 1.0)
         if message is not None:
             self.message = message
+        if detail is not None:
+            self.detail = detail
 
 
 @dataclass
@@ -59,6 +64,7 @@ class Job:
         return {
             "id": self.id, "kind": self.kind, "status": self.status,
             "progress": round(self.progress.fraction, 4), "message": self.progress.message,
+            "detail": self.progress.detail,
             "result": self.result if self.status == "succeeded" else None,
             "error": self.error, "created": self.created, "finished": self.finished,
         }

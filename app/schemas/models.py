@@ -56,6 +56,18 @@ class DatasetSummary(BaseModel):
     warnings: list[str]
 
 
+class MethodRequest(BaseModel):
+    """One method of a comparison, with its own parameters and feature columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(description="registry name, e.g. 'variable_tree'")
+    params: dict[str, Any] = Field(default_factory=dict)
+    features: list[str] | None = Field(
+        default=None, description="feature columns for methods that use features (the "
+        "variable tree: exactly one numeric column); null: all features")
+
+
 class RecalibrationRequest(BaseModel):
     """Fit one recalibration method (or several with ``methods``)."""
 
@@ -63,9 +75,15 @@ class RecalibrationRequest(BaseModel):
 
     method: str | None = Field(default=None, description="registry name, e.g. 'platt'")
     params: dict[str, Any] = Field(default_factory=dict)
-    methods: list[str] | None = Field(default=None,
-                                      description="several methods to compare in one job")
+    features: list[str] | None = Field(
+        default=None, description="feature columns for methods that use features (the "
+        "variable tree: exactly one numeric column); null: all features")
+    methods: list[str | MethodRequest] | None = Field(
+        default=None, description="several methods to compare in one job: names, or objects "
+        "with method/params/features")
     n_bins: int = Field(default=15, ge=1, le=1000)
+    n_bootstrap: int = Field(default=100, ge=0, le=2000,
+                             description="bootstrap resamples of the comparison's intervals")
     run_async: bool = Field(default=False, alias="async",
                             description="return 202 with a job id instead of waiting")
 
@@ -76,6 +94,8 @@ class JobResponse(BaseModel):
     status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
     progress: float
     message: str
+    detail: Any = Field(default=None, description="per-step progress, e.g. one entry per "
+                        "method of a recalibration comparison")
     result: Any = None
     error: dict[str, Any] | None = None
     created: str

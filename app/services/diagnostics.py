@@ -2,42 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from app.jobs import Progress
+from app.services.cache import cache_key, cached
 from app.services.jsonable import jsonable
 from calibcore import metrics
 from calibcore.binning import Binning
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
-from calibcore.reliability import binned_reliability
+from calibcore.reliability import binned_reliability, smooth_reliability
+from calibcore.uncertainty import global_measures
 from calibcore.views import View
+
+if TYPE_CHECKING:
+    from app.services.context import Services
 
 Subset = Literal["all", "calibration", "test"]
 
-
-@dataclass(frozen=True)
-class MeasureInfo:
-    """How a measure is shown: label, one-line meaning, whether it is consistent (paper 001)."""
-
-    label: str
-    meaning: str
-    consistent: bool = False
-
-
-MEASURES: dict[str, MeasureInfo] = {
-    "accuracy": MeasureInfo("Accuracy", "share of rows whose top class is right"),
-    "ece": MeasureInfo("ECE", "binned mean |confidence − accuracy|; moves with the bins"),
-    "mce": MeasureInfo("MCE", "largest bin gap |confidence − accuracy|"),
-    "classwise_ece": MeasureInfo("Classwise ECE", "ECE of each class probability, averaged"),
-    "brier": MeasureInfo("Brier (sum over classes)", "mean squared error of the probability "
-                         "vector, 0 (perfect) to 2"),
-    "binary_brier": MeasureInfo("Brier (positive class)", "mean squared error of P(class 1)"),
-    "nll": MeasureInfo("NLL", "mean −log probability of the true class"),
-}
+#: Bin counts of the bin-sensitivity curve.
+BIN_COUNTS = (5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
 
 
 def rows_for(prediction_set: PredictionSet, subset: Subset) -> NDArray[np.bool_]:
@@ -53,17 +42,53 @@ def rows_for(prediction_set: PredictionSet, subset: Subset) -> NDArray[np.bool_]
 
 def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
                    n_bins: int = 15, binning: Binning = "equal_width",
-                   subset: Subset = "all") -> dict[str, Any]:
-    """All global measures of one view on one subset, with their sample size."""
+                   subset: Subset = "all", n_bootstrap: int = 200,
+                   random_state: int = 0,
+                   progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Every global measure of one view on one subset, with basic-bootstrap 95% intervals.
+
+    ``metrics`` maps each measure to its value; ``measures`` adds the interval, whether it
+    is a consistent calibration measure (paper 001), a one-line meaning and any note.
+    """
+    mask = rows_for(prediction_set, subset)
+    result = global_measures(prediction_set.y_true[mask], prediction_set.proba[mask],
+                             view=view, n_bins=n_bins, binning=binning,
+                             n_bootstrap=n_bootstrap, random_state=random_state,
+                             interval="basic", progress=progress)
+    return jsonable({
+        "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
+        "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,
+        "confidence_level": result.confidence_level,
+        "interval": "basic bootstrap (2 x estimate - percentiles), seeded",
+        "metrics": {m.key: m.value for m in result.measures if m.value is not None},
+        "measures": {m.key: {"name": m.name, "value": m.value, "low": m.low, "high": m.high,
+                             "consistent": m.consistent, "meaning": m.meaning,
+                             "note": m.note} for m in result.measures},
+    })
+
+
+def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
+                    subset: Subset = "all",
+                    bin_counts: tuple[int, ...] = BIN_COUNTS) -> dict[str, Any]:
+    """Binned ECE for many bin counts beside the bin-free consistent measures.
+
+    Shows users that binned ECE depends on an arbitrary choice while smooth ECE, smCE
+    and intCE (paper 001) do not.
+    """
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
-    values = measure_values(labels, proba, view=view, n_bins=n_bins, binning=binning)
+    curves = {binning: [metrics.expected_calibration_error(labels, proba, n_bins=count,
+                                                           binning=binning, view=view)
+                        for count in bin_counts]
+              for binning in ("equal_width", "equal_mass")}
+    fixed = global_measures(labels, proba, view=view, n_bootstrap=0,
+                            measures=["smooth_ece", "smooth_calibration_error",
+                                      "interval_calibration_error"])
     return jsonable({
-        "view": view, "subset": subset, "n": int(mask.sum()),
-        "n_classes": prediction_set.n_classes, "n_bins": n_bins, "binning": binning,
-        "metrics": values,
-        "measures": {key: {"value": value, **MEASURES[key].__dict__}
-                     for key, value in values.items()},
+        "view": view, "subset": subset, "n": int(mask.sum()), "n_bins": list(bin_counts),
+        "ece": curves,
+        "bin_free": {m.key: {"name": m.name, "value": m.value} for m in fixed.measures
+                     if m.value is not None},
     })
 
 
@@ -89,15 +114,59 @@ def measure_values(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
 
 def reliability(prediction_set: PredictionSet, *, view: View = "top_label", n_bins: int = 15,
                 binning: Binning = "equal_width", subset: Subset = "all",
-                class_index: int | None = None) -> dict[str, Any]:
-    """Binned reliability diagram(s) with Wilson 95% intervals per bin."""
+                n_bootstrap: int = 200, random_state: int = 0) -> dict[str, Any]:
+    """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (kernel-smoothed
+    curve with a bootstrap 95% band and the density of predictions), one per problem."""
     mask = rows_for(prediction_set, subset)
-    diagrams = binned_reliability(prediction_set.y_true[mask], prediction_set.proba[mask],
-                                  n_bins=n_bins, binning=binning, view=view)
+    labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
+    diagrams = binned_reliability(labels, proba, n_bins=n_bins, binning=binning, view=view)
+    smooth = smooth_reliability(labels, proba, view=view, n_bootstrap=n_bootstrap,
+                                random_state=random_state)
     if view == "classwise":
-        diagrams = [replace(diagram, label=f"class {name}")
-                    for diagram, name in zip(diagrams, prediction_set.classes, strict=True)]
-        if class_index is not None:
-            diagrams = [diagrams[class_index]]
+        names = [f"class {name}" for name in prediction_set.classes]
+        diagrams = [replace(d, label=name) for d, name in zip(diagrams, names, strict=True)]
+        smooth = [replace(d, label=name) for d, name in zip(smooth, names, strict=True)]
     return jsonable({"view": view, "subset": subset, "n": int(mask.sum()), "n_bins": n_bins,
-                     "binning": binning, "diagrams": diagrams})
+                     "binning": binning, "diagrams": diagrams, "smooth": smooth})
+
+
+@dataclass(frozen=True)
+class MetricsRequest:
+    """The parameters of a measures table (the cache key, with the seed)."""
+
+    view: View = "top_label"
+    n_bins: int = 15
+    binning: Binning = "equal_width"
+    subset: Subset = "all"
+    n_bootstrap: int = 200
+
+
+def _metrics_key(services: Services, dataset_id: str, request: MetricsRequest) -> str:
+    return cache_key(dataset_id, "metrics", **asdict(request),
+                     random_state=services.settings.random_state)
+
+
+def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """:func:`global_metrics` of a stored dataset, cached per parameter set."""
+
+    def report(done: float) -> None:
+        if progress is not None:
+            progress.update(done, f"bootstrap intervals: {done:.0%} of "
+                                  f"{request.n_bootstrap} resamples")
+
+    def compute() -> dict[str, Any]:
+        prediction_set = services.datasets.prediction_set(dataset_id)
+        return {"dataset_id": dataset_id,
+                **global_metrics(prediction_set, **asdict(request),
+                                 random_state=services.settings.random_state,
+                                 progress=report)}
+
+    return dict(cached(services.store, _metrics_key(services, dataset_id, request), compute))
+
+
+def cached_metrics(services: Services, dataset_id: str,
+                   request: MetricsRequest) -> dict[str, Any] | None:
+    """The cached result of :func:`metrics_for`, if it was computed before."""
+    key = _metrics_key(services, dataset_id, request)
+    return dict(services.store.read_document(key)) if services.store.has_document(key) else None

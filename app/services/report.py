@@ -11,8 +11,10 @@ from calibcore.data import build_prediction_set, infer_roles
 from calibcore.views import View
 
 
-def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15) -> dict[str, Any]:
-    """Infer roles, validate, and compute the global measures and reliability diagram."""
+def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
+                 n_bootstrap: int = 200) -> dict[str, Any]:
+    """Infer roles, validate, and compute every global measure (with bootstrap intervals),
+    the bin sensitivity of binned ECE, and the binned and smooth reliability diagrams."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     frame = read_table(path, path.name)
@@ -29,9 +31,13 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15) -> d
                   "features": list(prediction_set.roles.features),
                   "split": prediction_set.roles.split, "id": prediction_set.roles.id},
         "warnings": list(prediction_set.warnings),
-        "metrics": diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins),
+        "metrics": diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
+                                              n_bootstrap=n_bootstrap),
         "metrics_by_subset": {s: diagnostics.global_metrics(prediction_set, view=view,
-                                                            n_bins=n_bins, subset=s)
+                                                            n_bins=n_bins, subset=s,
+                                                            n_bootstrap=n_bootstrap)
                               for s in subsets},
-        "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins),
+        "bin_sensitivity": diagnostics.bin_sensitivity(prediction_set, view=view),
+        "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
+                                               n_bootstrap=n_bootstrap),
     }

@@ -21,4 +21,8 @@ def build_dash(server: FastAPI, services: Services) -> Dash:
                suppress_callback_exceptions=True, update_title="")
     app.layout = shell.shell_layout()
     shell.register(app, services)
+    # Dash's FastAPI backend runs this first-request setup (which collects the CSS and
+    # scripts in assets/) only for "/" and "/_dash-*" requests, so a first visit to a
+    # deep link such as /recalibrate was served without them; run it now instead.
+    app._setup_server()
     return app

@@ -10,6 +10,7 @@ from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
 from calibcore.recalibration.binning import HistogramBinning, ScalingBinning
 from calibcore.recalibration.isotonic import IsotonicCalibration
 from calibcore.recalibration.lece import LECD, LECE, Composed
+from calibcore.recalibration.lore import LoRe
 from calibcore.recalibration.scaling import PlattScaling, TemperatureScaling
 from calibcore.recalibration.similarity import SWC, SWCHH
 from calibcore.recalibration.variable_tree import VariableTreeCalibration
@@ -25,6 +26,7 @@ __all__ = [
     "DirichletCalibration",
     "HistogramBinning",
     "IsotonicCalibration",
+    "LoRe",
     "PlattScaling",
     "Recalibrator",
     "ScalingBinning",

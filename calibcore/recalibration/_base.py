@@ -131,7 +131,9 @@ class Recalibrator(BaseEstimator):
             raise
         return self
 
-    def predict_proba(self, y_prob: ArrayLike, features: ArrayLike | None = None) -> NDArray[np.float64]:
+    def predict_proba(
+        self, y_prob: ArrayLike, features: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
         """Corrected probabilities, shape (n, K), each row on the simplex."""
         check_is_fitted(self, "n_classes_")
         proba = check_probabilities(y_prob)
@@ -143,7 +145,9 @@ class Recalibrator(BaseEstimator):
         checked = self._check_features(features, proba.shape[0])
         return _to_simplex(self._predict(proba, checked))
 
-    def _check_features(self, features: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
+    def _check_features(
+        self, features: ArrayLike | None, n_rows: int
+    ) -> NDArray[np.float64] | None:
         if not self.needs_features:
             return None
         if features is None:
@@ -154,7 +158,8 @@ class Recalibrator(BaseEstimator):
             array = np.asarray(features, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise CalibrationInputError(
-                f"features must be numeric (one-hot encode categories first): {exc}") from exc
+                f"features must be numeric (one-hot encode categories first): {exc}"
+            ) from exc
         if array.ndim == 1:
             array = array[:, None]
         if array.ndim != 2 or array.shape[0] != n_rows:
@@ -214,7 +219,9 @@ class Recalibrator(BaseEstimator):
             estimator = target(**decode_json(document.get("params", {})))
             for name, value in decode_json(document["state"]).items():
                 if name != "n_classes_" and name not in target.fitted_attributes:
-                    raise CalibrationInputError(f"unexpected fitted attribute {name!r} for {method}.")
+                    raise CalibrationInputError(
+                        f"unexpected fitted attribute {name!r} for {method}."
+                    )
                 setattr(estimator, name, value)
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, CalibrationInputError):

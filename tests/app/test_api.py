@@ -180,7 +180,7 @@ def test_cross_fitting_without_split_and_async_job(client, shared_data) -> None:
         import time
         time.sleep(0.05)
     assert job["status"] == "succeeded", job
-    result = job["result"][0]
+    result = job["result"]
     assert result["n_heldout"] == 1197 and "cross-fitting" in result["scheme"]
     assert result["after"]["nll"] < result["before"]["nll"]
 

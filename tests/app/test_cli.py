@@ -21,7 +21,12 @@ def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) 
     expected = brute_force_ece(pd.Series(positive).clip(lower=1 - positive).to_numpy(), correct)
     assert report["metrics"]["metrics"]["ece"] == pytest.approx(expected, abs=1e-9)
     assert report["n_rows"] == 7000 and report["metrics_by_subset"]["test"]["n"] == 3474
-    assert "ece" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "ECE: 0.004503" in printed and "smooth ECE" in printed
+    measures = report["metrics"]["measures"]
+    assert measures["smooth_ece"]["consistent"] and not measures["ece"]["consistent"]
+    assert measures["nll"]["low"] <= measures["nll"]["value"] <= measures["nll"]["high"]
+    assert len(report["reliability"]["smooth"][0]["curve"]) == 200
 
 
 def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:

@@ -152,7 +152,7 @@ def test_count_weights_equal_explicitly_resampled_data(kernel, public) -> None:
 def test_intervals_equal_a_resample_and_recompute_loop() -> None:
     y, p = multiclass_data(n=200)
     result = global_measures(y, p, n_bins=6, n_bootstrap=40, random_state=11)
-    draws = np.concatenate(resample_blocks(y.size, 40, 11))
+    draws = np.concatenate(list(resample_blocks(y.size, 40, 11)))
     rows = [np.repeat(np.arange(y.size), row.astype(int)) for row in draws]
     for key in ("ece", "nll", "laplace_kernel_calibration_error", "smooth_calibration_error"):
         options = {"n_bins": 6} if key == "ece" else {}
@@ -247,3 +247,19 @@ def test_accuracy_interval_covers_the_truth_about_95_percent_of_the_time() -> No
         ]
         covered += accuracy.low <= truth <= accuracy.high
     assert 0.90 <= covered / 200 <= 0.99
+
+
+def test_basic_interval_reflects_the_percentiles_about_the_estimate() -> None:
+    rng = np.random.default_rng(3)
+    positive = rng.uniform(0, 1, 800)
+    labels = (rng.uniform(0, 1, 800) < positive ** 1.3).astype(int)
+    percentile = global_measures(labels, positive, n_bootstrap=100, measures=["ece", "nll"])
+    basic = global_measures(labels, positive, n_bootstrap=100, measures=["ece", "nll"],
+                            interval="basic")
+    for key in ("ece", "nll"):
+        p, b = percentile[key], basic[key]
+        assert b.value == p.value
+        assert b.low == pytest.approx(max(2 * p.value - p.high, 0.0))
+        assert b.high == pytest.approx(2 * p.value - p.low)
+    # binned ECE is biased upwards under resampling: the basic interval sits lower
+    assert basic["ece"].low < percentile["ece"].low

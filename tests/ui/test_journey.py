@@ -34,7 +34,7 @@ def test_example_dataset_is_ready_on_first_page(server, browser) -> None:
         (By.CSS_SELECTOR, "#reliability-graph .gtitle")))
     wait(browser).until(lambda b: "n = 7,000" in b.find_element(
         By.CSS_SELECTOR, "#reliability-graph .gtitle").text)
-    assert "Reliability diagram" in title.text
+    assert "reliability diagram" in title.text.lower()
     cards = browser.find_element(By.ID, "measure-cards").text
     assert "ECE" in cards and "n = 7,000" in cards
 

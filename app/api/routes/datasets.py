@@ -93,23 +93,43 @@ def delete_dataset(services: ServicesDep, dataset_id: str) -> Response:
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
+BootstrapQuery = Annotated[int, Query(ge=0, le=2000,
+                                      description="bootstrap resamples for the intervals")]
+
+
 @router.get("/datasets/{dataset_id}/metrics")
 def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
                 n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
-                subset: SubsetQuery = "all") -> dict[str, Any]:
-    """Global calibration measures of one view on all, calibration or test rows."""
+                subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
+                ) -> dict[str, Any]:
+    """Every global measure of one view on all, calibration or test rows, with 95% intervals.
+
+    ``metrics`` maps measure -> value; ``measures`` adds the basic-bootstrap interval,
+    whether the measure is a consistent calibration measure (paper 001) and its meaning.
+    Results are cached per parameter set.
+    """
+    request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
+                                         subset=subset, n_bootstrap=n_bootstrap)
+    return diagnostics.metrics_for(services, dataset_id, request)
+
+
+@router.get("/datasets/{dataset_id}/metrics/bins")
+def get_bin_sensitivity(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
+                        subset: SubsetQuery = "all") -> dict[str, Any]:
+    """Binned ECE for 5-100 bins beside the bin-free consistent measures."""
     prediction_set = services.datasets.prediction_set(dataset_id)
-    result = diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
-                                        binning=binning, subset=subset)
-    return {"dataset_id": dataset_id, **result}
+    return {"dataset_id": dataset_id,
+            **diagnostics.bin_sensitivity(prediction_set, view=view, subset=subset)}
 
 
 @router.get("/datasets/{dataset_id}/reliability")
 def get_reliability(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
                     n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
-                    subset: SubsetQuery = "all") -> dict[str, Any]:
-    """Binned reliability diagram(s) with per-bin 95% Wilson intervals."""
+                    subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
+                    ) -> dict[str, Any]:
+    """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (bootstrap band)."""
     prediction_set = services.datasets.prediction_set(dataset_id)
     result = diagnostics.reliability(prediction_set, view=view, n_bins=n_bins, binning=binning,
-                                     subset=subset)
+                                     subset=subset, n_bootstrap=n_bootstrap,
+                                     random_state=services.settings.random_state)
     return {"dataset_id": dataset_id, **result}

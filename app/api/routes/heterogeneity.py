@@ -1,10 +1,95 @@
-"""Heterogeneity routes (being built)."""
+"""Hidden heterogeneity and calibration support: both run as jobs (poll /api/v1/jobs/{id})."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any, Literal
 
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import ServicesDep
 from app.schemas.models import ErrorResponse
+from app.services.heterogeneity import DEFAULT_SAMPLE, HeterogeneityParams, start_heterogeneity
+from app.services.support import SupportParams, start_support
 
 router = APIRouter(tags=["heterogeneity"], responses={404: {"model": ErrorResponse},
-                                               422: {"model": ErrorResponse}})
+                                                       422: {"model": ErrorResponse}})
+
+_ACCEPTED: dict[int | str, dict[str, Any]] = {
+    202: {"description": "accepted as a job: poll GET /api/v1/jobs/{job_id}"}}
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description="seeds every random choice")]
+
+
+class HeterogeneityRequest(BaseModel):
+    """Parameters of hidden heterogeneity (paper 004, Algorithm 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    radius: float = Field(default=0.1, gt=0.0, le=1.0,
+                          description="Hellinger radius of the probability neighbourhoods")
+    sample: Annotated[int, Field(ge=1)] | Literal["all"] = Field(
+        default=DEFAULT_SAMPLE,
+        description="test rows to evaluate (a seeded sample), or \"all\"; HH grows 700 trees "
+                    "per distinct neighbourhood, so 'all' can take minutes")
+    random_state: Seed = 0
+    features: list[str] | None = Field(default=None, min_length=1,
+                                       description="feature columns (default: all)")
+
+
+class SupportRequest(BaseModel):
+    """Parameters of calibration support (paper 004, eq. 6) and the batch to compare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_dataset_id: str | None = Field(
+        default=None, description="another stored dataset with the same feature columns, "
+                                  "compared with the calibration rows")
+    random_state: Seed = 0
+    n_folds: int = Field(default=5, ge=2, le=20, description="folds of the cross-fitted "
+                                                             "calibration-row support")
+    alpha: float = Field(default=0.01, gt=0.0, lt=0.5,
+                         description="level of the two-sample KS test behind the shift warning")
+    n_lowest: int = Field(default=10, ge=1, le=200, description="lowest-support rows to list")
+    features: list[str] | None = Field(default=None, min_length=1,
+                                       description="feature columns (default: all)")
+
+
+def _accepted(job_id: str, snapshot: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(status_code=202, content={**snapshot, "job_id": job_id})
+
+
+@router.post("/datasets/{dataset_id}/heterogeneity", status_code=202, responses=_ACCEPTED)
+def create_heterogeneity(services: ServicesDep, dataset_id: str,
+                         request: HeterogeneityRequest | None = None) -> JSONResponse:
+    """Per-row hidden heterogeneity of test rows, mean HH and the local-vs-global advice.
+
+    The job's result: ``rows`` (row position, id, HH, neighbourhood size, confidence, 2-D
+    map position), ``mean_hh``, ``recommendation``, ``notes``. Cached per parameter set;
+    the values are saved as the per-row column ``hh``.
+    """
+    request = request or HeterogeneityRequest()
+    params = HeterogeneityParams(
+        radius=request.radius, sample=None if request.sample == "all" else request.sample,
+        random_state=request.random_state,
+        features=None if request.features is None else tuple(request.features))
+    job = start_heterogeneity(services, dataset_id, params)
+    return _accepted(job.id, job.snapshot())
+
+
+@router.post("/datasets/{dataset_id}/support", status_code=202, responses=_ACCEPTED)
+def create_support(services: ServicesDep, dataset_id: str,
+                   request: SupportRequest | None = None) -> JSONResponse:
+    """Calibration support per row, its histogram, the lowest-support rows and shift tests.
+
+    The job's result: ``calibration`` (cross-fitted support) and ``test`` rows,
+    ``histogram``, ``lowest``, ``test_shift`` and, with a batch, ``batch`` (its support,
+    KS test and shift warning). Saved as the per-row column ``support``.
+    """
+    request = request or SupportRequest()
+    params = SupportParams(
+        batch_dataset_id=request.batch_dataset_id, random_state=request.random_state,
+        n_folds=request.n_folds, alpha=request.alpha, n_lowest=request.n_lowest,
+        features=None if request.features is None else tuple(request.features))
+    job = start_support(services, dataset_id, params)
+    return _accepted(job.id, job.snapshot())

@@ -1,27 +1,51 @@
-"""Recalibration routes: fit (sync or as a job), list, download, model JSON."""
+"""Recalibration routes: fit and compare (sync or as a job), list, download, model, apply."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, File, Query, Response, UploadFile, status
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
-from app.api.errors import ApiError
+from app.api.uploads import saved_upload
 from app.jobs import Progress
 from app.schemas.models import ErrorResponse, RecalibrationRequest
-from app.services.recalibration import method_catalogue
+from app.services.methods import MethodSpec, method_catalogue
+from app.services.tables import export_bytes
 
 router = APIRouter(tags=["recalibrations"], responses={
     404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 
-_MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
+MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
+FormatQuery = Annotated[Literal["csv", "parquet"], Query(description="csv or parquet")]
+
+
+def file_response(content: bytes, export_format: str, filename: str) -> Response:
+    """A download: the media type of the format and an attachment file name."""
+    return Response(content=content, media_type=MEDIA_TYPES[export_format],
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+def _specs(request: RecalibrationRequest) -> list[MethodSpec]:
+    """The methods to fit: ``method``, or ``methods`` given as names or objects."""
+    if request.methods is None:
+        return [MethodSpec(request.method, request.params, request.features)] \
+            if request.method else []
+    specs = []
+    for item in request.methods:
+        if isinstance(item, str):
+            params = request.params.get(item, {}) if isinstance(request.params.get(item),
+                                                                  dict) else {}
+            specs.append(MethodSpec(item, params, request.features))
+        else:
+            specs.append(MethodSpec(item.method, item.params, item.features))
+    return specs
 
 
 @router.get("/methods")
 def list_methods() -> list[dict[str, Any]]:
-    """Registered recalibration methods and their default parameters."""
+    """Registered recalibration methods, their default parameters and feature use."""
     return method_catalogue()
 
 
@@ -29,32 +53,45 @@ def list_methods() -> list[dict[str, Any]]:
              responses={202: {"description": "accepted as a job (async=true)"}})
 def create_recalibration(services: ServicesDep, dataset_id: str,
                          request: RecalibrationRequest) -> Any:
-    """Fit a recalibrator on calibration rows and compare it on held-out rows."""
-    methods = request.methods or ([request.method] if request.method else [])
-    if not methods:
-        raise ApiError(422, "invalid_request",
-                       "give 'method' (e.g. \"platt\") or 'methods' (a list) to fit.")
-    services.datasets.record(dataset_id)
+    """Fit recalibrators on calibration rows and compare them on held-out rows.
 
-    def work(progress: Progress) -> list[dict[str, Any]]:
-        results = []
-        for number, method in enumerate(methods):
-            params = request.params if len(methods) == 1 else request.params.get(method, {})
-            results.append(services.recalibrations.fit(dataset_id, method, params,
-                                                       n_bins=request.n_bins, progress=progress))
-            progress.update((number + 1) / len(methods), f"fitted {method}")
-        return results
+    ``method`` gives one result (with its ``comparison`` against the uncalibrated
+    probabilities); ``methods`` gives ``{"recalibrations", "comparison", "failed"}``.
+    """
+    specs = _specs(request)
+    services.recalibrations.check(dataset_id, specs)
+    single = request.methods is None
+
+    def work(progress: Progress) -> dict[str, Any]:
+        result = services.recalibrations.fit_many(
+            dataset_id, specs, n_bins=request.n_bins, n_bootstrap=request.n_bootstrap,
+            progress=progress)
+        if single:
+            return {**result["recalibrations"][0], "comparison": result["comparison"]}
+        return result
 
     if request.run_async:
         job = services.jobs.submit("recalibration", work)
         return JSONResponse(status_code=202, content={"job_id": job.id, **job.snapshot()})
-    results = work(Progress())
-    return results[0] if request.methods is None else {"recalibrations": results}
+    return work(Progress())
 
 
 @router.get("/datasets/{dataset_id}/recalibrations")
 def list_recalibrations(services: ServicesDep, dataset_id: str) -> list[dict[str, Any]]:
     return services.recalibrations.list(dataset_id)
+
+
+@router.get("/datasets/{dataset_id}/recalibrations/comparison")
+def compare_recalibrations(
+        services: ServicesDep, dataset_id: str,
+        ids: Annotated[str, Query(description="comma-separated recalibration ids")],
+        n_bins: Annotated[int, Query(ge=1, le=1000)] = 15,
+        n_bootstrap: Annotated[int, Query(ge=0, le=2000)] = 100) -> dict[str, Any]:
+    """The held-out comparison table of stored recalibrations of this dataset."""
+    services.datasets.record(dataset_id)
+    chosen = [part.strip() for part in ids.split(",") if part.strip()]
+    return services.recalibrations.compare(dataset_id, chosen, n_bins=n_bins,
+                                           n_bootstrap=n_bootstrap)
 
 
 @router.get("/recalibrations/{recalibration_id}")
@@ -69,14 +106,14 @@ def delete_recalibration(services: ServicesDep, recalibration_id: str) -> Respon
 
 
 @router.get("/recalibrations/{recalibration_id}/download")
-def download(services: ServicesDep, recalibration_id: str,
-             format: Annotated[Literal["csv", "parquet"],
-                               Query(description="csv or parquet")] = "csv") -> Response:
+def download(services: ServicesDep, recalibration_id: str, format: FormatQuery = "csv",
+             columns: Annotated[str | None, Query(
+                 description="extra per-row columns computed on other pages, e.g. "
+                 "lce,hh,support (422 if not computed)")] = None) -> Response:
     """The dataset's columns plus one corrected probability column per class."""
-    content = services.recalibrations.download(recalibration_id, format)
-    filename = f"{recalibration_id}-calibrated.{format}"
-    return Response(content=content, media_type=_MEDIA_TYPES[format],
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    extra = [part.strip() for part in (columns or "").split(",") if part.strip()]
+    content = services.recalibrations.download(recalibration_id, format, extra)
+    return file_response(content, format, f"{recalibration_id}-calibrated.{format}")
 
 
 @router.get("/recalibrations/{recalibration_id}/model")
@@ -84,3 +121,23 @@ def model(services: ServicesDep, recalibration_id: str) -> JSONResponse:
     """The fitted recalibrator as JSON (load it with calibcore's ``Recalibrator.from_json``)."""
     return JSONResponse(content=services.recalibrations.model(recalibration_id), headers={
         "Content-Disposition": f'attachment; filename="{recalibration_id}-model.json"'})
+
+
+@router.post("/recalibrations/{recalibration_id}/apply")
+def apply(services: ServicesDep, recalibration_id: str,
+          file: Annotated[UploadFile, File(description="CSV or Parquet with the probability "
+                                                       "(and feature) columns; labels optional")],
+          format: FormatQuery = "csv") -> Response:
+    """A new file in, the same file with corrected probability columns out."""
+    with saved_upload(file, services.settings.max_upload_bytes,
+                      services.settings.data_dir / "incoming") as path:
+        frame = services.recalibrations.apply(recalibration_id, path, file.filename or "upload")
+    return file_response(export_bytes(frame, format), format,
+                         corrected_name(file.filename, format))
+
+
+def corrected_name(filename: str | None, export_format: str) -> str:
+    """``<stem>-calibrated.<format>`` from an uploaded file's name, safe in a header."""
+    name = (filename or "upload").replace("\\", "/").rsplit("/", 1)[-1].split(".", 1)[0]
+    stem = "".join(ch for ch in name if ch.isalnum() or ch in "-_") or "upload"
+    return f"{stem}-calibrated.{export_format}"

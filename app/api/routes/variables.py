@@ -1,10 +1,88 @@
-"""Variables routes (being built)."""
+"""Variable-based calibration routes (paper 003): the VECE ranking and one variable's curves."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
 
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from app.api.deps import ServicesDep
+from app.api.errors import ApiError
 from app.schemas.models import ErrorResponse
+from app.services import variables
+from app.services.diagnostics import Subset
 
 router = APIRouter(tags=["variables"], responses={404: {"model": ErrorResponse},
                                                422: {"model": ErrorResponse}})
+
+SubsetQuery = Annotated[Subset, Query(description="all, calibration or test rows")]
+BinsQuery = Annotated[int, Query(ge=1, le=1000,
+                                 description="equal-mass bins over a numeric variable (VECE)")]
+SpanQuery = Annotated[float, Query(gt=0.0, le=2.0, description="LOESS span: fraction of rows "
+                                   "in each local fit (default 0.8)")]
+PointsQuery = Annotated[int, Query(ge=10, le=5000,
+                                   description="points the curves are evaluated at")]
+
+_RANKING_DESCRIPTION = f"""
+Every feature ranked by its variable-based expected calibration error (VECE;
+equal-mass bins over a numeric variable, one bin per category otherwise), with
+VCE(v*) and v* (the largest gap between the LOESS error and predicted-error
+curves, or between a category's error and predicted error), a seeded
+permutation p-value, and the rows used (`n`) and left out as missing
+(`n_missing`); sorted by VECE descending.
+
+**Responses.** 200 with the ranking when it is cached for these parameters, or
+small enough to compute within about a second: variables x
+(rows + {variables.VARIABLE_OVERHEAD_ROWS:,}) at most {variables.SYNC_WORK:,}
+(e.g. up to 6 variables on 10,000 rows). Otherwise, or with `async=true`, 202 with
+`{{"job_id": ...}}`: poll `GET /api/v1/jobs/{{job_id}}` until `status` is
+`succeeded`; its `result` is the ranking, which is then cached, so asking
+again returns 200. Asking again while the job runs returns the same job.
+"""
+
+
+@router.get("/datasets/{dataset_id}/variables", description=_RANKING_DESCRIPTION,
+            responses={202: {"description": "the ranking is being computed as a job"}})
+def get_ranking(
+    services: ServicesDep, dataset_id: str, n_bins: BinsQuery = 10,
+    n_permutations: Annotated[int, Query(ge=0, le=10_000, description=(
+        "permutations for the p-value; 0 skips the test"))] = 200,
+    span: SpanQuery = 0.8, n_points: PointsQuery = 500, subset: SubsetQuery = "all",
+    run_async: Annotated[bool, Query(alias="async", description=(
+        "always run as a job (202) unless cached"))] = False,
+) -> Any:
+    """VECE ranking of the dataset's variables (200), or a job computing it (202)."""
+    params = variables.RankingParams(n_bins=n_bins, n_permutations=n_permutations, span=span,
+                                     n_points=n_points, subset=subset,
+                                     random_state=services.settings.random_state)
+    outcome = variables.request_ranking(services.store, services.datasets, services.jobs,
+                                        dataset_id, params, as_job=run_async)
+    if outcome.job is not None:
+        return JSONResponse(status_code=202, content={"job_id": outcome.job.id,
+                                                      **outcome.job.snapshot()})
+    return outcome.ranking
+
+
+@router.get("/datasets/{dataset_id}/variables/{name:path}")
+def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQuery = 0.8,
+                 n_points: PointsQuery = 500, n_bins: BinsQuery = 10,
+                 subset: SubsetQuery = "all") -> dict[str, Any]:
+    """Calibration of one variable (003, Figure 1b).
+
+    Numeric: LOESS curves of the error rate and the predicted error
+    (1 - confidence, top label) against the variable with 95% pointwise bands,
+    VCE(v*) and v*, the histogram of the variable, and the equal-mass bins
+    behind VECE. Categorical: one row per category with the error rate (Wilson
+    95% interval) and mean predicted error (t 95% interval). Unknown names are
+    a 404 listing the dataset's variables.
+    """
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    try:
+        detail = variables.variable_detail(prediction_set, name, span=span, n_points=n_points,
+                                           n_bins=n_bins, subset=subset,
+                                           random_state=services.settings.random_state)
+    except variables.UnknownVariable as exc:
+        raise ApiError(404, "unknown_variable", str(exc),
+                       {"variable": name, "variables": exc.available}) from exc
+    return {"dataset_id": dataset_id, **detail}

@@ -59,8 +59,9 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
     score = "confidence" if result["view"] == "top_label" else "predicted probability"
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
     figure.update_layout(
-        title=title or f"Reliability diagram ({_view_name(result['view'])}, "
-                       f"n = {result['n']:,}, {result['n_bins']} bins; bars: 95% Wilson CI)",
+        title=title or f"Binned reliability diagram<br><sup>{_view_name(result['view'])}, "
+                       f"n = {result['n']:,}, {result['n_bins']} bins; bars: 95% Wilson "
+                       "intervals</sup>",
         barmode="overlay", legend={"orientation": "h", "y": -0.18},
         margin={"l": 60, "r": 20, "t": 60, "b": 40}, template="plotly_white", height=520)
     figure.update_xaxes(range=[0, 1], row=1, col=1)
@@ -84,8 +85,8 @@ def comparison_figure(results: list[dict[str, Any]]) -> go.Figure:
             figure.add_trace(trace)
     n = results[0]["n_heldout"] if results else 0
     figure.update_layout(
-        title=f"Held-out reliability, before and after (top label, n = {n:,}; "
-              "bars: 95% Wilson CI)",
+        title=f"Held-out reliability, before and after<br><sup>top label, n = {n:,}; "
+              "bars: 95% Wilson intervals</sup>",
         xaxis={"title": "confidence (probability)", "range": [0, 1]},
         yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=480,
@@ -106,3 +107,79 @@ def empty_figure(message: str) -> go.Figure:
     figure.update_layout(template="plotly_white", xaxis={"visible": False},
                          yaxis={"visible": False}, height=320)
     return figure
+
+
+def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
+    """Kernel-smoothed reliability curve(s) with the bootstrap band, density beneath."""
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28],
+                           vertical_spacing=0.06)
+    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                                line={"color": "#999", "dash": "dash", "width": 1}),
+                     row=1, col=1)
+    diagrams = result["smooth"][:8]
+    for number, diagram in enumerate(diagrams):
+        colour = PALETTE[number % len(PALETTE)]
+        grid = diagram["grid"]
+        figure.add_trace(go.Scatter(
+            x=grid + grid[::-1], y=diagram["curve_high"] + diagram["curve_low"][::-1],
+            fill="toself", fillcolor=_translucent(colour), line={"width": 0},
+            hoverinfo="skip", name=f"95% bootstrap band ({diagram['label']})",
+            showlegend=number == 0 or len(diagrams) > 1), row=1, col=1)
+        figure.add_trace(go.Scatter(
+            x=grid, y=diagram["curve"], mode="lines", line={"color": colour, "width": 2.5},
+            name=f"{diagram['label']} (smooth ECE {diagram['smooth_ece']:.4f})",
+            hovertemplate="score %{x:.3f}<br>smoothed outcome %{y:.3f}<extra></extra>"),
+            row=1, col=1)
+        figure.add_trace(go.Scatter(
+            x=grid, y=diagram["density"], mode="lines", fill="tozeroy",
+            line={"color": colour, "width": 1}, fillcolor=_translucent(colour),
+            name=f"density ({diagram['label']})", showlegend=False,
+            hovertemplate="score %{x:.3f}<br>density %{y:.2f}<extra></extra>"), row=2, col=1)
+    first = diagrams[0] if diagrams else {"n": 0, "bandwidth": float("nan")}
+    score = "confidence" if result["view"] == "top_label" else "predicted probability"
+    outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
+    figure.update_layout(
+        title=f"Smooth reliability diagram<br><sup>n = {first['n']:,}, kernel bandwidth "
+              f"{first['bandwidth']:.3f} (smooth ECE fixed point); band: 95% bootstrap</sup>",
+        legend={"orientation": "h", "y": -0.18}, template="plotly_white", height=520,
+        margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    figure.update_xaxes(range=[0, 1], row=1, col=1)
+    figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
+    figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
+    figure.update_yaxes(title_text="density (1/probability)", row=2, col=1)
+    return figure
+
+
+def bin_sensitivity_figure(result: dict[str, Any], current_bins: int | None = None) -> go.Figure:
+    """Binned ECE against the bin count, beside the bin-free consistent measures."""
+    figure = go.Figure()
+    names = {"equal_width": "binned ECE, equal-width bins",
+             "equal_mass": "binned ECE, equal-mass bins"}
+    for number, (binning, values) in enumerate(result["ece"].items()):
+        figure.add_trace(go.Scatter(
+            x=result["n_bins"], y=values, mode="lines+markers", name=names[binning],
+            line={"color": PALETTE[number], "width": 2},
+            hovertemplate="%{x} bins: ECE %{y:.4f}<extra></extra>"))
+    for number, item in enumerate(result["bin_free"].values()):
+        figure.add_trace(go.Scatter(
+            x=[result["n_bins"][0], result["n_bins"][-1]], y=[item["value"]] * 2, mode="lines",
+            name=f"{item['name']} (no bins)", line={"color": PALETTE[2 + number], "dash": "dot",
+                                                     "width": 2},
+            hovertemplate=f"{item['name']}: {item['value']:.4f}<extra></extra>"))
+    if current_bins is not None:
+        figure.add_vline(x=current_bins, line={"color": "#999", "width": 1},
+                         annotation_text=f"{current_bins} bins (selected)",
+                         annotation_position="top")
+    figure.update_layout(
+        title=f"Binned ECE depends on the bin count; consistent measures do not "
+              f"(n = {result['n']:,})",
+        xaxis={"title": "number of bins", "type": "log"},
+        yaxis={"title": "calibration error (probability)", "rangemode": "tozero"},
+        legend={"orientation": "h", "y": -0.25}, template="plotly_white", height=420,
+        margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    return figure
+
+
+def _translucent(colour: str, alpha: float = 0.2) -> str:
+    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"

@@ -1,16 +1,366 @@
-"""Heterogeneity page (being built)."""
+"""Heterogeneity page: hidden heterogeneity (HH) and calibration support (paper 004).
+
+Both computations run as jobs (:mod:`app.services.heterogeneity`,
+:mod:`app.services.support`); the page starts them, polls their progress, can
+cancel them, and draws their results: the HH map and HH against confidence with
+the local-vs-global recommendation; the support histogram (against a batch
+dataset when one is chosen) with the shift test and the lowest-support rows.
+"""
 
 from __future__ import annotations
 
-from dash import Dash, html
+import asyncio
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.services.context import Services
-from app.ui.components import info_note
+from app.services.datasets import NotFound
+from app.services.heterogeneity import DEFAULT_SAMPLE, HeterogeneityParams, start_heterogeneity
+from app.services.support import SupportParams, start_support
+from app.ui import ids
+from app.ui.components import error_note, info_note, measure_card, progress_bar
+from app.ui.figures.heterogeneity import (
+    hh_confidence_figure,
+    hh_map_figure,
+    support_histogram_figure,
+)
+from calibcore.exceptions import CalibrationInputError
+
+_HIDDEN = {"display": "none"}
+
+
+def _number(label: str, component_id: str, value: float, **limits: Any) -> html.Div:
+    return html.Div([html.Label(label, className="field-label", htmlFor=component_id),
+                     dcc.Input(id=component_id, type="number", value=value, debounce=True,
+                               className="text-input", **limits)], className="control")
 
 
 def layout(services: Services) -> html.Div:
-    return html.Div([html.H1("Heterogeneity"), info_note("This page is being built.")])
+    return html.Div([
+        html.H1("Hidden heterogeneity and calibration support"),
+        html.P("Hidden heterogeneity (HH) measures how much the outcome varies among rows "
+               "with the same predicted probabilities: for each test row, a small forest on "
+               "the features of the calibration rows within Hellinger distance r of its "
+               "prediction; HH is how much it lowers their Brier score. High HH with enough "
+               "calibration data favours a local, similarity-based recalibrator (SWC, SWC-HH) "
+               "over a global one. Calibration support counts the calibration rows that "
+               "resemble a row; low support, or a batch whose support differs, warns that "
+               "the calibration set does not represent it (Wagstaff & Dietterich)."),
+        html.H2("Hidden heterogeneity"),
+        html.Div([
+            _number("Hellinger radius r", ids.HH_RADIUS, 0.1, min=0.01, max=1, step=0.01),
+            html.Div([html.Label("Test rows to evaluate (seeded sample)",
+                                 className="field-label", htmlFor=ids.HH_SAMPLE),
+                      dcc.Input(id=ids.HH_SAMPLE, type="number", value=DEFAULT_SAMPLE, min=1,
+                                step=1, debounce=True, className="text-input"),
+                      dcc.Checklist(id=ids.HH_ALL_ROWS, className="checklist",
+                                    options=[{"label": "all test rows (slow on large data)",
+                                              "value": "all"}], value=[])],
+                     className="control"),
+            _number("Random seed", ids.HH_SEED, 0, min=0, step=1),
+            html.Div([html.Label("Feature columns", className="field-label",
+                                 htmlFor=ids.HH_FEATURES),
+                      dcc.Dropdown(id=ids.HH_FEATURES, multi=True,
+                                   placeholder="all feature columns")],
+                     className="control control-wide"),
+        ], className="controls"),
+        html.Div([html.Button("Compute HH", id=ids.HH_RUN, className="button"),
+                  html.Button("Cancel", id=ids.HH_CANCEL, disabled=True,
+                              className="button button-secondary")], className="hh-buttons"),
+        progress_bar(ids.HH_PROGRESS, f"{ids.HH_PROGRESS}-wrapper"),
+        html.Div(id=ids.HH_STATUS),
+        dcc.Store(id=ids.HH_JOB),
+        dcc.Interval(id=ids.HH_POLL, interval=500, disabled=True),
+        html.Div(id=ids.HH_RESULTS),
+        html.H2("Calibration support"),
+        html.Div([
+            html.Div([html.Label("Compare a batch (another stored dataset with the same "
+                                 "feature columns)", className="field-label",
+                                 htmlFor=ids.SUPPORT_BATCH),
+                      dcc.Dropdown(id=ids.SUPPORT_BATCH, placeholder="no batch: calibration "
+                                   "and test rows only"),
+                      html.Div(["Upload a batch on the ", dcc.Link("Data page", href="/"),
+                                " first (for now it needs a label column too)."],
+                               className="card-note")],
+                     className="control control-wide"),
+        ], className="controls"),
+        html.Div([html.Button("Compute support", id=ids.SUPPORT_RUN, className="button"),
+                  html.Button("Cancel", id=ids.SUPPORT_CANCEL, disabled=True,
+                              className="button button-secondary")], className="hh-buttons"),
+        progress_bar(ids.SUPPORT_PROGRESS, f"{ids.SUPPORT_PROGRESS}-wrapper"),
+        html.Div(id=ids.SUPPORT_STATUS),
+        dcc.Store(id=ids.SUPPORT_JOB),
+        dcc.Interval(id=ids.SUPPORT_POLL, interval=500, disabled=True),
+        html.Div(id=ids.SUPPORT_RESULTS),
+    ])
 
 
 def register(app: Dash, services: Services) -> None:
-    """No callbacks yet."""
+    @app.callback(Output(ids.HH_FEATURES, "options"), Output(ids.HH_FEATURES, "value"),
+                  Output(ids.SUPPORT_BATCH, "options"), Output(ids.SUPPORT_BATCH, "value"),
+                  Output(ids.HH_RESULTS, "children"), Output(ids.SUPPORT_RESULTS, "children"),
+                  Output(ids.HH_JOB, "data"), Output(ids.SUPPORT_JOB, "data"),
+                  Input(ids.DATASET_PICKER, "value"))
+    async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
+        if not dataset_id:
+            note = info_note("Choose or upload a dataset.")
+            return [], [], [], None, note, None, None, None
+        try:
+            summary, listed = await asyncio.to_thread(_dataset_choices, services, dataset_id)
+        except NotFound as exc:
+            return [], [], [], None, error_note(str(exc)), None, None, None
+        features = [{"label": f"{name} ({summary['feature_kinds'].get(name, '')})",
+                     "value": name} for name in summary["roles"]["features"]]
+        batches = [{"label": f"{d['name']} ({d['n_rows']:,} rows)", "value": d["id"]}
+                   for d in reversed(listed) if d["id"] != dataset_id]
+        hint = info_note("Press “Compute HH” to evaluate the test rows (a seeded sample of "
+                         f"{DEFAULT_SAMPLE} by default: HH fits a forest per distinct "
+                         "neighbourhood).")
+        return features, [], batches, None, hint, None, None, None
+
+    _register_hh(app, services)
+    _register_support(app, services)
+
+
+def _dataset_choices(services: Services,
+                     dataset_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return services.datasets.summary(dataset_id), services.datasets.list()
+
+
+def _job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    running = snapshot["status"] in ("queued", "running")
+    return {"width": f"{snapshot['progress']:.0%}"}, ({} if running else _HIDDEN)
+
+
+def _register_hh(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.HH_JOB, "data", allow_duplicate=True),
+                  Output(ids.HH_POLL, "disabled"), Output(ids.HH_CANCEL, "disabled"),
+                  Output(ids.HH_STATUS, "children", allow_duplicate=True),
+                  Output(ids.HH_RESULTS, "children", allow_duplicate=True),
+                  Input(ids.HH_RUN, "n_clicks"), State(ids.DATASET_PICKER, "value"),
+                  State(ids.HH_RADIUS, "value"), State(ids.HH_SAMPLE, "value"),
+                  State(ids.HH_ALL_ROWS, "value"), State(ids.HH_SEED, "value"),
+                  State(ids.HH_FEATURES, "value"), prevent_initial_call=True)
+    async def start(clicks: int | None, dataset_id: str | None, radius: float | None,
+                    sample: float | None, all_rows: list[str] | None, seed: float | None,
+                    features: list[str] | None) -> tuple[Any, ...]:
+        if not clicks or not dataset_id:
+            return no_update, True, True, error_note("Choose a dataset first."), no_update
+        problem = _hh_problem(radius, sample, bool(all_rows), seed)
+        if problem:
+            return no_update, True, True, error_note(problem), no_update
+        params = HeterogeneityParams(
+            radius=float(radius or 0.1), sample=None if all_rows else int(sample or 0),
+            random_state=int(seed or 0), features=tuple(features) if features else None)
+        try:
+            job = await asyncio.to_thread(start_heterogeneity, services, dataset_id, params)
+        except (CalibrationInputError, NotFound) as exc:
+            return None, True, True, error_note(str(exc)), no_update
+        return job.id, False, False, info_note("Computing hidden heterogeneity…"), None
+
+    @app.callback(Output(ids.HH_PROGRESS, "style"), Output(f"{ids.HH_PROGRESS}-wrapper", "style"),
+                  Output(ids.HH_STATUS, "children"),
+                  Output(ids.HH_POLL, "disabled", allow_duplicate=True),
+                  Output(ids.HH_CANCEL, "disabled", allow_duplicate=True),
+                  Output(ids.HH_RESULTS, "children", allow_duplicate=True),
+                  Input(ids.HH_POLL, "n_intervals"), State(ids.HH_JOB, "data"),
+                  prevent_initial_call=True)
+    def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
+        job = services.jobs.get(job_id) if job_id else None
+        if job is None:
+            return no_update, _HIDDEN, no_update, True, True, no_update
+        snapshot = job.snapshot()
+        bar, wrapper = _job_progress(snapshot)
+        if snapshot["status"] in ("queued", "running"):
+            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
+            return bar, wrapper, status, False, False, no_update
+        if snapshot["status"] != "succeeded":
+            return bar, wrapper, _failure("HH", snapshot), True, True, no_update
+        result = snapshot["result"]
+        return bar, wrapper, info_note(_hh_done(result)), True, True, _hh_results(result)
+
+    @app.callback(Output(ids.HH_STATUS, "children", allow_duplicate=True),
+                  Input(ids.HH_CANCEL, "n_clicks"), State(ids.HH_JOB, "data"),
+                  prevent_initial_call=True)
+    def cancel(clicks: int | None, job_id: str | None) -> Any:
+        if not clicks or not job_id:
+            return no_update
+        services.jobs.cancel(job_id)
+        return info_note("Cancelling…")
+
+
+def _register_support(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.SUPPORT_JOB, "data", allow_duplicate=True),
+                  Output(ids.SUPPORT_POLL, "disabled"), Output(ids.SUPPORT_CANCEL, "disabled"),
+                  Output(ids.SUPPORT_STATUS, "children", allow_duplicate=True),
+                  Output(ids.SUPPORT_RESULTS, "children", allow_duplicate=True),
+                  Input(ids.SUPPORT_RUN, "n_clicks"), State(ids.DATASET_PICKER, "value"),
+                  State(ids.SUPPORT_BATCH, "value"), State(ids.HH_FEATURES, "value"),
+                  prevent_initial_call=True)
+    async def start(clicks: int | None, dataset_id: str | None, batch_id: str | None,
+                    features: list[str] | None) -> tuple[Any, ...]:
+        if not clicks or not dataset_id:
+            return no_update, True, True, error_note("Choose a dataset first."), no_update
+        params = SupportParams(batch_dataset_id=batch_id or None,
+                               random_state=services.settings.random_state,
+                               features=tuple(features) if features else None)
+        try:
+            job = await asyncio.to_thread(start_support, services, dataset_id, params)
+        except (CalibrationInputError, NotFound) as exc:
+            return None, True, True, error_note(str(exc)), no_update
+        return job.id, False, False, info_note("Computing calibration support…"), None
+
+    @app.callback(Output(ids.SUPPORT_PROGRESS, "style"),
+                  Output(f"{ids.SUPPORT_PROGRESS}-wrapper", "style"),
+                  Output(ids.SUPPORT_STATUS, "children"),
+                  Output(ids.SUPPORT_POLL, "disabled", allow_duplicate=True),
+                  Output(ids.SUPPORT_CANCEL, "disabled", allow_duplicate=True),
+                  Output(ids.SUPPORT_RESULTS, "children", allow_duplicate=True),
+                  Input(ids.SUPPORT_POLL, "n_intervals"), State(ids.SUPPORT_JOB, "data"),
+                  prevent_initial_call=True)
+    def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
+        job = services.jobs.get(job_id) if job_id else None
+        if job is None:
+            return no_update, _HIDDEN, no_update, True, True, no_update
+        snapshot = job.snapshot()
+        bar, wrapper = _job_progress(snapshot)
+        if snapshot["status"] in ("queued", "running"):
+            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
+            return bar, wrapper, status, False, False, no_update
+        if snapshot["status"] != "succeeded":
+            return bar, wrapper, _failure("Support", snapshot), True, True, no_update
+        result = snapshot["result"]
+        return bar, wrapper, info_note(_support_done(result)), True, True, \
+            _support_results(result)
+
+    @app.callback(Output(ids.SUPPORT_STATUS, "children", allow_duplicate=True),
+                  Input(ids.SUPPORT_CANCEL, "n_clicks"), State(ids.SUPPORT_JOB, "data"),
+                  prevent_initial_call=True)
+    def cancel(clicks: int | None, job_id: str | None) -> Any:
+        if not clicks or not job_id:
+            return no_update
+        services.jobs.cancel(job_id)
+        return info_note("Cancelling…")
+
+
+def _hh_problem(radius: float | None, sample: float | None, all_rows: bool,
+                seed: float | None) -> str | None:
+    if radius is None or not 0 < radius <= 1:
+        return "The Hellinger radius must be in (0, 1]."
+    if not all_rows and (sample is None or sample < 1 or sample != int(sample)):
+        return "The number of test rows must be a whole number of at least 1 (or tick 'all')."
+    if seed is None or seed < 0 or seed != int(seed):
+        return "The random seed must be a whole number of at least 0."
+    return None
+
+
+def _failure(what: str, snapshot: dict[str, Any]) -> html.Div:
+    if snapshot["status"] == "cancelled":
+        return info_note(f"{what} cancelled; nothing was saved.")
+    message = (snapshot["error"] or {}).get("message", snapshot["status"])
+    return error_note(f"{what} failed: {message}")
+
+
+def _hh_done(result: dict[str, Any]) -> str:
+    return (f"HH of {result['n_evaluated']:,} test rows against {result['n_calibration']:,} "
+            f"calibration rows (radius {result['params']['radius']:g}; "
+            f"{result['n_forests']:,} local forests). Saved as the per-row column “hh”.")
+
+
+def _hh_results(result: dict[str, Any]) -> html.Div:
+    n = f"n = {result['n_evaluated']:,} test rows"
+    cards = html.Div([
+        measure_card("Mean HH", result["mean_hh"], n,
+                     title="mean hidden heterogeneity (Brier, summed over classes)"),
+        measure_card("Median HH", result["median_hh"], n),
+        measure_card("Rows with HH > 0", f"{result['share_positive']:.1%}", n),
+        measure_card("Calibration rows", result["n_calibration"], "neighbourhood pool"),
+        measure_card("Median neighbours", int(result["median_neighbours"]), n,
+                     title="calibration rows within the Hellinger radius of a test row"),
+        measure_card("Neighbourhoods", result["n_neighbourhoods"],
+                     f"{result['n_forests']:,} with a local forest",
+                     title="distinct neighbour sets (rows sharing one share their HH)"),
+    ], className="cards", id=ids.HH_CARDS)
+    warning = html.Div(result["warning"], className="note note-warning") \
+        if result.get("warning") else None
+    return html.Div([
+        cards,
+        warning,
+        _recommendation(result["recommendation"]),
+        html.Div([
+            dcc.Graph(id=ids.HH_MAP_GRAPH, figure=hh_map_figure(result),
+                      config={"displaylogo": False}),
+            dcc.Graph(id=ids.HH_CONFIDENCE_GRAPH, figure=hh_confidence_figure(result),
+                      config={"displaylogo": False}),
+        ], className="hh-graphs"),
+        _notes(result["notes"]),
+    ])
+
+
+def _recommendation(advice: dict[str, Any]) -> html.Div:
+    local = advice["recommend"] == "local"
+    headline = ("Local calibration is likely to help: try SWC or SWC-HH on the Recalibrate "
+                "page." if local else
+                "A global recalibrator is likely enough (temperature, Platt, isotonic…).")
+    numbers = html.Ul([
+        html.Li(f"mean HH {advice['mean_hh']:.4f} over {advice['n_rows']:,} rows "
+                f"(local needs > {advice['hh_threshold']:g})"),
+        html.Li(f"{advice['n_calibration']:,} calibration rows (local needs ≥ "
+                f"{advice['min_calibration_rows']:,})"),
+    ])
+    return html.Div([html.Div("Recommendation", className="card-label"),
+                     html.Div(headline, className="hh-headline"),
+                     html.Div(advice["reason"], className="card-note"), numbers],
+                    className=f"card hh-recommendation hh-{advice['recommend']}",
+                    id="hh-recommendation")
+
+
+def _notes(notes: list[str]) -> html.Details:
+    return html.Details([html.Summary("What was done"),
+                         html.Ul([html.Li(note) for note in notes])], className="hh-notes")
+
+
+def _support_done(result: dict[str, Any]) -> str:
+    return (f"Support of {result['n_calibration']:,} calibration rows (cross-fitted, "
+            f"{result['n_folds']} folds) and {result['n_test']:,} test rows. Saved as the "
+            "per-row column “support”.")
+
+
+def _shift_note(title: str, shift: dict[str, Any]) -> html.Div:
+    text = f"{title} ({shift['test']} test on support): {shift['message']}"
+    if shift["shifted"]:
+        return html.Div(text, className="note note-warning", role="alert")
+    return info_note(text)
+
+
+def _support_results(result: dict[str, Any]) -> html.Div:
+    shifts = []
+    if result.get("test_shift"):
+        shifts.append(_shift_note("Test rows vs calibration rows", result["test_shift"]))
+    batch = result.get("batch")
+    if batch:
+        shifts.append(_shift_note(f"Batch “{batch['name']}” ({batch['n_rows']:,} rows) vs "
+                                  "calibration rows", batch["shift"]))
+    tables = [html.H3("Lowest-support rows"), _lowest_table(result["lowest"], ids.SUPPORT_TABLE)]
+    if batch:
+        tables += [html.H3("Lowest-support batch rows"),
+                   _lowest_table(batch["lowest"], "support-batch-table")]
+    return html.Div([
+        html.Div(shifts, id=ids.SUPPORT_SHIFT),
+        dcc.Graph(id=ids.SUPPORT_HISTOGRAM, figure=support_histogram_figure(result),
+                  config={"displaylogo": False}),
+        *tables,
+        _notes([f"Rows: {result['scheme']}.", *result["notes"]]),
+    ])
+
+
+def _lowest_table(rows: list[dict[str, Any]], table_id: str) -> html.Table:
+    header = html.Tr([html.Th(h) for h in ("rows", "row", "id", "label", "prediction",
+                                           "support")])
+    body = [html.Tr([html.Td(row["set"]), html.Td(f"{row['row']:,}"),
+                     html.Td("—" if row["id"] is None else str(row["id"])),
+                     html.Td(row["label"]),
+                     html.Td(f"{row['predicted']} ({row['confidence']:.3f})"),
+                     html.Td(f"{row['support']:.2f}")]) for row in rows]
+    return html.Table([html.Thead(header), html.Tbody(body)], className="table", id=table_id)

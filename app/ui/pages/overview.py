@@ -1,22 +1,32 @@
-"""Overview page: global measures and the binned reliability diagram of one view."""
+"""Overview page: global measures with intervals, binned and smooth reliability diagrams,
+and how binned ECE moves with the bin count while the consistent measures do not."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 from typing import Any
 
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
+from app.jobs import Progress
 from app.services import diagnostics
 from app.services.context import Services
 from app.ui import ids
-from app.ui.components import error_note, info_note, measure_card
-from app.ui.figures import empty_figure, reliability_figure
+from app.ui.components import error_note, info_note, measure_card, progress_bar
+from app.ui.figures import (
+    bin_sensitivity_figure,
+    empty_figure,
+    reliability_figure,
+    smooth_reliability_figure,
+)
 from calibcore.exceptions import CalibrationInputError
 
 _VIEWS = [{"label": "top label (confidence vs accuracy)", "value": "top_label"},
           {"label": "positive class (binary)", "value": "positive"},
           {"label": "classwise (one curve per class)", "value": "classwise"}]
+_CARDS = ("accuracy", "ece", "smooth_ece", "brier", "nll")
+_GRAPH_CONFIG = {"displaylogo": False}
 
 
 def layout(services: Services) -> html.Div:
@@ -32,7 +42,7 @@ def layout(services: Services) -> html.Div:
                                               {"label": "calibration", "value": "calibration"},
                                               {"label": "test", "value": "test"}])],
                      className="control"),
-            html.Div([html.Label("Bins", className="field-label"),
+            html.Div([html.Label("Bins (binned measures and diagram)", className="field-label"),
                       dcc.Slider(id=ids.BINS_SLIDER, min=5, max=40, step=1, value=15,
                                  marks={5: "5", 10: "10", 15: "15", 20: "20", 30: "30",
                                         40: "40"})], className="control control-wide"),
@@ -45,45 +55,140 @@ def layout(services: Services) -> html.Div:
         ], className="controls"),
         html.Div(id=ids.OVERVIEW_NOTE),
         dcc.Loading(html.Div(id=ids.MEASURE_CARDS, className="cards")),
-        dcc.Loading(dcc.Graph(id=ids.RELIABILITY_GRAPH, figure=empty_figure("loading…"),
-                              config={"displaylogo": False})),
+        html.H2("Measures"),
+        progress_bar(ids.MEASURES_PROGRESS, f"{ids.MEASURES_PROGRESS}-wrapper"),
+        dcc.Store(id=ids.MEASURES_JOB),
+        dcc.Interval(id=ids.MEASURES_POLL, interval=500, disabled=True),
+        html.Div(id=ids.MEASURES_TABLE),
+        html.H2("Reliability"),
+        html.Div([
+            dcc.Loading(dcc.Graph(id=ids.RELIABILITY_GRAPH, figure=empty_figure("loading…"),
+                                  config=_GRAPH_CONFIG)),
+            dcc.Loading(dcc.Graph(id=ids.SMOOTH_GRAPH, figure=empty_figure("loading…"),
+                                  config=_GRAPH_CONFIG)),
+        ], className="two-columns"),
+        dcc.Loading(dcc.Graph(id=ids.BINS_GRAPH, figure=empty_figure("loading…"),
+                              config=_GRAPH_CONFIG)),
     ])
 
 
 def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.MEASURE_CARDS, "children"), Output(ids.RELIABILITY_GRAPH, "figure"),
-                  Output(ids.OVERVIEW_NOTE, "children"),
+                  Output(ids.SMOOTH_GRAPH, "figure"), Output(ids.BINS_GRAPH, "figure"),
+                  Output(ids.OVERVIEW_NOTE, "children"), Output(ids.MEASURES_TABLE, "children"),
+                  Output(ids.MEASURES_JOB, "data"), Output(ids.MEASURES_POLL, "disabled"),
                   Input(ids.DATASET_PICKER, "value"), Input(ids.VIEW_SELECT, "value"),
                   Input(ids.SUBSET_SELECT, "value"), Input(ids.BINS_SLIDER, "value"),
                   Input(ids.BINNING_SELECT, "value"))
     async def update(dataset_id: str | None, view: str, subset: str, n_bins: int,
-                     binning: str) -> tuple[Any, Any, Any]:
+                     binning: str) -> tuple[Any, ...]:
         if not dataset_id:
-            return [], empty_figure("Choose or upload a dataset."), info_note(
-                "No dataset selected.")
+            blank = empty_figure("Choose or upload a dataset.")
+            return [], blank, blank, blank, info_note("No dataset selected."), None, None, True
+        request = diagnostics.MetricsRequest(view=view, n_bins=n_bins,  # type: ignore[arg-type]
+                                             binning=binning, subset=subset)
         try:
-            measures, diagram, summary = await asyncio.to_thread(
-                _compute, services, dataset_id, view, subset, n_bins, binning)
+            quick, diagram, sensitivity, summary, full = await asyncio.to_thread(
+                _compute, services, dataset_id, request)
         except CalibrationInputError as exc:
-            return [], empty_figure(str(exc)), error_note(str(exc))
-        return _cards(measures, summary), reliability_figure(diagram), _note(summary, measures)
+            blank = empty_figure(str(exc))
+            return [], blank, blank, blank, error_note(str(exc)), None, None, True
+        job_id, table = None, measures_table(full or quick, with_intervals=full is not None)
+        if full is None:
+            job_id = _start_interval_job(services, dataset_id, request)
+        return (_cards(full or quick, summary), reliability_figure(diagram),
+                smooth_reliability_figure(diagram), bin_sensitivity_figure(sensitivity, n_bins),
+                _note(summary, quick), table, job_id, full is not None)
+
+    @app.callback(Output(ids.MEASURES_TABLE, "children", allow_duplicate=True),
+                  Output(ids.MEASURE_CARDS, "children", allow_duplicate=True),
+                  Output(ids.MEASURES_PROGRESS, "style"),
+                  Output(f"{ids.MEASURES_PROGRESS}-wrapper", "style"),
+                  Output(ids.MEASURES_POLL, "disabled", allow_duplicate=True),
+                  Input(ids.MEASURES_POLL, "n_intervals"), State(ids.MEASURES_JOB, "data"),
+                  State(ids.DATASET_PICKER, "value"), prevent_initial_call=True)
+    def poll(_: int, job_id: str | None, dataset_id: str | None) -> tuple[Any, ...]:
+        job = services.jobs.get(job_id) if job_id else None
+        if job is None or not dataset_id:
+            return no_update, no_update, no_update, {"display": "none"}, True
+        snapshot = job.snapshot()
+        bar = {"width": f"{snapshot['progress']:.0%}"}
+        if snapshot["status"] in ("queued", "running"):
+            return no_update, no_update, bar, {}, False
+        if snapshot["status"] != "succeeded":
+            message = (snapshot["error"] or {}).get("message", snapshot["status"])
+            return error_note(f"Intervals failed: {message}"), no_update, bar, \
+                {"display": "none"}, True
+        result = snapshot["result"]
+        summary = services.datasets.summary(dataset_id)
+        return measures_table(result, with_intervals=True), _cards(result, summary), bar, \
+            {"display": "none"}, True
 
 
-def _compute(services: Services, dataset_id: str, view: Any, subset: Any, n_bins: int,
-             binning: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+Computed = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any],
+                 dict[str, Any] | None]
+
+
+def _compute(services: Services, dataset_id: str,
+             request: diagnostics.MetricsRequest) -> Computed:
+    """Values without intervals (fast), both diagrams, bin sensitivity, and any cached
+    full result with intervals."""
     prediction_set = services.datasets.prediction_set(dataset_id)
-    options = {"view": view, "subset": subset, "n_bins": n_bins, "binning": binning}
-    return (diagnostics.global_metrics(prediction_set, **options),
-            diagnostics.reliability(prediction_set, **options),
-            services.datasets.summary(dataset_id))
+    options = asdict(request)
+    options.pop("n_bootstrap")
+    quick = diagnostics.global_metrics(prediction_set, n_bootstrap=0, **options)
+    diagram = diagnostics.reliability(prediction_set, **options,
+                                      random_state=services.settings.random_state)
+    sensitivity = diagnostics.bin_sensitivity(prediction_set, view=request.view,
+                                              subset=request.subset)
+    full = diagnostics.cached_metrics(services, dataset_id, request)
+    return quick, diagram, sensitivity, services.datasets.summary(dataset_id), full
+
+
+def _start_interval_job(services: Services, dataset_id: str,
+                        request: diagnostics.MetricsRequest) -> str:
+    def work(progress: Progress) -> dict[str, Any]:
+        return diagnostics.metrics_for(services, dataset_id, request, progress=progress)
+
+    return services.jobs.submit("metrics", work).id
+
+
+def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
+    """Every measure: value, 95% interval, whether it is consistent (paper 001), meaning."""
+    header = html.Tr([html.Th(h) for h in ("measure", "value", "95% interval",
+                                           "consistent", "what it says")])
+    rows = []
+    for key, item in result["measures"].items():
+        if item["value"] is None:
+            continue
+        if item["low"] is not None:
+            interval = f"{item['low']:.4f} – {item['high']:.4f}"
+        else:
+            interval = "computing…" if not with_intervals else (item["note"] or "—")
+        rows.append(html.Tr([
+            html.Td(item["name"]), html.Td(f"{item['value']:.4f}", className="number"),
+            html.Td(interval, className="number"),
+            html.Td("✓ consistent" if item["consistent"] else "", className="consistent"),
+            html.Td(item["meaning"] + (f" ({item['note']})" if item["note"] and
+                                       item["low"] is not None else "")),
+        ], id=f"measure-{key}"))
+    caption = (f"n = {result['n']:,} rows. Intervals: "
+               + (f"{result['interval']}, {result['n_bootstrap']} resamples. A bias-corrected "
+                  "interval can sit below a plug-in calibration error, which resampling "
+                  "inflates." if with_intervals else "being computed in the background."))
+    return html.Div([html.Table([html.Thead(header), html.Tbody(rows)], className="table"),
+                     html.Div(caption, className="caption")])
 
 
 def _cards(measures: dict[str, Any], summary: dict[str, Any]) -> list[html.Div]:
     n = f"n = {measures['n']:,}"
     cards = [measure_card("Rows", measures["n"], f"{measures['subset']} rows"),
              measure_card("Classes", summary["n_classes"], ", ".join(summary["classes"][:6]))]
-    for item in measures["measures"].values():
-        cards.append(measure_card(item["label"], item["value"], n, title=item["meaning"]))
+    for key in _CARDS:
+        item = measures["measures"][key]
+        interval = (item["low"], item["high"]) if item["low"] is not None else None
+        cards.append(measure_card(item["name"], item["value"], n, interval=interval,
+                                  title=item["meaning"]))
     return cards
 
 
@@ -94,4 +199,4 @@ def _note(summary: dict[str, Any], measures: dict[str, Any]) -> html.Div:
             "classwise": "classwise"}[measures["view"]]
     return info_note(f"{summary['name']}: {summary['n_rows']:,} rows, {split}. Measures on the "
                      f"{view} view, {measures['n_bins']} {measures['binning'].replace('_', '-')}"
-                     " bins." + ("".join(" " + w for w in summary["warnings"])))
+                     " bins." + "".join(" " + w for w in summary["warnings"]))

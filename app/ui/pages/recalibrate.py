@@ -1,132 +1,344 @@
-"""Recalibrate page: fit methods as a background job, compare on held-out rows, download."""
+"""Recalibrate page: the workbench.
+
+Pick several methods (with their options), fit them as one background job with a
+progress bar per method, compare them on held-out rows (table with intervals and
+the best per column marked, overlaid reliability, paired NLL changes, a
+recommendation), download corrected probabilities or fitted recalibrators, and
+apply a saved recalibrator to a new file (``assets/apply.js``).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.jobs import Progress
 from app.services.context import Services
-from app.services.recalibration import method_catalogue
+from app.services.methods import MethodSpec, method_catalogue
+from app.services.row_columns import available_row_columns
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
-from app.ui.figures import comparison_figure, empty_figure
+from app.ui.figures import empty_figure
+from app.ui.figures.recalibration import nll_difference_figure, overlaid_reliability_figure
+from calibcore.exceptions import CalibrationInputError
 
-_COLUMNS = (("ece", "ECE"), ("mce", "MCE"), ("brier", "Brier"), ("nll", "NLL"),
-            ("accuracy", "Accuracy"))
+_HIDDEN = {"display": "none"}
+#: Options of the page that become method parameters: method -> {parameter: option}.
+_OPTION_PARAMS: dict[str, dict[str, str]] = {
+    "lece": {"neighborhood_size": "q", "threshold": "t"},
+    "lecd": {"neighborhood_size": "q", "threshold": "t"},
+    "histogram": {"n_bins": "n_bins"}, "scaling_binning": {"n_bins": "n_bins"},
+    "lore": {"gamma": "gamma"},
+}
+
+
+def _method_options() -> list[dict[str, Any]]:
+    catalogue = sorted(method_catalogue(), key=lambda m: (m["needs_features"], m["name"]))
+    return [{"label": f" {m['name']}" + (" · uses features" if m["needs_features"] else ""),
+             "value": m["method"]} for m in catalogue]
+
+
+def _number(component_id: str, placeholder: str, value: float | None = None,
+            step: float | str = "any") -> dcc.Input:
+    return dcc.Input(id=component_id, type="number", value=value, placeholder=placeholder,
+                     step=step, min=0, className="text-input", debounce=True)
+
+
+def _options_panel() -> html.Div:
+    methods = {m["method"] for m in method_catalogue()}
+    fields = [
+        html.Div([html.Label("Variable of the variable-based tree (numeric)",
+                             className="field-label"),
+                  dcc.Dropdown(id=ids.RECAL_VARIABLE, clearable=False,
+                               placeholder="choose a numeric feature")], className="control"),
+        html.Div([html.Label("Features for LoRe / SWC / SWC-HH (empty: all)",
+                             className="field-label"),
+                  dcc.Dropdown(id=ids.RECAL_FEATURES, multi=True, placeholder="all features")],
+                 className="control control-wide"),
+        html.Div([html.Label("LECE/LECD neighbourhood q (fraction)", className="field-label"),
+                  _number(ids.RECAL_LECE_Q, "chosen by 10-fold CV")], className="control"),
+        html.Div([html.Label("LECE/LECD threshold t", className="field-label"),
+                  _number(ids.RECAL_LECE_T, "chosen by 10-fold CV")], className="control"),
+        html.Div([html.Label("Bins (histogram, scaling-binning)", className="field-label"),
+                  _number(ids.RECAL_BINS, "10", 10, 1)], className="control"),
+    ]
+    gamma = html.Div([html.Label("LoRe bandwidth γ", className="field-label"),
+                      _number(ids.RECAL_LORE_GAMMA, "0.4", 0.4)], className="control",
+                     style=None if "lore" in methods else _HIDDEN)
+    return html.Div([*fields, gamma], className="controls recal-options")
+
+
+def _apply_panel() -> html.Div:
+    return html.Div([
+        html.H2("Apply a saved recalibrator to a new file"),
+        html.P("Choose a fitted recalibrator (the JSON downloaded above or from "
+               "'calibdash recalibrate --model-out') and a CSV or Parquet file with the same "
+               "probability columns (and feature columns, if the method uses them). Labels "
+               "are not needed. The file is streamed to the server and comes back with "
+               "calibrated_proba_<class> columns."),
+        html.Div([
+            html.Div([html.Button("choose model JSON", id=ids.APPLY_MODEL_BROWSE,
+                                  className="button button-secondary"),
+                      html.Span("no model chosen", id=ids.APPLY_MODEL_NAME,
+                                className="apply-name")], className="control"),
+            html.Div([html.Button("choose data file", id=ids.APPLY_DATA_BROWSE,
+                                  className="button button-secondary"),
+                      html.Span("no file chosen", id=ids.APPLY_DATA_NAME,
+                                className="apply-name")], className="control"),
+            html.Div([html.Label("Output", className="field-label", htmlFor=ids.APPLY_FORMAT),
+                      html.Select([html.Option("CSV", value="csv"),
+                                   html.Option("Parquet", value="parquet")],
+                                  id=ids.APPLY_FORMAT, className="text-input")],
+                     className="control"),
+            html.Div(html.Button("Apply and download", id=ids.APPLY_BUTTON, className="button"),
+                     className="control"),
+        ], className="controls apply-controls"),
+        progress_bar(ids.APPLY_PROGRESS_BAR, ids.APPLY_PROGRESS),
+        html.Div(id=ids.APPLY_STATUS, role="status"),
+    ], className="panel")
 
 
 def layout(services: Services) -> html.Div:
-    options = [{"label": f" {m['name']}" + (" (uses features)" if m["needs_features"] else ""),
-                "value": m["method"]} for m in method_catalogue()]
     return html.Div([
         html.H1("Recalibrate"),
         html.P("Fit recalibrators on the calibration rows (the split column; without one, "
-               "5-fold cross-fitting) and compare them on held-out rows. Download the corrected "
-               "probabilities or the fitted recalibrator."),
+               "5-fold cross-fitting) and compare them on held-out rows with bootstrap "
+               "intervals. Download the corrected probabilities or the fitted recalibrator, "
+               "and apply it to new files below."),
         html.Div([html.Label("Methods", className="field-label"),
-                  dcc.Checklist(id=ids.METHOD_SELECT, options=options, value=["temperature"],
-                                className="checklist checklist-inline")], className="control"),
+                  dcc.Checklist(id=ids.METHOD_SELECT, options=_method_options(),
+                                value=["temperature"], className="checklist method-grid")],
+                 className="panel method-panel"),
+        html.H3("Method options"),
+        _options_panel(),
+        html.Div(id=ids.RECAL_OPTIONS_NOTE),
         html.Button("Fit and compare", id=ids.FIT_BUTTON, className="button"),
         progress_bar(ids.FIT_PROGRESS, f"{ids.FIT_PROGRESS}-wrapper"),
+        html.Div(id=ids.RECAL_METHOD_PROGRESS, className="method-progress"),
         html.Div(id=ids.FIT_STATUS),
         dcc.Store(id=ids.FIT_JOB),
+        dcc.Store(id=ids.RECAL_RESULT_STORE),
         dcc.Interval(id=ids.FIT_POLL, interval=400, disabled=True),
-        html.Div(id=ids.RECAL_RESULTS, children=[
+        html.Div(id=ids.RECAL_RESULTS, style=_HIDDEN, children=[
+            html.H2("Comparison on held-out rows"),
             html.Div(id=ids.RECAL_TABLE),
-            dcc.Graph(id=ids.RECAL_GRAPH, figure=empty_figure(
-                "Fit a method to compare reliability before and after."),
-                config={"displaylogo": False}),
+            html.Div(id=ids.RECAL_RECOMMENDATION),
+            html.Div([
+                dcc.Graph(id=ids.RECAL_GRAPH, figure=empty_figure("Fit methods to compare."),
+                          config={"displaylogo": False}),
+                dcc.Graph(id=ids.RECAL_NLL_GRAPH, figure=empty_figure("Fit methods to compare."),
+                          config={"displaylogo": False}),
+            ]),
+            html.H2("Downloads"),
+            html.Div([html.Label(id=ids.RECAL_EXTRA_LABEL, className="field-label"),
+                      dcc.Checklist(id=ids.RECAL_EXTRA_COLUMNS, options=[], value=[],
+                                    className="checklist checklist-inline")]),
             html.Div(id=ids.RECAL_DOWNLOADS),
         ]),
+        _apply_panel(),
     ])
 
 
+def method_specs(methods: list[str], options: dict[str, Any]) -> list[MethodSpec]:
+    """The chosen methods with the page's options as their parameters and features."""
+    catalogue = {m["method"]: m for m in method_catalogue()}
+    specs = []
+    for method in methods:
+        params = {name: options[option] for name, option in _OPTION_PARAMS.get(method, {}).items()
+                  if options.get(option) is not None}
+        features = None
+        if method == "variable_tree":
+            features = [options["variable"]] if options.get("variable") else []
+        elif catalogue.get(method, {}).get("needs_features"):
+            features = list(options.get("features") or []) or None
+        specs.append(MethodSpec(method, params, features))
+    return specs
+
+
 def register(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.RECAL_VARIABLE, "options"), Output(ids.RECAL_VARIABLE, "value"),
+                  Output(ids.RECAL_FEATURES, "options"), Output(ids.RECAL_EXTRA_COLUMNS, "options"),
+                  Output(ids.RECAL_OPTIONS_NOTE, "children"),
+                  Output(ids.RECAL_EXTRA_LABEL, "children"),
+                  Input(ids.DATASET_PICKER, "value"))
+    async def dataset_options(dataset_id: str | None) -> tuple[Any, ...]:
+        if not dataset_id:
+            return [], None, [], [], info_note("Choose or upload a dataset."), ""
+        try:
+            summary = await asyncio.to_thread(services.datasets.summary, dataset_id)
+        except LookupError:
+            return [], None, [], [], error_note("That dataset no longer exists."), ""
+        kinds: dict[str, str] = summary["feature_kinds"]
+        numeric = [name for name, kind in kinds.items() if kind == "numeric"]
+        extra = await asyncio.to_thread(available_row_columns, services.store, dataset_id)
+        note = None if kinds else info_note("This dataset has no feature columns: the methods "
+                                            "that use features cannot be fitted.")
+        label = ("Add per-row diagnostic columns to the corrected probabilities" if extra else
+                 "Per-row LCE, HH or support columns can be added here once computed on the "
+                 "Local or Heterogeneity page.")
+        return ([{"label": n, "value": n} for n in numeric], numeric[0] if numeric else None,
+                [{"label": f"{n} ({k})", "value": n} for n, k in kinds.items()],
+                [{"label": f" {n}", "value": n} for n in extra], note, label)
+
     @app.callback(Output(ids.FIT_JOB, "data"), Output(ids.FIT_POLL, "disabled"),
                   Output(ids.FIT_STATUS, "children", allow_duplicate=True),
                   Input(ids.FIT_BUTTON, "n_clicks"), State(ids.DATASET_PICKER, "value"),
-                  State(ids.METHOD_SELECT, "value"), prevent_initial_call=True)
-    def start(clicks: int | None, dataset_id: str | None,
-              methods: list[str] | None) -> tuple[Any, Any, Any]:
+                  State(ids.METHOD_SELECT, "value"), State(ids.RECAL_VARIABLE, "value"),
+                  State(ids.RECAL_FEATURES, "value"), State(ids.RECAL_LECE_Q, "value"),
+                  State(ids.RECAL_LECE_T, "value"), State(ids.RECAL_BINS, "value"),
+                  State(ids.RECAL_LORE_GAMMA, "value"), prevent_initial_call=True)
+    async def start(clicks: int | None, dataset_id: str | None, methods: list[str] | None,
+                    variable: str | None, features: list[str] | None, q: float | None,
+                    t: float | None, n_bins: int | None,
+                    gamma: float | None) -> tuple[Any, Any, Any]:
         if not clicks:
             return no_update, no_update, no_update
         if not dataset_id:
             return None, True, error_note("Choose a dataset first.")
         if not methods:
             return None, True, error_note("Choose at least one method.")
+        specs = method_specs(methods, {"variable": variable, "features": features, "q": q,
+                                       "t": t, "n_bins": n_bins, "gamma": gamma})
+        try:
+            await asyncio.to_thread(services.recalibrations.check, dataset_id, specs)
+        except CalibrationInputError as exc:
+            return None, True, error_note(exc.message)
 
-        def work(progress: Progress) -> list[dict[str, Any]]:
-            results = []
-            for number, method in enumerate(methods):
-                progress.update(number / len(methods), f"fitting {method} "
-                                f"({number + 1}/{len(methods)})")
-                results.append(services.recalibrations.fit(dataset_id, method))
-            return results
+        def work(progress: Progress) -> dict[str, Any]:
+            return services.recalibrations.fit_many(dataset_id, specs, progress=progress)
 
         job = services.jobs.submit("recalibration", work)
-        return job.id, False, info_note("Fitting…")
+        return job.id, False, info_note(f"Fitting {len(specs)} method(s)…")
 
     @app.callback(Output(ids.FIT_PROGRESS, "style"), Output(f"{ids.FIT_PROGRESS}-wrapper", "style"),
-                  Output(ids.FIT_STATUS, "children"), Output(ids.FIT_POLL, "disabled",
-                                                             allow_duplicate=True),
-                  Output(ids.RECAL_TABLE, "children"), Output(ids.RECAL_GRAPH, "figure"),
-                  Output(ids.RECAL_DOWNLOADS, "children"),
+                  Output(ids.FIT_STATUS, "children"),
+                  Output(ids.FIT_POLL, "disabled", allow_duplicate=True),
+                  Output(ids.RECAL_METHOD_PROGRESS, "children"),
+                  Output(ids.RECAL_RESULTS, "style"), Output(ids.RECAL_TABLE, "children"),
+                  Output(ids.RECAL_RECOMMENDATION, "children"), Output(ids.RECAL_GRAPH, "figure"),
+                  Output(ids.RECAL_NLL_GRAPH, "figure"), Output(ids.RECAL_RESULT_STORE, "data"),
                   Input(ids.FIT_POLL, "n_intervals"), State(ids.FIT_JOB, "data"),
                   prevent_initial_call=True)
     def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
         job = services.jobs.get(job_id) if job_id else None
+        unchanged = (no_update,) * 6
         if job is None:
-            return (no_update,) * 3 + (True,) + (no_update,) * 3
+            return (no_update, _HIDDEN, no_update, True, no_update, *unchanged)
         snapshot = job.snapshot()
         bar = {"width": f"{snapshot['progress']:.0%}"}
+        steps = method_progress(snapshot.get("detail") or [])
         if snapshot["status"] in ("queued", "running"):
             status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return bar, {}, status, False, no_update, no_update, no_update
+            return (bar, {}, status, False, steps, *unchanged)
         if snapshot["status"] != "succeeded":
             message = (snapshot["error"] or {}).get("message", snapshot["status"])
-            return bar, {"display": "none"}, error_note(f"Fitting failed: {message}"), True, \
-                no_update, no_update, no_update
-        results = snapshot["result"]
-        return (bar, {"display": "none"}, info_note(_done_message(results)), True,
-                _table(results), comparison_figure(results), _downloads(results))
+            failed = error_note(f"Fitting failed: {message}")
+            return (bar, _HIDDEN, failed, True, steps, *unchanged)
+        result = snapshot["result"]
+        comparison = result["comparison"]
+        stored = [{"id": r["id"], "name": r["name"], "method": r["method"]}
+                  for r in result["recalibrations"]]
+        return (bar, _HIDDEN, _done_message(result), True, steps, {},
+                comparison_table(comparison), recommendation_card(comparison),
+                overlaid_reliability_figure(comparison), nll_difference_figure(comparison),
+                stored)
+
+    @app.callback(Output(ids.RECAL_DOWNLOADS, "children"),
+                  Input(ids.RECAL_RESULT_STORE, "data"), Input(ids.RECAL_EXTRA_COLUMNS, "value"))
+    def downloads(stored: list[dict[str, str]] | None, extra: list[str] | None) -> Any:
+        return download_list(stored or [], extra or [])
 
 
-def _done_message(results: list[dict[str, Any]]) -> str:
-    first = results[0]
-    return (f"Fitted {len(results)} method(s); held-out rows: {first['n_heldout']:,} "
-            f"({first['scheme']}).")
+def method_progress(steps: list[dict[str, Any]]) -> list[html.Div]:
+    """One labelled progress bar per method of the running comparison."""
+    rows = []
+    for step in steps:
+        fraction = float(step.get("fraction") or 0.0)
+        status = step.get("status", "")
+        rows.append(html.Div([
+            html.Span(step.get("name", step.get("method", "")), className="method-name"),
+            html.Div(html.Div(className=f"progress-fill progress-{status}",
+                              style={"width": f"{fraction:.0%}"}),
+                     className="progress method-bar"),
+            html.Span(f"{status}: {step.get('message', '')}", className="method-message"),
+        ], className=f"method-row method-{step.get('method', '')}"))
+    return rows
 
 
-def _table(results: list[dict[str, Any]]) -> html.Table:
-    header = html.Tr([html.Th("method (held-out rows)")] + [html.Th(label) for _, label in
-                                                            _COLUMNS])
-    before = results[0]["before"]
-    rows = [html.Tr([html.Td(f"uncalibrated (n = {results[0]['n_heldout']:,})")] +
-                    [html.Td(f"{before[key]:.4f}") for key, _ in _COLUMNS])]
-    best = {key: (max if key == "accuracy" else min)(r["after"][key] for r in results)
-            for key, _ in _COLUMNS}
-    for result in results:
-        cells = [html.Td(result["name"])]
-        for key, _ in _COLUMNS:
-            value = result["after"][key]
-            marked = len(results) > 1 and value == best[key]
-            cells.append(html.Td(f"{value:.4f}", className="best" if marked else None))
-        rows.append(html.Tr(cells))
-    return html.Table([html.Thead(header), html.Tbody(rows)], className="table",
-                      id="recal-comparison")
+def _done_message(result: dict[str, Any]) -> html.Div:
+    comparison = result["comparison"]
+    lines = [info_note(f"Fitted {len(result['recalibrations'])} method(s); held-out rows: "
+                       f"{comparison['n']:,} ({comparison['scheme']}).")]
+    lines += [error_note(f"{failure['method']} failed: {failure['message']}")
+              for failure in result.get("failed", [])]
+    return html.Div(lines)
 
 
-def _downloads(results: list[dict[str, Any]]) -> html.Div:
+def _cell(entry: dict[str, Any], best: bool) -> html.Td:
+    value = entry.get("value")
+    if value is None:
+        return html.Td("—", title=entry.get("note") or "not available")
+    parts: list[Any] = [html.Span(f"{value:.4f}", className="cell-value")]
+    if entry.get("low") is not None and entry.get("high") is not None:
+        parts.append(html.Span(f"{entry['low']:.4f}–{entry['high']:.4f}",
+                               className="cell-interval"))
+    elif entry.get("variable"):
+        parts.append(html.Span(f"along {entry['variable']}", className="cell-interval"))
+    title = "; ".join(t for t in ("best in this column" if best else "", entry.get("note"))
+                      if t)
+    return html.Td(parts, className="best" if best else None, title=title or None)
+
+
+def comparison_table(comparison: dict[str, Any]) -> html.Div:
+    """Rows: uncalibrated first, then each method; columns: measures with 95% intervals."""
+    columns = comparison["columns"]
+    header = html.Tr([html.Th("method (held-out rows)")] + [
+        html.Th([column["label"], html.Span(" ↓" if column["better"] == "lower" else " ↑",
+                                            className="direction")],
+                title=column["meaning"]) for column in columns])
+    body = []
+    for number, row in enumerate(comparison["rows"]):
+        name = (f"uncalibrated (n = {comparison['n']:,})" if number == 0 else row["name"])
+        cells = [html.Td(name, className="method-cell")]
+        cells += [_cell(row["values"].get(column["key"], {}), column["key"] in row["best"])
+                  for column in columns]
+        body.append(html.Tr(cells, className="uncalibrated-row" if number == 0 else None))
+    legend = (f"Bold green: best in the column (ties shared); ↓ lower is better, ↑ higher. "
+              f"Under each value: bootstrap 95% interval ({comparison['n_bootstrap']} seeded "
+              "resamples, the same rows for every method). MLCE and max VECE are maxima, "
+              f"shown without intervals. MLCE: {comparison.get('mlce_note') or 'n/a'}")
+    return html.Div([html.Div(html.Table([html.Thead(header), html.Tbody(body)],
+                                         className="table comparison-table",
+                                         id="recal-comparison"), className="table-scroll"),
+                     html.P(legend, className="table-legend")])
+
+
+def recommendation_card(comparison: dict[str, Any]) -> html.Div:
+    """The advised probabilities and the reasons, from paired NLL differences."""
+    advice = comparison["recommendation"]
+    title = ("Recommendation: keep the uncalibrated probabilities"
+             if advice["keep_uncalibrated"] else f"Recommendation: {advice['name']}")
+    return html.Div([html.H3(title), html.Ul([html.Li(reason) for reason in advice["reasons"]])],
+                    className="panel recommendation", id="recal-recommendation-card")
+
+
+def download_list(stored: list[dict[str, str]], extra: list[str]) -> html.Div:
+    """Per method: corrected probabilities (CSV, Parquet) and the fitted recalibrator."""
+    if not stored:
+        return html.Div()
+    query = f"&columns={','.join(extra)}" if extra else ""
     items = []
-    for result in results:
-        base = f"/api/v1/recalibrations/{result['id']}"
+    for entry in stored:
+        base = f"/api/v1/recalibrations/{entry['id']}"
         items.append(html.Li([
-            html.Strong(result["name"]), ": corrected probabilities as ",
-            html.A("CSV", href=f"{base}/download?format=csv", className="download-csv",
+            html.Strong(entry["name"]), ": corrected probabilities as ",
+            html.A("CSV", href=f"{base}/download?format=csv{query}", className="download-csv",
                    download=""), " · ",
-            html.A("Parquet", href=f"{base}/download?format=parquet", download=""), " · ",
-            html.A("fitted recalibrator (JSON)", href=f"{base}/model", download=""),
-        ]))
-    return html.Div([html.H3("Downloads"), html.Ul(items)])
+            html.A("Parquet", href=f"{base}/download?format=parquet{query}",
+                   className="download-parquet", download=""), " · ",
+            html.A("fitted recalibrator (JSON)", href=f"{base}/model", className="download-model",
+                   download=""),
+        ], className=f"download-item download-{entry['method']}"))
+    return html.Div(html.Ul(items))

@@ -1,16 +1,308 @@
-"""Variables page (being built)."""
+"""Variables page: the VECE ranking of variables and the calibration plot along one (paper 003).
+
+The ranking comes from :func:`app.services.variables.request_ranking`: ready at
+once when cached or small, otherwise a job whose progress the page polls. A
+variable chosen in the table, the bar chart or the dropdown is drawn as in the
+paper's Figure 1b (numeric) or as grouped bars per category.
+"""
 
 from __future__ import annotations
 
-from dash import Dash, html
+import asyncio
+import warnings
+from typing import Any
 
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash.dash_table.DataTable import DataTable
+from dash.dash_table.Format import Format, Scheme
+
+from app.services import variables
 from app.services.context import Services
-from app.ui.components import info_note
+from app.services.datasets import NotFound
+from app.ui import ids
+from app.ui.components import error_note, info_note, progress_bar
+from app.ui.figures import empty_figure
+from app.ui.figures.variables import format_value, ranking_figure, variable_figure
+from calibcore.exceptions import CalibrationInputError
+
+_HIDDEN = {"display": "none"}
+_SCALES = [{"label": "error rate & predicted error", "value": "error"},
+           {"label": "accuracy & confidence", "value": "accuracy"}]
+_FIXED4 = Format(precision=4, scheme=Scheme.fixed)
+_COLUMNS: list[Any] = [
+    {"name": "variable", "id": "variable", "type": "text"},
+    {"name": "VECE", "id": "vece", "type": "numeric", "format": _FIXED4},
+    {"name": "VCE(v*)", "id": "vce_max", "type": "numeric", "format": _FIXED4},
+    {"name": "v*", "id": "v_star_text", "type": "text"},
+    {"name": "p-value", "id": "p_value", "type": "numeric",
+     "format": Format(precision=3, scheme=Scheme.decimal_or_exponent)},
+    {"name": "n", "id": "n", "type": "numeric", "format": Format().group(True)},
+    {"name": "n missing", "id": "n_missing", "type": "numeric", "format": Format().group(True)},
+    {"name": "kind", "id": "kind", "type": "text"},
+]
+_HEADER_TIPS: dict[Any, Any] = {
+    "vece": "variable-based ECE: mean |error − predicted error| over equal-mass bins of the "
+            "variable (one bin per category)",
+    "vce_max": "largest gap between the error and predicted-error curves (numeric) or "
+               "between a category's error and predicted error",
+    "v_star_text": "where that largest gap occurs",
+    "p_value": "permutation test: how often shuffling the variable gives a VECE this large",
+    "n": "rows used", "n_missing": "rows left out because the variable is missing",
+}
+
+
+def _ranking_table() -> DataTable:
+    # Dash 4 flags DataTable as deprecated in favour of dash-ag-grid (not a dependency);
+    # it still works and is what the page needs: a sortable, clickable table.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return DataTable(
+            id=ids.VAR_TABLE, columns=_COLUMNS, data=[], sort_action="native",
+            sort_by=[{"column_id": "vece", "direction": "desc"}], page_size=15,
+            cell_selectable=True, tooltip_header=_HEADER_TIPS, tooltip_delay=300,
+            style_table={"overflowX": "auto"},
+            style_cell={"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+                        "fontSize": "13px", "padding": "5px 8px", "textAlign": "right",
+                        "cursor": "pointer", "fontVariantNumeric": "tabular-nums"},
+            style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"}
+                                    for c in ("variable", "kind", "v_star_text")],
+            style_header={"backgroundColor": "#eef2f7", "fontWeight": 600,
+                          "textDecoration": "underline dotted"})
 
 
 def layout(services: Services) -> html.Div:
-    return html.Div([html.H1("Variables"), info_note("This page is being built.")])
+    return html.Div([
+        html.H1("Variables"),
+        html.P("Is the model miscalibrated along a variable even when its overall ECE looks "
+               "fine? Each feature is ranked by its variable-based ECE (VECE: equal-mass bins "
+               "of the variable, one bin per category), with the largest gap VCE(v*) between "
+               "the error rate and the predicted error, and a permutation p-value that tells "
+               "signal from noise. Click a variable to see both curves along it (top label)."),
+        html.Div([
+            html.Div([html.Label("Rows", className="field-label"),
+                      dcc.RadioItems(id=ids.VAR_SUBSET, value="all", className="radio",
+                                     options=[{"label": s, "value": s}
+                                              for s in ("all", "calibration", "test")])],
+                     className="control"),
+            html.Div([html.Label("VECE bins (numeric variables)", className="field-label"),
+                      dcc.Slider(id=ids.VAR_BINS, min=2, max=30, step=1, value=10,
+                                 marks={m: str(m) for m in (2, 5, 10, 15, 20, 30)})],
+                     className="control control-wide"),
+            html.Div([html.Label("Permutations (p-value)", className="field-label"),
+                      dcc.RadioItems(id=ids.VAR_PERMUTATIONS, value=200, className="radio",
+                                     options=[{"label": "none", "value": 0},
+                                              {"label": "200", "value": 200},
+                                              {"label": "1,000", "value": 1000}])],
+                     className="control"),
+        ], className="controls"),
+        progress_bar(ids.VAR_PROGRESS, f"{ids.VAR_PROGRESS}-wrapper"),
+        html.Div(id=ids.VAR_STATUS),
+        dcc.Store(id=ids.VAR_RANKING),
+        dcc.Store(id=ids.VAR_JOB),
+        dcc.Interval(id=ids.VAR_POLL, interval=400, disabled=True),
+        html.Div([
+            html.Div(_ranking_table(), className="variables-table"),
+            dcc.Graph(id=ids.VAR_BARS, figure=empty_figure("Ranking variables…"),
+                      config={"displaylogo": False}, className="variables-bars"),
+        ], className="variables-ranking"),
+        html.H2("Calibration along a variable"),
+        html.Div([
+            html.Div([html.Label("Variable", className="field-label"),
+                      dcc.Dropdown(id=ids.VAR_SELECT, clearable=False,
+                                   placeholder="choose a variable")], className="control"),
+            html.Div([html.Label("Show", className="field-label"),
+                      dcc.RadioItems(id=ids.VAR_SCALE, options=_SCALES, value="error",
+                                     className="radio")], className="control"),
+            html.Div([html.Label("LOESS span (fraction of rows per local fit)",
+                                 className="field-label"),
+                      dcc.Slider(id=ids.VAR_SPAN, min=0.1, max=1.0, step=0.05, value=0.8,
+                                 marks={m: f"{m:g}" for m in (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)})],
+                     className="control control-wide"),
+        ], className="controls"),
+        html.Div(id=ids.VAR_NOTE),
+        dcc.Loading(dcc.Graph(id=ids.VAR_CURVE, figure=empty_figure("Choose a variable."),
+                              config={"displaylogo": False})),
+        html.Div(id=ids.VAR_CATEGORY_TABLE),
+    ])
 
 
 def register(app: Dash, services: Services) -> None:
-    """No callbacks yet."""
+    @app.callback(Output(ids.VAR_RANKING, "data"), Output(ids.VAR_JOB, "data"),
+                  Output(ids.VAR_POLL, "disabled"), Output(ids.VAR_STATUS, "children"),
+                  Output(f"{ids.VAR_PROGRESS}-wrapper", "style"),
+                  Output(ids.VAR_PROGRESS, "style"),
+                  Input(ids.DATASET_PICKER, "value"), Input(ids.VAR_SUBSET, "value"),
+                  Input(ids.VAR_BINS, "value"), Input(ids.VAR_PERMUTATIONS, "value"))
+    async def start(dataset_id: str | None, subset: Any, n_bins: int,
+                    n_permutations: int) -> tuple[Any, ...]:
+        if not dataset_id:
+            return None, None, True, info_note("Choose or upload a dataset."), _HIDDEN, no_update
+        params = variables.RankingParams(n_bins=n_bins, n_permutations=n_permutations,
+                                         subset=subset,
+                                         random_state=services.settings.random_state)
+        try:
+            outcome = await asyncio.to_thread(
+                variables.request_ranking, services.store, services.datasets, services.jobs,
+                dataset_id, params)
+        except (CalibrationInputError, NotFound) as exc:
+            return None, None, True, error_note(str(exc)), _HIDDEN, no_update
+        if outcome.job is None:
+            return outcome.ranking, None, True, _ranking_note(outcome.ranking), _HIDDEN, \
+                no_update
+        snapshot = outcome.job.snapshot()
+        return None, outcome.job.id, False, info_note(f"Ranking variables: "
+                                                      f"{snapshot['message']}"), {}, \
+            {"width": f"{snapshot['progress']:.0%}"}
+
+    @app.callback(Output(ids.VAR_RANKING, "data", allow_duplicate=True),
+                  Output(ids.VAR_POLL, "disabled", allow_duplicate=True),
+                  Output(ids.VAR_STATUS, "children", allow_duplicate=True),
+                  Output(f"{ids.VAR_PROGRESS}-wrapper", "style", allow_duplicate=True),
+                  Output(ids.VAR_PROGRESS, "style", allow_duplicate=True),
+                  Input(ids.VAR_POLL, "n_intervals"), State(ids.VAR_JOB, "data"),
+                  prevent_initial_call=True)
+    def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
+        job = services.jobs.get(job_id) if job_id else None
+        if job is None:
+            return no_update, True, no_update, _HIDDEN, no_update
+        snapshot = job.snapshot()
+        bar = {"width": f"{snapshot['progress']:.0%}"}
+        if snapshot["status"] in ("queued", "running"):
+            return no_update, False, info_note(
+                f"Ranking variables: {snapshot['message']} — {snapshot['progress']:.0%}"), \
+                {}, bar
+        if snapshot["status"] != "succeeded":
+            message = (snapshot["error"] or {}).get("message", snapshot["status"])
+            return None, True, error_note(f"Ranking failed: {message}"), _HIDDEN, bar
+        ranking = snapshot["result"]
+        return ranking, True, _ranking_note(ranking), _HIDDEN, bar
+
+    @app.callback(Output(ids.VAR_TABLE, "data"), Input(ids.VAR_RANKING, "data"))
+    def fill_table(ranking: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return [] if not ranking else _table_rows(ranking)
+
+    @app.callback(Output(ids.VAR_SELECT, "options"), Output(ids.VAR_SELECT, "value"),
+                  Input(ids.VAR_RANKING, "data"), Input(ids.VAR_TABLE, "active_cell"),
+                  Input(ids.VAR_BARS, "clickData"), State(ids.VAR_SELECT, "value"))
+    def choose(ranking: dict[str, Any] | None, active_cell: dict[str, Any] | None,
+               click: dict[str, Any] | None, current: str | None) -> tuple[Any, Any]:
+        if ctx.triggered_id == ids.VAR_TABLE and active_cell and active_cell.get("row_id"):
+            return no_update, active_cell["row_id"]
+        if ctx.triggered_id == ids.VAR_BARS and click and click.get("points"):
+            return no_update, click["points"][0]["y"]
+        if not ranking:
+            return [], None
+        names = [row["variable"] for row in ranking["variables"]]
+        options = [{"label": f"{row['variable']} ({row['kind']})", "value": row["variable"]}
+                   for row in ranking["variables"]]
+        return options, current if current in names else (names[0] if names else None)
+
+    @app.callback(Output(ids.VAR_BARS, "figure"), Output(ids.VAR_TABLE, "style_data_conditional"),
+                  Input(ids.VAR_RANKING, "data"), Input(ids.VAR_SELECT, "value"))
+    def draw_ranking(ranking: dict[str, Any] | None, selected: str | None) -> tuple[Any, Any]:
+        styles: list[dict[str, Any]] = [
+            {"if": {"filter_query": '{flag} = "significant"', "column_id": "p_value"},
+             "color": "#b8323a", "fontWeight": 600},
+            {"if": {"state": "active"}, "backgroundColor": "#e6eef8",
+             "border": "1px solid #1f5fa8"}]
+        if selected:
+            styles.append({"if": {"filter_query": f"{{id}} = {_quoted(selected)}"},
+                           "backgroundColor": "#e6eef8"})
+        if not ranking:
+            return empty_figure("The ranking appears here."), styles
+        return ranking_figure(ranking, selected), styles
+
+    @app.callback(Output(ids.VAR_CURVE, "figure"), Output(ids.VAR_NOTE, "children"),
+                  Output(ids.VAR_CATEGORY_TABLE, "children"),
+                  Input(ids.VAR_SELECT, "value"), Input(ids.VAR_SPAN, "value"),
+                  Input(ids.VAR_SCALE, "value"), Input(ids.VAR_BINS, "value"),
+                  Input(ids.VAR_SUBSET, "value"), State(ids.DATASET_PICKER, "value"))
+    async def show_variable(name: str | None, span: float, scale: Any, n_bins: int,
+                            subset: Any, dataset_id: str | None) -> tuple[Any, Any, Any]:
+        if not dataset_id or not name:
+            return empty_figure("Choose a variable."), None, None
+        try:
+            detail = await asyncio.to_thread(_detail, services, dataset_id, name, span, n_bins,
+                                             subset)
+        except variables.UnknownVariable:
+            return no_update, no_update, no_update  # the dataset changed; a new choice follows
+        except (CalibrationInputError, NotFound) as exc:
+            return empty_figure(str(exc)), error_note(str(exc)), None
+        return variable_figure(detail, scale), _detail_note(detail), _bins_table(detail)
+
+
+def _detail(services: Services, dataset_id: str, name: str, span: float, n_bins: int,
+            subset: Any) -> dict[str, Any]:
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    return variables.variable_detail(prediction_set, name, span=span, n_bins=n_bins,
+                                     subset=subset, random_state=services.settings.random_state)
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _table_rows(ranking: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**row, "id": row["variable"], "flag": "significant" if row["significant"] else "",
+             "v_star_text": "—" if row["v_star"] is None else format_value(row["v_star"])}
+            for row in ranking["variables"]]
+
+
+def _ranking_note(ranking: dict[str, Any] | None) -> html.Div | None:
+    if not ranking:
+        return None
+    rows = ranking["variables"]
+    flagged = [row["variable"] for row in rows if row.get("significant")]
+    test = (f"{ranking['n_permutations']} permutations (smallest possible p = "
+            f"{ranking['min_p_value']:.3g})" if ranking["n_permutations"] else
+            "no permutation test")
+    found = (f"{len(flagged)} of {len(rows)} variables have p < 0.05: {', '.join(flagged[:8])}"
+             f"{'…' if len(flagged) > 8 else ''}." if flagged else
+             f"No variable has p < 0.05 among {len(rows)}.")
+    cached = " (cached)" if ranking.get("cached") else ""
+    return info_note(f"{len(rows)} variables ranked on {ranking['n']:,} {ranking['subset']} "
+                     f"rows{cached}; {ranking['n_bins']} equal-mass bins for numeric variables, "
+                     f"{test}. {found} With many variables some small p-values arise by chance.")
+
+
+def _detail_note(detail: dict[str, Any]) -> html.Div:
+    where = (f"v* = {format_value(detail['v_star'])}" if detail["kind"] == "numeric"
+             else f"category {format_value(detail['v_star'])}")
+    missing = (f", {detail['n_missing']:,} rows left out (missing)" if detail["n_missing"]
+               else "")
+    extra = (" Curves between the 5th and 95th percentiles of the variable; the histogram "
+             "shows the rows there." if detail["kind"] == "numeric"
+             else " Categorical: one bin per category (the span does not apply).")
+    return info_note(f"{detail['variable']} ({detail['kind']}): n = {detail['n']:,}{missing}. "
+                     f"VECE = {detail['vece']:.4f}; largest gap VCE(v*) = "
+                     f"{detail['vce_max']:.4f} at {where}." + extra)
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return f"{value:.4f}"
+    return f"{value:.4f} ({low:.4f}–{high:.4f})"
+
+
+def _bins_table(detail: dict[str, Any]) -> html.Details | html.Div:
+    """Per-category (or per-bin) sample sizes, rates and intervals behind VECE."""
+    bins = detail["bins"]
+    header = html.Tr([html.Th("category" if detail["kind"] == "categorical" else "bin of v"),
+                      html.Th("n"), html.Th("error rate (95% Wilson CI)"),
+                      html.Th("predicted error (95% t CI)"),
+                      html.Th("gap (error − predicted; + over-confident)")])
+    rows = [html.Tr([html.Td(format_value(bins["bin"][i])), html.Td(f"{bins['n'][i]:,}"),
+                     html.Td(_interval(bins["error"][i], bins["error_low"][i],
+                                       bins["error_high"][i])),
+                     html.Td(_interval(bins["predicted_error"][i],
+                                       bins["predicted_error_low"][i],
+                                       bins["predicted_error_high"][i])),
+                     html.Td(f"{bins['gap'][i]:+.4f}")])
+            for i in range(len(bins["n"]))]
+    table = html.Table([html.Thead(header), html.Tbody(rows)], className="table")
+    if detail["kind"] == "categorical":
+        return html.Div([html.H3("Per category"), table], id=ids.VAR_CATEGORIES)
+    return html.Details([html.Summary(f"The {len(rows)} equal-mass bins behind VECE"), table],
+                        className="variables-bins")

@@ -1,0 +1,308 @@
+"""The honest comparison of recalibrators on held-out rows, and a recommendation.
+
+Every row of the table is scored on the same held-out rows (test rows of the
+split, or every row under cross-fitting, each by a model fitted without it):
+ECE, smooth ECE, kCE, Brier, NLL and accuracy with bootstrap 95% intervals
+(:func:`calibcore.uncertainty.global_measures`, the same seeded resamples for
+every row), MLCE (paper 000) and the largest VECE over numeric variables
+(paper 003) as point estimates, and VECE along the variable of each
+variable-based tree with an interval.
+
+The recommendation uses paired bootstrap intervals of NLL differences (the same
+resampled rows for both methods), which are much tighter than comparing two
+separate intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from app.services.jsonable import jsonable
+from calibcore._encoding import fit_representation
+from calibcore.exceptions import CalibrationInputError
+from calibcore.local import maximum_local_calibration_error
+from calibcore.metrics import NLL_CLIP
+from calibcore.reliability import binned_reliability
+from calibcore.uncertainty import MeasureName, global_measures, resample_blocks
+from calibcore.variable import variable_ece
+
+#: Bandwidth and representation of the MLCE column (paper 000 uses gamma = 0.4 on PCA-20).
+MLCE_GAMMA = 0.4
+MLCE_COMPONENTS = 20
+CONFIDENCE_LEVEL = 0.95
+#: Simpler methods first: among methods the data cannot tell apart, the simplest is advised.
+METHOD_COMPLEXITY = ("temperature", "platt", "beta", "histogram", "isotonic", "scaling_binning",
+                     "dirichlet", "variable_tree", "lece", "lecd", "composed", "lore", "swc",
+                     "swc_hh")
+
+_GLOBAL_KEYS: tuple[MeasureName, ...] = (
+    "ece", "smooth_ece", "laplace_kernel_calibration_error", "brier", "nll", "accuracy")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the comparison table."""
+
+    key: str
+    label: str
+    better: Literal["lower", "higher"]
+    meaning: str
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("ece", "ECE", "lower", "binned |confidence − accuracy| (top label, equal-width bins)"),
+    Column("smooth_ece", "smooth ECE", "lower", "kernel-smoothed ECE (relplot's smECE)"),
+    Column("laplace_kernel_calibration_error", "kCE", "lower",
+           "Laplace-kernel calibration error, exact"),
+    Column("brier", "Brier", "lower", "squared error summed over classes, 0 to 2"),
+    Column("nll", "NLL", "lower", "mean −log probability of the true class"),
+    Column("accuracy", "accuracy", "higher", "share of rows whose top class is right"),
+    Column("mlce", "MLCE", "lower",
+           f"largest local calibration error (γ = {MLCE_GAMMA}, standardized features, PCA ≤ "
+           f"{MLCE_COMPONENTS}); a maximum, so no interval"),
+    Column("max_vece", "max VECE", "lower",
+           "largest variable-based ECE over numeric features; a maximum, so no interval"),
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row to score: the uncalibrated probabilities or a recalibration's."""
+
+    name: str
+    proba: NDArray[np.float64]
+    id: str | None = None
+    method: str | None = None
+    variable: str | None = None
+
+
+def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
+            feature_kinds: Mapping[str, str], *, n_bins: int = 15, n_bootstrap: int = 100,
+            random_state: int = 0) -> dict[str, Any]:
+    """The comparison table, best marks, reliability diagrams and the recommendation.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n,)
+        Class indices of the held-out rows.
+    candidates : list of Candidate
+        The uncalibrated probabilities first, then each recalibration's, all (n, K).
+    features : DataFrame
+        Feature columns of the held-out rows.
+    feature_kinds : dict
+        ``numeric`` or ``categorical`` per feature.
+    """
+    phi, mlce_note = _mlce_space(features)
+    numeric = [c for c, k in feature_kinds.items() if k == "numeric"]
+    variables = sorted({c.variable for c in candidates if c.variable})
+    columns = list(COLUMNS) + [Column(f"vece:{v}", f"VECE({v})", "lower",
+                                      f"variable-based ECE along {v} (10 equal-mass bins)")
+                               for v in variables]
+    rows = []
+    for candidate in candidates:
+        values = _global_values(labels, candidate.proba, n_bins, n_bootstrap, random_state)
+        values["mlce"] = _mlce(phi, labels, candidate.proba, mlce_note)
+        values["max_vece"] = _max_vece(features, numeric, labels, candidate.proba)
+        for variable in variables:
+            values[f"vece:{variable}"] = _vece_interval(
+                features[variable], labels, candidate.proba, n_bootstrap, random_state)
+        rows.append({"id": candidate.id, "name": candidate.name, "method": candidate.method,
+                     "values": values})
+    _mark_best(rows, columns)
+    return jsonable({
+        "n": int(labels.size), "n_bootstrap": n_bootstrap, "confidence_level": CONFIDENCE_LEVEL,
+        "columns": columns, "rows": rows, "mlce_note": mlce_note,
+        "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state),
+        "reliability": [{"id": c.id, "name": c.name,
+                         "diagram": binned_reliability(labels, c.proba, n_bins=n_bins)[0]}
+                        for c in candidates],
+    })
+
+
+def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
+                   n_bootstrap: int, random_state: int) -> dict[str, dict[str, Any]]:
+    result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
+                             random_state=random_state, measures=list(_GLOBAL_KEYS),
+                             interval="basic")
+    return {m.key: {"value": m.value, "low": m.low, "high": m.high, "note": m.note}
+            for m in result.measures}
+
+
+def _mlce_space(features: pd.DataFrame) -> tuple[NDArray[np.float64] | None, str]:
+    """Standardized, one-hot, imputed features, PCA'd to at most 20 dimensions."""
+    if features.shape[1] == 0:
+        return None, "no feature columns"
+    try:
+        representation = fit_representation(features, reducer="pca",
+                                             n_components=MLCE_COMPONENTS)
+    except CalibrationInputError as exc:
+        return None, f"not computed: {exc.message}"
+    return representation.transform(features), " ".join(representation.notes)
+
+
+def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
+          proba: NDArray[np.float64], note: str) -> dict[str, Any]:
+    if phi is None:
+        return {"value": None, "low": None, "high": None, "note": note}
+    value = maximum_local_calibration_error(phi, labels, proba, gamma=MLCE_GAMMA)
+    return {"value": value, "low": None, "high": None, "note": note}
+
+
+def _max_vece(features: pd.DataFrame, numeric: list[str], labels: NDArray[np.intp],
+              proba: NDArray[np.float64]) -> dict[str, Any]:
+    if not numeric:
+        return {"value": None, "low": None, "high": None, "note": "no numeric features"}
+    scores = {}
+    for column in numeric:
+        values = features[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isfinite(values).any():
+            scores[column] = variable_ece(values, labels, proba, kind="numeric")
+    if not scores:
+        return {"value": None, "low": None, "high": None, "note": "numeric features are empty"}
+    worst = max(scores, key=lambda c: scores[c])
+    return {"value": scores[worst], "low": None, "high": None, "note": f"along {worst}",
+            "variable": worst}
+
+
+def _vece_interval(values: pd.Series, labels: NDArray[np.intp], proba: NDArray[np.float64],
+                   n_bootstrap: int, random_state: int) -> dict[str, Any]:
+    v = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    estimate = variable_ece(v, labels, proba, kind="numeric")
+    if not n_bootstrap:
+        return {"value": estimate, "low": None, "high": None, "note": ""}
+    # Resample (v, label, probabilities) rows together: stack v as an extra column.
+    stacked = np.column_stack([proba, v])
+
+    def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
+        return variable_ece(rows[:, -1], y, rows[:, :-1], kind="numeric")
+
+    interval = _row_bootstrap(measure, labels, stacked, n_bootstrap, random_state)
+    return {"value": estimate, "low": interval[0], "high": interval[1], "note": ""}
+
+
+def _row_bootstrap(measure: Any, labels: NDArray[np.intp], rows: NDArray[np.float64],
+                     n_bootstrap: int, random_state: int) -> tuple[float, float]:
+    """Percentile interval of ``measure`` over row resamples (rows carry v in the last column)."""
+    rng = np.random.default_rng(random_state)
+    values = np.empty(n_bootstrap)
+    for resample in range(n_bootstrap):
+        chosen = rng.integers(0, labels.size, size=labels.size)
+        values[resample] = measure(labels[chosen], rows[chosen])
+    low, high = np.quantile(values, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2])
+    return float(low), float(high)
+
+
+def _mark_best(rows: list[dict[str, Any]], columns: list[Column]) -> None:
+    """Add ``best``: the keys of the columns where a row has the best value (ties shared)."""
+    for row in rows:
+        row["best"] = []
+    if len(rows) < 2:
+        return
+    for column in columns:
+        scored = [(row, row["values"][column.key]["value"]) for row in rows
+                  if row["values"].get(column.key, {}).get("value") is not None]
+        if len(scored) < 2:
+            continue
+        pick = max if column.better == "higher" else min
+        target = pick(value for _, value in scored)
+        for row, value in scored:
+            if abs(value - target) <= 1e-12:
+                row["best"].append(column.key)
+
+
+def _row_nll(labels: NDArray[np.intp], proba: NDArray[np.float64]) -> NDArray[np.float64]:
+    return -np.log(np.clip(proba[np.arange(labels.size), labels], NLL_CLIP, 1.0))
+
+
+def paired_difference(losses: NDArray[np.float64], reference: NDArray[np.float64],
+                      n_bootstrap: int, random_state: int) -> tuple[float, float, float]:
+    """Mean of ``losses - reference`` with a paired percentile bootstrap 95% interval."""
+    difference = losses - reference
+    estimate = float(difference.mean())
+    if not n_bootstrap:
+        return estimate, estimate, estimate
+    means = np.concatenate([weights @ difference / weights.sum(axis=1) for weights in
+                            resample_blocks(difference.size, n_bootstrap, random_state)])
+    low, high = np.quantile(means, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2])
+    return estimate, float(low), float(high)
+
+
+def _signed(value: float) -> str:
+    """A signed difference, readable whether it is 0.2 or 3e-5."""
+    return f"{value:+.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:+.1e}"
+
+
+def _complexity(method: str | None) -> int:
+    return METHOD_COMPLEXITY.index(method) if method in METHOD_COMPLEXITY else len(
+        METHOD_COMPLEXITY)
+
+
+def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[dict[str, Any]],
+              n_bootstrap: int, random_state: int) -> dict[str, Any]:
+    """Which probabilities to use, and why, from paired NLL differences on held-out rows.
+
+    The method with the lowest NLL is the front-runner. If its paired interval against
+    the uncalibrated probabilities does not lie below zero, nothing is advised over
+    the uncalibrated model. Otherwise the simplest method whose NLL the data cannot
+    tell apart from the front-runner's (paired interval containing zero), and which
+    itself improves on the uncalibrated NLL, is advised.
+    """
+    if len(candidates) < 2:
+        return {"id": None, "name": None, "keep_uncalibrated": True, "reasons": [
+            "no recalibration to compare."], "differences": []}
+    base = _row_nll(labels, candidates[0].proba)
+    losses = [_row_nll(labels, c.proba) for c in candidates[1:]]
+    means = [float(loss.mean()) for loss in losses]
+    best = int(np.argmin(means))
+    versus_base = [paired_difference(loss, base, n_bootstrap, random_state) for loss in losses]
+    versus_best = [paired_difference(loss, losses[best], n_bootstrap, random_state)
+                   for loss in losses]
+    differences = [{"id": c.id, "name": c.name, "nll_minus_uncalibrated": list(vb),
+                    "nll_minus_best": list(vs)}
+                   for c, vb, vs in zip(candidates[1:], versus_base, versus_best, strict=True)]
+    front = candidates[1 + best]
+    estimate, low, high = versus_base[best]
+    level = f"{CONFIDENCE_LEVEL:.0%}"
+    if high >= 0:
+        return {"id": None, "name": "uncalibrated", "keep_uncalibrated": True,
+                "differences": differences, "reasons": [
+                    f"no method lowers the held-out NLL beyond the bootstrap noise: the best, "
+                    f"{front.name}, changes it by {_signed(estimate)} (paired {level} interval "
+                    f"{_signed(low)} to {_signed(high)}, which includes 0).",
+                    "keep the uncalibrated probabilities, or collect more calibration rows."]}
+    tied = [i for i, (_, lo, _) in enumerate(versus_best) if lo <= 0 and versus_base[i][2] < 0]
+    chosen = min(tied, key=lambda i: (_complexity(candidates[1 + i].method), means[i]))
+    pick = candidates[1 + chosen]
+    reasons = [f"{front.name} has the lowest held-out NLL: {means[best]:.4f} against "
+               f"{float(base.mean()):.4f} uncalibrated (paired {level} interval of the "
+               f"difference {_signed(low)} to {_signed(high)}, below 0)."]
+    if chosen != best:
+        _, lo, hi = versus_best[chosen]
+        reasons.append(f"{pick.name} is simpler and its NLL cannot be told apart from "
+                       f"{front.name}'s (difference {_signed(lo)} to {_signed(hi)}, includes 0).")
+    reasons += _side_effects(rows[0], rows[1 + chosen], pick.name)
+    return {"id": pick.id, "name": pick.name, "keep_uncalibrated": False,
+            "differences": differences, "reasons": reasons}
+
+
+def _side_effects(before: dict[str, Any], after: dict[str, Any], name: str) -> list[str]:
+    """What else changes with the advised method: calibration error and accuracy."""
+    notes = []
+    old, new = before["values"]["smooth_ece"], after["values"]["smooth_ece"]
+    if old["value"] is not None and new["value"] is not None:
+        notes.append(f"smooth ECE {old['value']:.4f} → {new['value']:.4f} with {name}.")
+    old_acc, new_acc = before["values"]["accuracy"]["value"], after["values"]["accuracy"]["value"]
+    if abs(new_acc - old_acc) > 1e-12:
+        change = "drops" if new_acc < old_acc else "rises"
+        notes.append(f"accuracy {change} from {old_acc:.4f} to {new_acc:.4f} (this method can "
+                     "change the top class).")
+    return notes
+
+
+__all__ = ["COLUMNS", "Candidate", "Column", "compare", "paired_difference", "recommend"]

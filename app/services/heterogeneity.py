@@ -1,0 +1,308 @@
+"""Hidden heterogeneity (HH) of a stored dataset, as a background job (SPEC §4.4, paper 004).
+
+HH_t is computed for test rows (a seeded sample of them by default: it grows
+100 trees x 7 pruning levels per distinct probability neighbourhood) against
+the calibration rows. The forests need complete numeric features, so the
+chosen feature columns are encoded as the Local page encodes them (numeric
+standardized, text one-hot, missing values imputed); the 2-D map of the heatmap
+is the Local page's pipeline (:func:`calibcore.embedding.embed`, PCA(2)).
+
+Results are cached per parameter set under ``<dataset_id>.hh.<hash>`` and the
+per-row values are saved as the ``hh`` row column (NaN for rows not evaluated).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.jobs import Job, Progress
+from app.services.jsonable import jsonable
+from app.services.row_columns import save_row_column
+from app.store import Store
+from calibcore.data import PredictionSet
+from calibcore.embedding import Representation, embed, fit_representation
+from calibcore.exceptions import CalibrationInputError
+from calibcore.heterogeneity import hidden_heterogeneity_details, recommend_calibration
+
+if TYPE_CHECKING:
+    from app.services.context import Services
+
+#: Bump when the result document changes shape, so stale caches are not served.
+RESULT_VERSION = 1
+DEFAULT_SAMPLE = 500
+#: Rows not evaluated that are drawn (seeded) as grey context on the map.
+MAX_BACKGROUND_ROWS = 5_000
+#: Rows the map's PCA is fitted on (the rest are projected).
+MAP_SAMPLE_ROWS = 20_000
+#: Equal-mass bins of confidence for the mean-HH curve.
+CONFIDENCE_BINS = 10
+
+
+@dataclass(frozen=True)
+class HeterogeneityParams:
+    """What to compute: Hellinger radius, test rows to evaluate, seed, feature columns.
+
+    ``sample=None`` evaluates every test row; ``features=None`` uses every feature column.
+    """
+
+    radius: float = 0.1
+    sample: int | None = DEFAULT_SAMPLE
+    random_state: int = 0
+    features: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RowSplit:
+    """Calibration rows and the rows to evaluate, and how they were chosen (in words)."""
+
+    calibration: NDArray[np.intp]
+    test: NDArray[np.intp]
+    scheme: str
+
+
+@dataclass(frozen=True, eq=False)
+class ForestFeatures:
+    """Complete numeric features for the forests, with what was done to get them."""
+
+    columns: tuple[str, ...]
+    values: NDArray[np.float64]
+    representation: Representation
+    notes: tuple[str, ...]
+
+
+def resolve_columns(prediction_set: PredictionSet,
+                    features: tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    """The feature columns to use: all of them by default; unknown names are an input error."""
+    available = tuple(str(c) for c in prediction_set.features.columns)
+    if not available:
+        raise CalibrationInputError(
+            "this dataset has no feature columns; hidden heterogeneity and calibration support "
+            "need the features the model saw (upload them beside the predictions).",
+            code="no_features")
+    if features is None:
+        return available
+    if len(features) == 0:
+        raise CalibrationInputError("choose at least one feature column.",
+                                    code="invalid_parameters")
+    unknown = [name for name in features if name not in available]
+    if unknown:
+        raise CalibrationInputError(
+            f"no feature column named {', '.join(map(repr, unknown))}; this dataset's feature "
+            f"columns are {', '.join(map(repr, available))}.",
+            code="unknown_feature", column=str(unknown[0]))
+    return tuple(dict.fromkeys(features))
+
+
+def forest_features(prediction_set: PredictionSet, columns: tuple[str, ...]) -> ForestFeatures:
+    """Encode ``columns`` of every row for the forests (fitted on all rows of the dataset).
+
+    Numeric columns are standardized (trees do not depend on it; PCA for the map
+    does), text and boolean columns one-hot encoded, and missing values imputed
+    with the median or the most frequent level. Integer-coded columns stay
+    numeric: trees split on their order, which one-hot encoding would discard.
+    """
+    representation = fit_representation(prediction_set.features, columns=list(columns),
+                                        reducer="none")
+    notes = ("Forest features: numeric columns (integer codes included) standardized, text and "
+             "boolean columns one-hot encoded, missing values imputed (median / most frequent "
+             f"level); {len(representation.encoded_names)} encoded columns from "
+             f"{len(columns)}.", *representation.notes)
+    return ForestFeatures(columns=columns, values=representation.transform(prediction_set.features),
+                          representation=representation, notes=notes)
+
+
+def split_rows(prediction_set: PredictionSet, random_state: int) -> RowSplit:
+    """Calibration and test rows from the split column, or a seeded half split without one."""
+    if prediction_set.split is not None:
+        calibration = np.flatnonzero(prediction_set.mask("calibration"))
+        test = np.flatnonzero(prediction_set.mask("test"))
+        if calibration.size == 0 or test.size == 0:
+            missing = "calibration" if calibration.size == 0 else "test"
+            raise CalibrationInputError(
+                f"the split column {prediction_set.roles.split!r} has no {missing} rows; "
+                "HH needs both (or upload without a split column for a seeded half split).",
+                code="empty_split", column=prediction_set.roles.split)
+        return RowSplit(calibration, test,
+                        f"split column: {calibration.size:,} calibration rows, "
+                        f"{test.size:,} test rows")
+    if prediction_set.n_rows < 4:
+        raise CalibrationInputError(
+            f"HH needs at least 4 rows to split; this dataset has {prediction_set.n_rows}.",
+            code="too_few_rows")
+    order = np.random.default_rng(random_state).permutation(prediction_set.n_rows)
+    half = prediction_set.n_rows // 2
+    calibration, test = np.sort(order[:half]), np.sort(order[half:])
+    return RowSplit(calibration, test,
+                    f"no split column: a seeded half split (random_state={random_state}) "
+                    f"gives {calibration.size:,} calibration rows and {test.size:,} rows to "
+                    "evaluate")
+
+
+def sample_rows(rows: NDArray[np.intp], sample: int | None,
+                random_state: int) -> NDArray[np.intp]:
+    """A seeded sample of ``sample`` of ``rows`` (sorted), or all of them."""
+    if sample is None or sample >= rows.size:
+        return rows
+    chosen = np.random.default_rng(random_state).choice(rows, size=sample, replace=False)
+    return np.sort(chosen)
+
+
+def params_key(dataset_id: str, topic: str, document: dict[str, Any]) -> str:
+    """Store key of a cached result: starts with the dataset id so deleting it removes it."""
+    text = json.dumps({"version": RESULT_VERSION, **document}, sort_keys=True, default=str)
+    return f"{dataset_id}.{topic}.{hashlib.sha256(text.encode()).hexdigest()[:20]}"
+
+
+def class_names(prediction_set: PredictionSet, indices: NDArray[np.intp]) -> list[str]:
+    return [prediction_set.classes[int(i)] for i in indices]
+
+
+def row_ids(prediction_set: PredictionSet, rows: NDArray[np.intp]) -> list[Any]:
+    """The id column's values of ``rows`` (None when the dataset has no id column)."""
+    if prediction_set.ids is None:
+        return [None] * int(rows.size)
+    return list(jsonable(prediction_set.ids[rows]))
+
+
+def confidence_bins(confidence: NDArray[np.float64], hh: NDArray[np.float64],
+                    n_bins: int = CONFIDENCE_BINS) -> dict[str, Any]:
+    """Mean HH in equal-mass bins of confidence, with a normal 95% interval of each mean."""
+    edges = np.unique(np.quantile(confidence, np.linspace(0.0, 1.0, n_bins + 1)))
+    index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0,
+                    max(edges.size - 2, 0))
+    bins: dict[str, list[float]] = {"confidence": [], "mean": [], "low": [], "high": [],
+                                    "n": []}
+    for number in np.unique(index):
+        values = hh[index == number]
+        spread = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        half = 1.96 * spread / np.sqrt(values.size)
+        bins["confidence"].append(float(confidence[index == number].mean()))
+        bins["mean"].append(float(values.mean()))
+        bins["low"].append(max(0.0, float(values.mean()) - half))
+        bins["high"].append(float(values.mean()) + half)
+        bins["n"].append(int(values.size))
+    return bins
+
+
+def start_heterogeneity(services: Services, dataset_id: str,
+                        params: HeterogeneityParams) -> Job:
+    """Validate the request now (unknown dataset or features fail at once), then submit the job."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params)
+    return services.jobs.submit("heterogeneity", task.run)
+
+
+@dataclass(frozen=True, eq=False)
+class _HeterogeneityTask:
+    store: Store
+    dataset_id: str
+    prediction_set: PredictionSet
+    params: HeterogeneityParams
+    features: ForestFeatures
+    rows: RowSplit
+    evaluated: NDArray[np.intp]
+    key: str
+
+    @classmethod
+    def prepare(cls, store: Store, dataset_id: str, prediction_set: PredictionSet,
+                params: HeterogeneityParams) -> _HeterogeneityTask:
+        columns = resolve_columns(prediction_set, params.features)
+        features = forest_features(prediction_set, columns)
+        rows = split_rows(prediction_set, params.random_state)
+        evaluated = sample_rows(rows.test, params.sample, params.random_state)
+        key = params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})
+        return cls(store, dataset_id, prediction_set, params, features, rows, evaluated, key)
+
+    def run(self, progress: Progress) -> dict[str, Any]:
+        if self.store.has_document(self.key):
+            result: dict[str, Any] = self.store.read_document(self.key)
+            progress.update(0.99, "loaded the cached result")
+        else:
+            result = self._compute(progress)
+            self.store.write_document(self.key, result)
+        values = np.full(self.prediction_set.n_rows, np.nan)
+        values[np.asarray(result["rows"]["row"], dtype=np.intp)] = np.asarray(
+            result["rows"]["hh"], dtype=np.float64)
+        save_row_column(self.store, self.dataset_id, "hh", values)
+        return result
+
+    def _compute(self, progress: Progress) -> dict[str, Any]:
+        progress.update(0.02, "building the 2-D map")
+        columns = list(self.features.columns)
+        embedding = embed(self.prediction_set.features, columns=columns, reducer="pca",
+                          n_components=2, sample_size=MAP_SAMPLE_ROWS,
+                          random_state=self.params.random_state)
+
+        def report(done: int, total: int) -> None:
+            progress.update(0.05 + 0.9 * done / max(total, 1),
+                            f"local forests: {done:,} of {total:,} distinct neighbourhoods")
+
+        cal, evaluated, proba = self.rows.calibration, self.evaluated, self.prediction_set.proba
+        details = hidden_heterogeneity_details(
+            self.features.values[cal], self.prediction_set.y_true[cal], proba[cal],
+            proba[evaluated], radius=self.params.radius, random_state=self.params.random_state,
+            progress=report)
+        progress.update(0.97, "summarizing")
+        recommendation = recommend_calibration(details.values, int(cal.size))
+        map_2d = embedding.map_2d
+        return jsonable({
+            "dataset_id": self.dataset_id,
+            "params": {**asdict(self.params), "features": columns},
+            "scheme": self.rows.scheme,
+            "n_rows": self.prediction_set.n_rows,
+            "n_calibration": int(cal.size),
+            "n_candidates": int(self.rows.test.size),
+            "n_evaluated": int(evaluated.size),
+            "sampled": bool(evaluated.size < self.rows.test.size),
+            "mean_hh": details.mean,
+            "median_hh": float(np.median(details.values)),
+            "share_positive": float(np.mean(details.values > 0)),
+            "n_neighbourhoods": int(np.unique(details.neighbourhood).size),
+            "n_forests": details.n_forests,
+            "median_neighbours": float(np.median(details.n_neighbours)),
+            "recommendation": recommendation,
+            "rows": {
+                "row": evaluated,
+                "id": row_ids(self.prediction_set, evaluated),
+                "hh": details.values,
+                "n_neighbours": details.n_neighbours,
+                "confidence": proba[evaluated].max(axis=1),
+                "predicted": class_names(self.prediction_set, proba[evaluated].argmax(axis=1)),
+                "label": class_names(self.prediction_set, self.prediction_set.y_true[evaluated]),
+                "x": map_2d[evaluated, 0],
+                "y": map_2d[evaluated, 1],
+            },
+            "by_confidence": confidence_bins(proba[evaluated].max(axis=1), details.values),
+            "map": {"source": embedding.map_source,
+                    "background": self._background(map_2d)},
+            "encoded_features": list(self.features.representation.encoded_names),
+            "warning": self._warning(details.n_forests),
+            "notes": [*self._notes(), *self.features.notes, *embedding.notes],
+        })
+
+    def _background(self, map_2d: NDArray[np.float64]) -> dict[str, Any]:
+        others = np.setdiff1d(np.arange(self.prediction_set.n_rows), self.evaluated)
+        shown = sample_rows(others, MAX_BACKGROUND_ROWS, self.params.random_state)
+        return {"x": map_2d[shown, 0], "y": map_2d[shown, 1], "n_other": int(others.size)}
+
+    def _warning(self, n_forests: int) -> str | None:
+        if n_forests:
+            return None
+        return (f"No neighbourhood within radius {self.params.radius:g} held two classes, so "
+                "HH is 0 for every row; a larger radius gives larger neighbourhoods.")
+
+    def _notes(self) -> list[str]:
+        notes = [f"Rows: {self.rows.scheme}."]
+        if self.evaluated.size < self.rows.test.size:
+            notes.append(f"HH evaluated on a seeded sample of {self.evaluated.size:,} of the "
+                         f"{self.rows.test.size:,} test rows (random_state="
+                         f"{self.params.random_state}); choose 'all' to evaluate every one.")
+        else:
+            notes.append(f"HH evaluated on all {self.evaluated.size:,} test rows.")
+        return notes

@@ -1,0 +1,88 @@
+"""Recalibration methods by name: building estimators from request parameters, catalogue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.services.encoding import METHOD_ENCODER_KIND
+from app.services.jsonable import jsonable
+from calibcore.exceptions import CalibrationInputError
+from calibcore.recalibration import REGISTRY, Recalibrator
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method to fit: registry name, keyword parameters, feature columns (None: all)."""
+
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    features: list[str] | None = None
+
+
+def _composed_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``steps`` given as names or {"method", "params"} objects -> unfitted recalibrators."""
+    steps = params.get("steps")
+    if steps is None:
+        return params
+    if not isinstance(steps, list) or not steps:
+        raise CalibrationInputError('"steps" must be a non-empty list of methods, e.g. '
+                                    '["temperature", "lece"].', code="invalid_parameters")
+    built = []
+    for step in steps:
+        spec = {"method": step} if isinstance(step, str) else step
+        if not isinstance(spec, dict) or spec.get("method") in (None, "composed"):
+            raise CalibrationInputError(f"invalid composition step {step!r}: give a method "
+                                        "name or {\"method\": ..., \"params\": {...}}.",
+                                        code="invalid_parameters")
+        estimator = make_recalibrator(str(spec["method"]), spec.get("params") or {})
+        if estimator.needs_features:
+            raise CalibrationInputError(f"{spec['method']} uses features and cannot be a step "
+                                        "of a composition here.", code="invalid_parameters")
+        built.append(estimator)
+    return {**params, "steps": built}
+
+
+_PARAM_BUILDERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "composed": _composed_params}
+
+
+def make_recalibrator(method: str, params: dict[str, Any] | None = None) -> Recalibrator:
+    """An unfitted recalibrator from its registry name and keyword parameters."""
+    if method not in REGISTRY:
+        raise CalibrationInputError(
+            f"unknown method {method!r}; choose one of {', '.join(sorted(REGISTRY))}.",
+            code="unknown_method")
+    params = _PARAM_BUILDERS.get(method, dict)(dict(params or {}))
+    try:
+        return REGISTRY[method](**params)
+    except TypeError as exc:
+        valid = sorted(REGISTRY[method]().get_params())
+        raise CalibrationInputError(
+            f"invalid parameters for {method}: {exc}. Valid parameters: "
+            f"{', '.join(valid) or 'none'}.", code="invalid_parameters") from exc
+
+
+def describe_params(estimator: Recalibrator) -> dict[str, Any]:
+    """Parameters as JSON, nested recalibrators as {"method", "params"}."""
+    def describe(value: Any) -> Any:
+        if isinstance(value, Recalibrator):
+            return {"method": value.method, "params": describe_params(value)}
+        if isinstance(value, list | tuple):
+            return [describe(item) for item in value]
+        return jsonable(value)
+
+    return {name: describe(value) for name, value in estimator.get_params(deep=False).items()}
+
+
+def method_catalogue() -> list[dict[str, Any]]:
+    """Registered methods with display names, default parameters and feature use."""
+    features = {"variable": "one numeric variable", "table": "feature columns (default: all)",
+                "encoded": "feature columns (default: all; one-hot, imputed, standardized)"}
+    return [{"method": name, "name": cls.display_name or cls.__name__,
+             "needs_features": cls.needs_features,
+             "features": features[METHOD_ENCODER_KIND.get(name, "encoded")]
+             if cls.needs_features else None,
+             "params": describe_params(cls())}
+            for name, cls in sorted(REGISTRY.items())]

@@ -1,0 +1,249 @@
+"""Calibration support of a stored dataset, optionally against a new batch (SPEC §4.4).
+
+S_t (paper 004, eq. 6) comes from the SWC proximity forest on the calibration
+rows (features encoded as for HH, see :mod:`app.services.heterogeneity`). The
+calibration rows' own support is cross-fitted; test rows (and a batch: another
+stored dataset with the same feature columns) get their support against all
+calibration rows, and are compared with the calibration rows by a
+two-sample Kolmogorov-Smirnov test on comparable (one-fold, scaled) scores.
+
+Without a split column every row is a calibration row: its support is the
+cross-fitted one and there is no test comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+from statsmodels.stats.proportion import proportion_confint
+
+from app.jobs import Job, Progress
+from app.services.heterogeneity import (
+    ForestFeatures,
+    class_names,
+    forest_features,
+    params_key,
+    resolve_columns,
+    row_ids,
+)
+from app.services.jsonable import jsonable
+from app.services.row_columns import save_row_column
+from app.store import Store
+from calibcore.data import PredictionSet
+from calibcore.exceptions import CalibrationInputError
+from calibcore.support import CalibrationSupport, calibration_support, compare_support
+
+if TYPE_CHECKING:
+    from app.services.context import Services
+
+MAX_HISTOGRAM_BINS = 40
+
+
+@dataclass(frozen=True)
+class SupportParams:
+    """Batch to compare (another dataset id, or none), seed, folds, test level, table size."""
+
+    batch_dataset_id: str | None = None
+    random_state: int = 0
+    n_folds: int = 5
+    alpha: float = 0.01
+    n_lowest: int = 10
+    features: tuple[str, ...] | None = None
+
+
+def start_support(services: Services, dataset_id: str, params: SupportParams) -> Job:
+    """Validate the request now (dataset, features, batch compatibility), then submit the job."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    batch, batch_name = None, None
+    if params.batch_dataset_id is not None:
+        if params.batch_dataset_id == dataset_id:
+            raise CalibrationInputError(
+                "the batch must be another dataset: this dataset's own test rows are already "
+                "compared with its calibration rows.", code="invalid_parameters")
+        batch = services.datasets.prediction_set(params.batch_dataset_id)
+        batch_name = str(services.datasets.summary(params.batch_dataset_id)["name"])
+    task = _SupportTask.prepare(services.store, dataset_id, prediction_set, params, batch,
+                                batch_name)
+    return services.jobs.submit("support", task.run)
+
+
+@dataclass(frozen=True, eq=False)
+class _SupportTask:
+    store: Store
+    dataset_id: str
+    prediction_set: PredictionSet
+    params: SupportParams
+    features: ForestFeatures
+    calibration: NDArray[np.intp]
+    test: NDArray[np.intp]
+    batch: PredictionSet | None
+    batch_features: NDArray[np.float64] | None
+    batch_name: str | None
+    key: str
+
+    @classmethod
+    def prepare(cls, store: Store, dataset_id: str, prediction_set: PredictionSet,
+                params: SupportParams, batch: PredictionSet | None,
+                batch_name: str | None = None) -> _SupportTask:
+        columns = resolve_columns(prediction_set, params.features)
+        features = forest_features(prediction_set, columns)
+        if prediction_set.split is not None:
+            calibration = np.flatnonzero(prediction_set.mask("calibration"))
+            test = np.flatnonzero(prediction_set.mask("test"))
+        else:
+            calibration = np.arange(prediction_set.n_rows)
+            test = np.empty(0, dtype=np.intp)
+        if calibration.size < params.n_folds:
+            raise CalibrationInputError(
+                f"cross-fitting the support with {params.n_folds} folds needs at least "
+                f"{params.n_folds} calibration rows; this dataset has {calibration.size}.",
+                code="too_few_rows")
+        batch_features = None if batch is None else _batch_features(
+            prediction_set, batch, features)
+        key = params_key(dataset_id, "support", {**asdict(params), "features": list(columns)})
+        return cls(store, dataset_id, prediction_set, params, features, calibration, test,
+                   batch, batch_features, batch_name, key)
+
+    def run(self, progress: Progress) -> dict[str, Any]:
+        if self.store.has_document(self.key):
+            result: dict[str, Any] = self.store.read_document(self.key)
+            progress.update(0.99, "loaded the cached result")
+        else:
+            result = self._compute(progress)
+            self.store.write_document(self.key, result)
+        values = np.full(self.prediction_set.n_rows, np.nan)
+        for part in ("calibration", "test"):
+            values[np.asarray(result[part]["row"], dtype=np.intp)] = np.asarray(
+                result[part]["support"], dtype=np.float64)
+        save_row_column(self.store, self.dataset_id, "support", values)
+        return result
+
+    def _compute(self, progress: Progress) -> dict[str, Any]:
+        progress.update(0.05, f"fitting {self.params.n_folds + 1} proximity forests")
+        cal, test = self.calibration, self.test
+        data = self.prediction_set
+        query_x: NDArray[np.float64] | None = self.features.values[test]
+        query_p: NDArray[np.float64] | None = data.proba[test]
+        if self.batch is not None and self.batch_features is not None:
+            query_x = np.vstack([self.features.values[test], self.batch_features])
+            query_p = np.vstack([data.proba[test], self.batch.proba])
+        elif test.size == 0:
+            query_x = query_p = None  # every row is a calibration row: nothing else to score
+        support = calibration_support(
+            self.features.values[cal], data.y_true[cal], data.proba[cal], query_x, query_p,
+            n_folds=self.params.n_folds, random_state=self.params.random_state)
+        progress.update(0.9, "comparing distributions")
+        tested = _part(support, slice(0, test.size))
+        batched = _part(support, slice(test.size, None)) if self.batch is not None else None
+        result: dict[str, Any] = {
+            "dataset_id": self.dataset_id,
+            "params": {**asdict(self.params), "features": list(self.features.columns)},
+            "scheme": self._scheme(),
+            "n_calibration": int(cal.size),
+            "n_test": int(test.size),
+            "n_folds": support.n_folds,
+            "n_estimators": support.n_estimators,
+            "calibration": {"row": cal, "support": support.reference},
+            "test": {"row": test, "support": tested.values, "held_out": tested.held_out},
+            "test_shift": (compare_support(tested, alpha=self.params.alpha)
+                           if test.size else None),
+            "lowest": self._lowest(support, test),
+            "batch": None,
+            "notes": [*self.features.notes, _comparison_note()],
+        }
+        if batched is not None and self.batch is not None:
+            shift = compare_support(batched, alpha=self.params.alpha)
+            result["batch"] = {
+                "dataset_id": self.params.batch_dataset_id, "name": self.batch_name,
+                "n_rows": self.batch.n_rows,
+                "support": batched.values, "held_out": batched.held_out, "shift": shift,
+                "lowest": _lowest_rows(self.batch, np.arange(self.batch.n_rows),
+                                       batched.values, self.params.n_lowest, "batch"),
+            }
+        result["histogram"] = _histogram(support.reference, tested.held_out,
+                                         None if batched is None else batched.held_out)
+        return dict(jsonable(result))
+
+    def _lowest(self, support: CalibrationSupport,
+                test: NDArray[np.intp]) -> list[dict[str, Any]]:
+        if test.size:
+            return _lowest_rows(self.prediction_set, test, support.values[:test.size],
+                                self.params.n_lowest, "test")
+        return _lowest_rows(self.prediction_set, self.calibration, support.reference,
+                            self.params.n_lowest, "calibration (cross-fitted)")
+
+    def _scheme(self) -> str:
+        if self.test.size:
+            return (f"split column: proximity forests on the {self.calibration.size:,} "
+                    f"calibration rows ({self.params.n_folds}-fold cross-fitted for their own "
+                    f"support); {self.test.size:,} test rows scored against all of them")
+        return (f"no split column: every row is a calibration row; its support is "
+                f"{self.params.n_folds}-fold cross-fitted")
+
+
+def _batch_features(prediction_set: PredictionSet, batch: PredictionSet,
+                    features: ForestFeatures) -> NDArray[np.float64]:
+    """The batch encoded like the reference; different classes or missing columns are refused."""
+    if batch.classes != prediction_set.classes:
+        raise CalibrationInputError(
+            f"the batch's classes {list(batch.classes)} differ from this dataset's "
+            f"{list(prediction_set.classes)}; the support compares predictions of the same "
+            "model.", code="batch_mismatch")
+    absent = [c for c in features.columns if c not in batch.features.columns]
+    if absent:
+        raise CalibrationInputError(
+            f"the batch lacks the feature column(s) {', '.join(map(repr, absent))}; it needs "
+            "the same feature columns as this dataset.", code="batch_mismatch",
+            column=str(absent[0]))
+    return features.representation.transform(batch.features)
+
+
+def _part(support: CalibrationSupport, rows: slice) -> CalibrationSupport:
+    return replace(support, values=support.values[rows], held_out=support.held_out[rows])
+
+
+def _lowest_rows(prediction_set: PredictionSet, rows: NDArray[np.intp],
+                 values: NDArray[np.float64], count: int, group: str) -> list[dict[str, Any]]:
+    """The ``count`` rows with the lowest support: position, id, label, prediction, support."""
+    order = np.argsort(values, kind="stable")[:count]
+    chosen = rows[order]
+    proba = prediction_set.proba[chosen]
+    return [{"row": int(row), "id": identifier, "label": label, "predicted": predicted,
+             "confidence": float(confidence), "support": float(value), "set": group}
+            for row, identifier, label, predicted, confidence, value in zip(
+                chosen, row_ids(prediction_set, chosen),
+                class_names(prediction_set, prediction_set.y_true[chosen]),
+                class_names(prediction_set, proba.argmax(axis=1)), proba.max(axis=1),
+                values[order], strict=True)]
+
+
+def _histogram(reference: NDArray[np.float64], test: NDArray[np.float64],
+               batch: NDArray[np.float64] | None) -> dict[str, Any]:
+    """Common bins; per set the share of rows per bin with a 95% Wilson interval."""
+    sets = {"calibration": reference, "test": test}
+    if batch is not None:
+        sets["batch"] = batch
+    pooled = np.concatenate([v for v in sets.values() if v.size])
+    n_bins = min(MAX_HISTOGRAM_BINS, max(10, int(np.ceil(np.sqrt(pooled.size) / 2))))
+    edges = np.linspace(0.0, float(pooled.max()) if pooled.max() > 0 else 1.0, n_bins + 1)
+    out: dict[str, Any] = {"edges": edges}
+    for name, values in sets.items():
+        if values.size == 0:
+            out[name] = None
+            continue
+        counts, _ = np.histogram(values, bins=edges)
+        low, high = proportion_confint(counts, values.size, alpha=0.05, method="wilson")
+        out[name] = {"n": int(values.size), "count": counts, "share": counts / values.size,
+                     "share_low": low, "share_high": high,
+                     "median": float(np.median(values))}
+    return out
+
+
+def _comparison_note() -> str:
+    return ("Histogram and shift test: test and batch rows are scored like the calibration "
+            "rows' cross-fitted support (by one fold's forest, scaled to the full calibration "
+            "set), so the distributions are comparable; the per-row support listed and "
+            "downloaded for test rows is against all calibration rows.")

@@ -1,0 +1,172 @@
+"""t-SNE and UMAP maps fitted on a sample, and placing the other rows (see
+:mod:`calibcore.embedding`, which documents the options)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calibcore._encoding import Representation
+from calibcore.exceptions import CalibrationInputError
+
+#: ``progress(fraction, message)`` with a fraction in [0, 1].
+Progress = Callable[[float, str], None]
+Placement = Literal["auto", "transform", "graph", "neighbors"]
+
+#: Sample rows whose map positions are averaged to place a row (``"neighbors"``).
+PLACEMENT_NEIGHBORS = 10
+#: Rows per call of UMAP's transform (progress is reported between calls).
+TRANSFORM_CHUNK = 50_000
+#: ``placement="auto"`` uses UMAP's full transform up to this many rows outside the
+#: sample, and its membership-weighted placement (``"graph"``) beyond.
+UMAP_TRANSFORM_ROWS = 50_000
+#: Fewest rows a t-SNE or UMAP fit accepts.
+MIN_MANIFOLD_ROWS = 10
+
+
+@dataclass(frozen=True, eq=False)
+class ReducerInput:
+    """What a reducer runner needs: encoded rows, the sample, options, notes to add to."""
+
+    encoded: NDArray[np.float64]
+    base: Representation
+    sample: NDArray[np.intp]
+    n_components: int
+    placement: Placement
+    random_state: int
+    notes: list[str]
+    report: Progress
+
+
+@dataclass(frozen=True, eq=False)
+class ReducerOutput:
+    """Kernel-space coordinates of every row and how rows outside the sample got them."""
+
+    coordinates: NDArray[np.float64]
+    placement: Literal["transform", "graph", "neighbors"]
+    representation: Representation | None
+
+
+def _manifold_components(step: ReducerInput, name: str) -> int:
+    if step.n_components not in (2, 3):
+        raise CalibrationInputError(
+            f"{name} makes 2-D or 3-D maps; n_components={step.n_components!r}."
+        )
+    if step.sample.size < MIN_MANIFOLD_ROWS:
+        raise CalibrationInputError(
+            f"{name} needs at least {MIN_MANIFOLD_ROWS} rows to fit; got {step.sample.size}."
+        )
+    return int(step.n_components)
+
+
+def tsne(step: ReducerInput) -> ReducerOutput:
+    from sklearn.manifold import TSNE
+
+    n_components = _manifold_components(step, "t-SNE")
+    n_fit = step.sample.size
+    perplexity = min(30.0, (n_fit - 1) / 3.0)
+    model = TSNE(n_components=n_components, perplexity=perplexity, init="pca",
+                 learning_rate="auto", random_state=step.random_state)
+    fitted = _quietly(lambda: model.fit_transform(step.encoded[step.sample]), step.notes)
+    coordinates = np.asarray(fitted, dtype=np.float64)
+    if n_fit < step.encoded.shape[0]:
+        if step.placement in ("transform", "graph"):
+            step.notes.append("t-SNE has no transform: the other rows were placed by neighbours.")
+        return ReducerOutput(_place_by_neighbors(step, coordinates), "neighbors", None)
+    return ReducerOutput(coordinates, "neighbors", None)
+
+
+def umap_map(step: ReducerInput) -> ReducerOutput:
+    n_components = _manifold_components(step, "UMAP")
+    with warnings.catch_warnings():
+        # umap-learn warns on import that its optional TensorFlow extra is absent.
+        warnings.simplefilter("ignore", ImportWarning)
+        import umap  # heavy (numba), so only when asked for
+
+    n_fit = step.sample.size
+    model = umap.UMAP(n_components=n_components, n_neighbors=min(15, n_fit - 1),
+                      random_state=step.random_state, n_jobs=1)
+    fitted = _quietly(lambda: model.fit_transform(step.encoded[step.sample]), step.notes)
+    sample_map = np.asarray(fitted, dtype=np.float64)
+    n_rest = step.encoded.shape[0] - n_fit
+    if n_rest == 0:
+        return ReducerOutput(sample_map, "transform", None)
+    placement = step.placement
+    if placement == "auto":
+        placement = "transform" if n_rest <= UMAP_TRANSFORM_ROWS else "graph"
+    if placement == "neighbors":
+        return ReducerOutput(_place_by_neighbors(step, sample_map), "neighbors", None)
+    rest = np.setdiff1d(np.arange(step.encoded.shape[0]), step.sample, assume_unique=True)
+    coordinates = np.empty((step.encoded.shape[0], n_components))
+    coordinates[step.sample] = sample_map
+    # New rows are placed independently of each other (UMAP moves only them, against the
+    # fitted map), so chunks change nothing but allow progress reports and bound memory.
+    for start in range(0, rest.size, TRANSFORM_CHUNK):
+        step.report(0.4 + 0.5 * start / rest.size,
+                    f"UMAP {placement}: {start:,} of {rest.size:,} rows placed")
+        chunk = rest[start:start + TRANSFORM_CHUNK]
+        place = _umap_transform if placement == "transform" else _umap_graph_mean
+        coordinates[chunk] = _quietly(partial(place, model, step.encoded[chunk]), step.notes)
+    if placement == "graph":
+        step.notes.append(
+            f"{n_rest:,} rows outside the sample were placed at the mean map position of "
+            "their UMAP neighbours in the sample, weighted by UMAP's membership strengths "
+            "(UMAP's transform without its refinement epochs)."
+        )
+    return ReducerOutput(coordinates, placement, None)
+
+
+def _umap_transform(model: Any, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+    model.set_params(transform_mode="embedding")
+    return np.asarray(model.transform(rows), dtype=np.float64)
+
+
+def _umap_graph_mean(model: Any, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Membership-weighted mean of the sample's map (UMAP's initial placement of new rows)."""
+    model.set_params(transform_mode="graph")
+    graph = model.transform(rows).tocsr()
+    totals = np.asarray(graph.sum(axis=1)).ravel()
+    placed = np.empty((rows.shape[0], model.embedding_.shape[1]))
+    linked = totals > 0
+    placed[linked] = (graph[linked] @ model.embedding_) / totals[linked, None]
+    if not linked.all():  # no neighbour within reach: UMAP's full transform decides
+        placed[~linked] = _umap_transform(model, rows[~linked])
+    return placed
+
+
+def _quietly(function: Callable[[], Any], notes: list[str]) -> Any:
+    """Run a third-party fit, turning its warnings into notes rather than output."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = function()
+    for message in dict.fromkeys(str(w.message).strip() for w in caught):
+        notes.append(f"reducer warning: {message}")
+    return result
+
+
+def _place_by_neighbors(
+    step: ReducerInput, sample_map: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Sample rows keep their map; the others get the mean map of their nearest sample rows."""
+    from sklearn.neighbors import NearestNeighbors
+
+    step.report(0.5, "placing the other rows by nearest sample rows")
+    n_rows = step.encoded.shape[0]
+    coordinates = np.empty((n_rows, sample_map.shape[1]))
+    coordinates[step.sample] = sample_map
+    rest = np.setdiff1d(np.arange(n_rows), step.sample, assume_unique=True)
+    k = min(PLACEMENT_NEIGHBORS, step.sample.size)
+    index = NearestNeighbors(n_neighbors=k).fit(step.encoded[step.sample])
+    _, neighbors = index.kneighbors(step.encoded[rest])
+    coordinates[rest] = sample_map[neighbors].mean(axis=1)
+    step.notes.append(
+        f"{rest.size:,} rows outside the sample were placed at the mean map position of "
+        f"their {k} nearest sample rows (Euclidean, encoded features)."
+    )
+    return coordinates

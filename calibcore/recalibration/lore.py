@@ -1,0 +1,202 @@
+"""LoRe: local recalibration by kernel-weighted accuracy (000 §4, eq. 6; SPEC §4.3).
+
+For a row x with top-label confidence in bin B, the new confidence is the
+kernel-weighted accuracy of the calibration rows in the same bin::
+
+    p'(x) = sum_{i in B} k(x, x_i) 1[f(x_i) = y_i] / sum_{i in B} k(x, x_i)
+    k(x, x') = exp(-||phi(x) - phi(x')||_1 / (d * gamma))
+
+As gamma -> infinity this is histogram binning over the same bins; as gamma ->
+0, the nearest calibration row of the bin. The predicted class gets p'(x) and
+the other classes share 1 - p'(x) in proportion to their original
+probabilities (equally if they were all 0), so rows stay on the simplex. A
+bin without calibration rows keeps the original probabilities. The paper
+recalibrates the confidence of a fixed prediction; in a probability vector a new
+confidence below another class's share makes that class the top label.
+
+The representation phi is fitted on the calibration rows and is part of the
+estimator (standardization, one-hot levels, imputation and PCA are plain
+arrays; see :class:`calibcore.embedding.Representation`), so a fitted LoRe
+serializes to JSON and applies to new files. Only ``"none"``, ``"pca"`` and
+``"columns"`` representations are supported: t-SNE and UMAP models cannot be
+saved or applied reproducibly to new rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.distance import cdist
+
+from calibcore._encoding import Representation, as_table, fit_representation
+from calibcore._laplace_sums import kernel_sums
+from calibcore._local_estimate import check_gamma
+from calibcore._validation import check_positive_int
+from calibcore.binning import assign_bins, equal_width_edges
+from calibcore.exceptions import CalibrationInputError
+from calibcore.recalibration._base import Recalibrator, register
+
+#: Kernel sums below this are recomputed relative to the nearest calibration row,
+#: where exp() of the raw distances underflows (rows far from every calibration row).
+_UNDERFLOW = 1e-250
+_FALLBACK_BLOCK = 512
+
+
+@register
+class LoRe(Recalibrator):
+    """Local recalibration (Luo et al., "Local calibration", eq. 6).
+
+    Parameters
+    ----------
+    gamma : float, default=0.4
+        Kernel bandwidth; the paper uses 0.4 with PCA features and 0.2 with
+        2-D/3-D maps.
+    n_bins : int, default=15
+        Equal-width confidence bins on [0, 1].
+    reducer : {"pca", "none", "columns"}, default="pca"
+        Representation of the features: PCA of the encoded features, the encoded
+        features themselves, or the given numeric columns as they are (a
+        user-supplied embedding).
+    n_components : int, default=20
+        PCA components (clipped to what the calibration rows allow; the paper
+        uses 20 for tabular data).
+    columns : list of str, optional
+        Feature columns to use (default: all).
+    categorical : list of str, optional
+        Numeric columns to one-hot nevertheless.
+
+    Attributes
+    ----------
+    representation_ : dict
+        The fitted :class:`~calibcore.embedding.Representation` as plain JSON.
+    coordinates_ : ndarray of shape (n_cal, d)
+        phi of the calibration rows.
+    bin_index_ : ndarray of shape (n_cal,)
+        Confidence bin of each calibration row.
+    correct_ : ndarray of shape (n_cal,)
+        1.0 where the calibration row's top label was right.
+    """
+
+    method = "lore"
+    display_name = "LoRe (local recalibration)"
+    needs_features = True
+    fitted_attributes = ("representation_", "coordinates_", "bin_index_", "correct_")
+
+    def __init__(
+        self,
+        gamma: float = 0.4,
+        n_bins: int = 15,
+        reducer: Literal["pca", "none", "columns"] = "pca",
+        n_components: int = 20,
+        columns: list[str] | None = None,
+        categorical: list[str] | None = None,
+    ) -> None:
+        self.gamma = gamma
+        self.n_bins = n_bins
+        self.reducer = reducer
+        self.n_components = n_components
+        self.columns = columns
+        self.categorical = categorical
+
+    def _check_features(self, features: Any, n_rows: int) -> Any:
+        """Accept a DataFrame (categorical columns allowed) or a numeric array."""
+        if features is None:
+            raise CalibrationInputError(
+                "LoRe needs features: pass features= (a table or an (n, d) array)."
+            )
+        table = as_table(features)
+        if table.shape[0] != n_rows:
+            raise CalibrationInputError(
+                f"features have {table.shape[0]} rows but the probabilities have {n_rows}."
+            )
+        return table
+
+    def _fit(self, proba, labels, features):
+        check_gamma(self.gamma)
+        n_bins = check_positive_int(self.n_bins, "n_bins")
+        representation = fit_representation(
+            features, columns=self.columns, categorical=self.categorical,
+            reducer=self.reducer, n_components=self.n_components,
+        )
+        predicted = proba.argmax(axis=1)
+        confidence = proba[np.arange(proba.shape[0]), predicted]
+        self.representation_ = representation.to_dict()
+        self.coordinates_ = representation.transform(features)
+        self.bin_index_ = assign_bins(confidence, equal_width_edges(n_bins))
+        self.correct_ = (predicted == labels).astype(np.float64)
+
+    def _predict(self, proba, features):
+        representation = Representation.from_dict(self.representation_)
+        coordinates = representation.transform(features)
+        rows = np.arange(proba.shape[0])
+        predicted = proba.argmax(axis=1)
+        confidence = proba[rows, predicted]
+        new_confidence = self._local_accuracy(coordinates, confidence)
+        return redistribute(proba, predicted, new_confidence)
+
+    def _local_accuracy(
+        self, coordinates: NDArray[np.float64], confidence: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Eq. 6 for every row, bin by bin."""
+        scale = self.coordinates_.shape[1] * float(self.gamma)
+        center = self.coordinates_.mean(axis=0)
+        calibration = (self.coordinates_ - center) / scale
+        targets = (coordinates - center) / scale
+        bins = assign_bins(confidence, equal_width_edges(int(self.n_bins)))
+        weights = np.column_stack([self.correct_, np.ones_like(self.correct_)])
+        result = confidence.copy()
+        groups = []
+        for b in np.unique(bins):
+            sources = np.flatnonzero(self.bin_index_ == b)
+            if sources.size:
+                groups.append((np.flatnonzero(bins == b), sources))
+        sums = kernel_sums([(targets[rows], calibration[sources], weights[sources])
+                            for rows, sources in groups])
+        for (rows, sources), total in zip(groups, sums, strict=True):
+            tiny = total[:, 1] < _UNDERFLOW
+            result[rows[~tiny]] = total[~tiny, 0] / total[~tiny, 1]
+            if tiny.any():
+                result[rows[tiny]] = _shifted_accuracy(
+                    targets[rows[tiny]], calibration[sources], self.correct_[sources]
+                )
+        return result
+
+
+def _shifted_accuracy(
+    targets: NDArray[np.float64], sources: NDArray[np.float64], correct: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Eq. 6 with every kernel divided by the largest one (the nearest source), so no
+    weight underflows; the ratio is unchanged. Used only for far-away rows."""
+    out = np.empty(targets.shape[0])
+    for start in range(0, targets.shape[0], _FALLBACK_BLOCK):
+        block = slice(start, start + _FALLBACK_BLOCK)
+        distance = cdist(targets[block], sources, metric="cityblock")
+        kernel = np.exp(distance.min(axis=1, keepdims=True) - distance)
+        out[block] = kernel @ correct / kernel.sum(axis=1)
+    return out
+
+
+def redistribute(
+    proba: NDArray[np.float64], predicted: NDArray[np.intp], confidence: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Give the predicted class ``confidence``; the others share the rest proportionally.
+
+    Other classes that all had probability 0 share the rest equally.
+    """
+    rows = np.arange(proba.shape[0])
+    others = proba.copy()
+    others[rows, predicted] = 0.0
+    others_total = others.sum(axis=1, keepdims=True)
+    uniform = np.ones_like(proba)
+    uniform[rows, predicted] = 0.0
+    uniform /= max(proba.shape[1] - 1, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(others_total > 0, others / others_total, uniform)
+    out = share * (1.0 - confidence)[:, None]
+    out[rows, predicted] = confidence
+    return out
+
+
+__all__ = ["LoRe", "redistribute"]

@@ -1,0 +1,344 @@
+"""The recalibration workbench through REST: every method, comparisons, export and re-apply."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.cli import main as cli_main
+from app.services.row_columns import save_row_column
+from calibcore._encoding import Representation
+from calibcore.recalibration import REGISTRY, Recalibrator
+from tests.app.test_api import assert_error, upload
+
+PROBA = [f"proba_{k}" for k in range(10)]
+CORRECTED = [f"calibrated_proba_{k}" for k in range(10)]
+#: Feature columns per method for the example datasets (the tree follows one variable).
+DIGITS_FEATURES = {"variable_tree": ["px10"]}
+BINARY_FEATURES = {"variable_tree": ["balance"]}
+#: Methods slower than a few seconds on the binary example.
+SLOW_ON_BINARY = {"swc_hh"}
+
+
+@pytest.fixture
+def digits_frame(shared_data) -> pd.DataFrame:
+    return pd.read_csv(shared_data / "digits_svm.csv")
+
+
+@pytest.fixture
+def digits(client, shared_data) -> str:  # type: ignore[no-untyped-def]
+    content = (shared_data / "digits_svm.csv").read_bytes()
+    return str(upload(client, content, "digits_svm.csv").json()["id"])
+
+
+@pytest.fixture
+def binary(client, shared_data) -> str:  # type: ignore[no-untyped-def]
+    # The first 2,000 rows of default_nb keep every method (SWC-HH included) quick.
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
+    return str(upload(client, frame.to_csv(index=False).encode(), "default_nb.csv").json()["id"])
+
+
+def fit(client, dataset: str, **body: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    response = client.post(f"/api/v1/datasets/{dataset}/recalibrations", json=body)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def download(client, recalibration: str, **params: str) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    response = client.get(f"/api/v1/recalibrations/{recalibration}/download", params=params)
+    assert response.status_code == 200, response.text
+    if params.get("format") == "parquet":
+        return pd.read_parquet(io.BytesIO(response.content))
+    return pd.read_csv(io.BytesIO(response.content))
+
+
+def assert_on_simplex(values: np.ndarray) -> None:
+    assert np.isfinite(values).all()
+    assert values.min() >= 0 and values.max() <= 1
+    np.testing.assert_allclose(values.sum(axis=1), 1, atol=1e-9)
+
+
+def normalized(frame: pd.DataFrame) -> np.ndarray:
+    """Probability columns as the app reads them: each row rescaled to sum exactly to 1."""
+    values = frame[PROBA].to_numpy()
+    return values / values.sum(axis=1, keepdims=True)
+
+
+def recorded_features(document: dict[str, Any], frame: pd.DataFrame) -> Any:
+    """The features= argument for ``frame`` as the model document records them."""
+    spec = document["inputs"]["features"]
+    if spec is None:
+        return None
+    columns = spec["columns"]
+    if spec["kind"] == "variable":
+        return frame[columns].to_numpy(dtype=float)
+    if spec["kind"] == "table":
+        return frame[columns].reset_index(drop=True)
+    return Representation.from_dict(spec["representation"]).transform(frame[columns])
+
+
+def wait_for_job(client, job_id: str, seconds: float = 120) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    seen_detail: list[Any] = []
+    while time.monotonic() < deadline:
+        job = client.get(f"/api/v1/jobs/{job_id}").json()
+        if job.get("detail"):
+            seen_detail.append(job["detail"])
+        if job["status"] not in ("queued", "running"):
+            job["seen_detail"] = seen_detail
+            return dict(job)
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} still running after {seconds} s")
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_every_method_on_digits_is_on_the_simplex_and_round_trips(
+        client, digits, digits_frame, method) -> None:
+    result = fit(client, digits, method=method, features=DIGITS_FEATURES.get(method))
+    assert result["method"] == method and result["n_heldout"] == 624
+    assert [row["name"] for row in result["comparison"]["rows"]] == ["uncalibrated",
+                                                                     result["name"]]
+    frame = download(client, result["id"])
+    assert len(frame) == 1197
+    assert_on_simplex(frame[CORRECTED].to_numpy())
+    document = client.get(f"/api/v1/recalibrations/{result['id']}/model").json()
+    test = digits_frame[digits_frame["split"] == "test"]
+    np.testing.assert_allclose(
+        Recalibrator.from_json(document).predict_proba(
+            normalized(test), features=recorded_features(document, test)),
+        frame.loc[test.index, CORRECTED].to_numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", [
+    pytest.param(m, marks=pytest.mark.slow) if m in SLOW_ON_BINARY else m
+    for m in sorted(REGISTRY)])
+def test_every_method_on_the_binary_example_is_on_the_simplex(client, binary, method) -> None:
+    result = fit(client, binary, method=method, features=BINARY_FEATURES.get(method))
+    assert result["n_heldout"] == result["comparison"]["n"] > 900
+    frame = download(client, result["id"], format="parquet")
+    assert len(frame) == 2000 and list(frame.columns[-2:]) == ["calibrated_proba_0",
+                                                                "calibrated_proba_1"]
+    assert_on_simplex(frame[["calibrated_proba_0", "calibrated_proba_1"]].to_numpy())
+
+
+def test_comparison_job_of_three_methods_reports_each_and_marks_the_best(client, digits) -> None:
+    response = client.post(f"/api/v1/datasets/{digits}/recalibrations", json={
+        "async": True, "methods": [
+            "temperature",
+            {"method": "lece", "params": {"neighborhood_size": 0.1, "threshold": 0.02}},
+            {"method": "variable_tree", "features": ["px10"]}]})
+    assert response.status_code == 202, response.text
+    job = wait_for_job(client, response.json()["job_id"])
+    assert job["status"] == "succeeded", job
+    final = job["detail"]
+    assert [step["method"] for step in final] == ["temperature", "lece", "variable_tree"]
+    assert all(step["status"] == "succeeded" and step["fraction"] == 1.0 for step in final)
+    result = job["result"]
+    assert len(result["recalibrations"]) == 3 and result["failed"] == []
+    table = result["comparison"]
+    assert table["n"] == 624 and "test rows" in table["scheme"]
+    names = [row["name"] for row in table["rows"]]
+    assert names == ["uncalibrated", "Temperature scaling",
+                     "LECE (locally equal calibration errors)", "Variable-based tree calibration"]
+    keys = [column["key"] for column in table["columns"]]
+    assert keys == ["ece", "smooth_ece", "laplace_kernel_calibration_error", "brier", "nll",
+                    "accuracy", "mlce", "max_vece", "vece:px10"]
+    for column in table["columns"]:
+        values = [row["values"][column["key"]]["value"] for row in table["rows"]]
+        best = (max if column["better"] == "higher" else min)(values)
+        marked = [row["name"] for row in table["rows"] if column["key"] in row["best"]]
+        assert marked == [row["name"] for row, v in zip(table["rows"], values, strict=True)
+                          if abs(v - best) <= 1e-12], column
+    for row in table["rows"]:
+        for key in ("ece", "smooth_ece", "nll", "brier", "accuracy", "vece:px10"):
+            entry = row["values"][key]
+            assert entry["low"] is not None and entry["low"] <= entry["high"], (row["name"], key)
+        assert row["values"]["mlce"]["low"] is None and row["values"]["max_vece"]["variable"]
+    # The uncalibrated row matches the dataset's measures on its test rows.
+    measures = client.get(f"/api/v1/datasets/{digits}/metrics",
+                          params={"subset": "test"}).json()["metrics"]
+    uncalibrated = table["rows"][0]["values"]
+    for key in ("ece", "nll", "brier", "accuracy"):
+        assert uncalibrated[key]["value"] == pytest.approx(measures[key], rel=1e-12)
+    advice = table["recommendation"]
+    assert advice["reasons"] and not advice["keep_uncalibrated"]
+    nll = {row["name"]: row["values"]["nll"]["value"] for row in table["rows"]}
+    for difference in advice["differences"]:
+        change = difference["nll_minus_uncalibrated"]
+        assert change[0] == pytest.approx(nll[difference["name"]] - nll["uncalibrated"])
+        assert change[1] <= change[0] <= change[2]
+    assert advice["name"] in nll and any(advice["name"] in reason for reason in advice["reasons"])
+    assert len(table["reliability"]) == 4
+    ids = ",".join(r["id"] for r in result["recalibrations"])
+    again = client.get(f"/api/v1/datasets/{digits}/recalibrations/comparison",
+                       params={"ids": ids}).json()
+    assert again["rows"] == table["rows"]
+
+
+def test_methods_need_valid_features(client, digits, binary) -> None:
+    url = f"/api/v1/datasets/{digits}/recalibrations"
+    error = assert_error(client.post(url, json={"method": "variable_tree"}), 422,
+                         "invalid_features")
+    assert "px10" in error["message"]
+    assert_error(client.post(url, json={"method": "variable_tree", "features": ["px1", "px2"]}),
+                 422, "invalid_features")
+    assert_error(client.post(url, json={"method": "swc", "features": ["nope"]}), 422,
+                 "unknown_feature")
+    assert_error(client.post(url, json={"methods": ["temperature", {"method": "magic"}]}), 422,
+                 "unknown_method")
+    assert_error(client.post(f"/api/v1/datasets/{binary}/recalibrations", json={
+        "method": "variable_tree", "features": ["student"]}), 422, "invalid_features")
+    result = fit(client, binary, method="swc", features=["student", "balance"])
+    assert result["features"] == ["student", "balance"]
+
+
+def test_composition_steps_by_name(client, digits) -> None:
+    result = fit(client, digits, method="composed", params={"steps": [
+        "temperature", {"method": "lece", "params": {"neighborhood_size": 0.1, "threshold": 0}}]})
+    assert result["params"]["steps"][1] == {"method": "lece", "params": {
+        "n_folds": 10, "neighborhood_size": 0.1, "random_state": 0, "threshold": 0}}
+    assert_error(client.post(f"/api/v1/datasets/{digits}/recalibrations", json={
+        "method": "composed", "params": {"steps": ["temperature", "swc"]}}), 422,
+        "invalid_parameters")
+
+
+def _new_file(frame: pd.DataFrame) -> pd.DataFrame:
+    """Test rows as a 'new' file: no label or split, columns shuffled, a risky text cell."""
+    rows = frame[frame["split"] == "test"].drop(columns=["label", "split"])
+    rows = rows[list(reversed(rows.columns))].reset_index(drop=True)
+    rows.insert(0, "note", ["=HYPERLINK(1)"] + ["ok"] * (len(rows) - 1))
+    return rows
+
+
+@pytest.mark.parametrize("method, features", [("temperature", None),
+                                              ("variable_tree", ["px10"]),
+                                              ("swc", ["px10", "px20", "px30", "px42"])])
+def test_fit_export_import_apply_through_rest_and_cli_matches_in_process(
+        client, digits, digits_frame, tmp_path, method, features) -> None:
+    result = fit(client, digits, method=method, features=features)
+    document = client.get(f"/api/v1/recalibrations/{result['id']}/model").json()
+    imported = client.post("/api/v1/models", json=document)
+    assert imported.status_code == 201, imported.text
+    model_id = imported.json()["id"]
+    assert imported.json()["inputs"]["probability_columns"] == PROBA
+    new = _new_file(digits_frame)
+    parquet = io.BytesIO()
+    new.to_parquet(parquet, index=False)
+
+    # In process: calibcore's loader on the feature columns the document records.
+    model = Recalibrator.from_json(json.loads(json.dumps(document)))
+    expected = model.predict_proba(normalized(new), features=recorded_features(document, new))
+
+    via_models = client.post(f"/api/v1/models/{model_id}/apply", params={"format": "csv"},
+                             files={"file": ("new.parquet", parquet.getvalue())})
+    assert via_models.status_code == 200, via_models.text
+    assert 'filename="new-calibrated.csv"' in via_models.headers["content-disposition"]
+    assert "'=HYPERLINK(1)" in via_models.text
+    corrected = pd.read_csv(io.BytesIO(via_models.content))
+    assert list(corrected.columns) == [*new.columns, *CORRECTED]
+    np.testing.assert_allclose(corrected[CORRECTED].to_numpy(), expected, rtol=0, atol=1e-12)
+
+    via_recalibration = client.post(f"/api/v1/recalibrations/{result['id']}/apply",
+                                    params={"format": "parquet"},
+                                    files={"file": ("new.csv", new.to_csv(index=False).encode())})
+    assert via_recalibration.status_code == 200, via_recalibration.text
+    np.testing.assert_allclose(
+        pd.read_parquet(io.BytesIO(via_recalibration.content))[CORRECTED].to_numpy(), expected,
+        rtol=0, atol=1e-12)
+
+    model_path, data_path, out = tmp_path / "m.json", tmp_path / "new.csv", tmp_path / "o.csv"
+    model_path.write_text(json.dumps(document))
+    new.to_csv(data_path, index=False)
+    assert cli_main(["apply", str(model_path), str(data_path), "--out", str(out)]) == 0
+    np.testing.assert_allclose(pd.read_csv(out)[CORRECTED].to_numpy(), expected, rtol=0,
+                               atol=1e-12)
+
+
+def test_bad_model_documents_are_422(client, digits) -> None:
+    assert_error(client.post("/api/v1/models", content=b"{oops",
+                             headers={"content-type": "application/json"}), 422)
+    assert_error(client.post("/api/v1/models", json=[1, 2]), 422, "invalid_model")
+    assert_error(client.post("/api/v1/models", json={"format": "pickle"}), 422, "invalid_model")
+    base = {"format": "calibdash-recalibrator", "version": 1, "method": "temperature",
+            "params": {}}
+    assert_error(client.post("/api/v1/models", json={**base, "state": {
+        "n_classes_": 3, "temperature_": "hot"}}), 422, "invalid_model")
+    assert_error(client.post("/api/v1/models", json={**base, "state": [1]}), 422,
+                 "invalid_model")
+    assert_error(client.post("/api/v1/models", json={**base, "method": "magic", "state": {}}),
+                 422, "invalid_model")
+    good = client.get("/api/v1/recalibrations/" + fit(client, digits, method="temperature")["id"]
+                      + "/model").json()
+    assert_error(client.post("/api/v1/models", json={**good, "inputs": {
+        **good["inputs"], "classes": ["a", "b"]}}), 422, "invalid_model")
+    tree = client.get("/api/v1/recalibrations/" + fit(
+        client, digits, method="variable_tree", features=["px10"])["id"] + "/model").json()
+    assert_error(client.post("/api/v1/models", json={k: v for k, v in tree.items()
+                                                     if k != "inputs"}), 422, "invalid_model")
+    assert client.get("/api/v1/models").json() == []
+
+
+def test_apply_names_the_missing_columns(client, digits, digits_frame) -> None:
+    result = fit(client, digits, method="variable_tree", features=["px10"])
+    new = _new_file(digits_frame).drop(columns=["proba_3", "proba_7", "px10"])
+    error = assert_error(client.post(f"/api/v1/recalibrations/{result['id']}/apply",
+                                     files={"file": ("x.csv", new.to_csv(index=False).encode())}),
+                         422, "missing_columns")
+    for column in ("proba_3", "proba_7", "px10"):
+        assert repr(column) in error["message"]
+    broken = _new_file(digits_frame)
+    broken["proba_2"] = broken["proba_2"].astype(object)
+    broken.loc[5, "proba_2"] = "n/a"
+    error = assert_error(client.post(f"/api/v1/recalibrations/{result['id']}/apply",
+                                     files={"file": ("x.csv",
+                                                     broken.to_csv(index=False).encode())}), 422)
+    assert error["details"]["column"] == "proba_2" and error["details"]["rows"] == [5]
+    assert_error(client.post("/api/v1/models/md_nope/apply",
+                             files={"file": ("x.csv", b"a\n1\n")}), 404, "not_found")
+
+
+def test_model_without_inputs_applies_by_inferred_columns(client, digits, digits_frame) -> None:
+    document = client.get("/api/v1/recalibrations/" + fit(
+        client, digits, method="platt")["id"] + "/model").json()
+    bare = {key: value for key, value in document.items() if key != "inputs"}
+    model_id = client.post("/api/v1/models", json=bare).json()["id"]
+    new = _new_file(digits_frame)
+    response = client.post(f"/api/v1/models/{model_id}/apply",
+                           files={"file": ("n.csv", new.to_csv(index=False).encode())})
+    assert response.status_code == 200, response.text
+    corrected = pd.read_csv(io.BytesIO(response.content))
+    np.testing.assert_allclose(corrected[CORRECTED].to_numpy(),
+                               Recalibrator.from_json(bare).predict_proba(normalized(new)),
+                               rtol=0, atol=1e-12)
+    assert client.delete(f"/api/v1/models/{model_id}").status_code == 204
+    assert_error(client.get(f"/api/v1/models/{model_id}"), 404)
+
+
+def test_download_with_diagnostic_columns(client, binary) -> None:
+    result = fit(client, binary, method="temperature")
+    error = assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
+                                    params={"columns": "lce"}), 422, "column_not_computed")
+    assert "lce" in error["message"]
+    store = client.app.state.services.store
+    save_row_column(store, binary, "lce", np.linspace(0, 1, 2000))
+    save_row_column(store, binary, "balance", np.zeros(2000))  # clashes with a feature name
+    frame = download(client, result["id"], columns="lce,balance")
+    assert list(frame.columns[-2:]) == ["lce", "balance_diagnostic"]
+    np.testing.assert_allclose(frame["lce"], np.linspace(0, 1, 2000))
+    assert frame["balance"].std() > 0
+
+
+@pytest.mark.parametrize("method, params", [
+    ("lece", {"neighborhood_size": "x"}), ("dirichlet", {"reg_lambda": "a"}),
+    ("swc", {"n_estimators": 0}), ("histogram", {"n_bins": "ten"}), ("platt", {"bogus": 1})])
+def test_bad_parameter_values_are_422_not_500(client, digits, method, params) -> None:
+    response = client.post(f"/api/v1/datasets/{digits}/recalibrations",
+                           json={"method": method, "params": params})
+    assert_error(response, 422)
+    assert client.get(f"/api/v1/datasets/{digits}/recalibrations").json() == []

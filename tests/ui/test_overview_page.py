@@ -1,0 +1,40 @@
+"""The overview page in real headless Chromium: measures with intervals, both diagrams,
+and the bin-count control."""
+
+from __future__ import annotations
+
+import pytest
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, browser) -> None:
+    browser.get(server + "/overview")
+    wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#measure-smooth_ece")))
+    # intervals arrive from a background job; the row then shows "low – high"
+    wait.until(lambda b: "–" in b.find_element(By.CSS_SELECTOR, "#measure-smooth_ece").text)
+    smooth_row = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-smooth_ece").text)
+    assert "consistent" in smooth_row
+    assert "consistent" not in browser.find_element(By.CSS_SELECTOR, "#measure-ece").text
+    # smooth diagram: curve, band and density traces; binned diagram with points
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR,
+                                             "#smooth-graph .scatterlayer .trace")) >= 4)
+    assert "bandwidth" in browser.find_element(By.CSS_SELECTOR, "#smooth-graph .gtitle").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#bins-graph .scatterlayer .trace")) >= 5
+
+    ece_before = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-ece").text)
+    smooth_before = smooth_row.split()[2]
+    slider_input = browser.find_element(By.CSS_SELECTOR, "#bins-slider input")
+    slider_input.send_keys(Keys.BACKSPACE, Keys.BACKSPACE, "40", Keys.TAB)
+    wait.until(lambda b: "40 bins" in b.find_element(By.CSS_SELECTOR,
+                                                      "#reliability-graph .gtitle").text)
+    wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-ece").text != ece_before)
+    wait.until(lambda b: "–" in b.find_element(By.CSS_SELECTOR, "#measure-ece").text)
+    assert wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-smooth_ece").text
+                      ).split()[2] == smooth_before

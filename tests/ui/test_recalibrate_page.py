@@ -1,0 +1,121 @@
+"""The recalibration workbench in a real browser: compare three methods, export, re-apply."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+from calibcore.recalibration import Recalibrator
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PROBA = [f"proba_{k}" for k in range(10)]
+CORRECTED = [f"calibrated_proba_{k}" for k in range(10)]
+
+
+def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
+    return WebDriverWait(browser, seconds)
+
+
+def wait_for_download(directory: Path, pattern: str, seconds: float = 30) -> Path:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = sorted(directory.glob(pattern))
+        if done and done[0].stat().st_size > 0:
+            return done[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern} download in {directory}: {list(directory.iterdir())}")
+
+
+def upload_via_api(server: str, path: Path) -> str:
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"{path.name}\"\r\nContent-Type: text/csv\r\n\r\n").encode()
+    body += path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+    request = urllib.request.Request(f"{server}/api/v1/datasets", data=body, method="POST",
+                                     headers={"Content-Type":
+                                              f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return str(json.loads(response.read())["id"])
+
+
+def test_compare_three_methods_download_the_model_and_apply_it(
+        server, browser, shared_data, downloads) -> None:
+    digits = shared_data / "digits_svm.csv"
+    dataset = upload_via_api(server, digits)
+    browser.get(f"{server}/recalibrate?dataset={dataset}")
+    fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
+    wait(browser).until(lambda b: "digits_svm" in b.find_element(By.ID, "dataset-picker").text)
+    wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, "#recal-variable").text)
+    for method in ("platt", "lece"):
+        browser.find_element(By.CSS_SELECTOR, f"#method-select input[value='{method}']").click()
+    checked = browser.find_elements(By.CSS_SELECTOR, "#method-select input:checked")
+    assert sorted(box.get_attribute("value") for box in checked) == ["lece", "platt",
+                                                                     "temperature"]
+    fit.click()
+
+    table = wait(browser, 120).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    names = [row.find_element(By.CSS_SELECTOR, "td").text for row in rows]
+    assert names == ["uncalibrated (n = 624)", "Temperature scaling", "Platt scaling",
+                     "LECE (locally equal calibration errors)"]
+    headers = table.find_element(By.TAG_NAME, "thead").text
+    for label in ("ECE", "smooth ECE", "kCE", "Brier", "NLL", "accuracy", "MLCE", "max VECE"):
+        assert label in headers
+    assert len(table.find_elements(By.CSS_SELECTOR, "td.best")) >= 8
+    assert "–" in rows[1].find_elements(By.TAG_NAME, "td")[1].text  # an interval under ECE
+    progress = browser.find_elements(By.CSS_SELECTOR, "#recal-method-progress .method-row")
+    assert [row.get_attribute("class").split()[-1] for row in progress] == [
+        "method-temperature", "method-platt", "method-lece"]
+    assert all("succeeded" in row.text for row in progress)
+    advice = browser.find_element(By.ID, "recal-recommendation-card").text
+    assert advice.startswith("Recommendation:") and "NLL" in advice
+    assert "test rows" in browser.find_element(By.ID, "fit-status").text
+    wait(browser).until(lambda b: len(b.find_elements(
+        By.CSS_SELECTOR, "#recal-graph .scatterlayer .trace")) >= 5)
+
+    browser.find_element(By.CSS_SELECTOR,
+                         "#recal-downloads li.download-temperature a.download-model").click()
+    model_path = wait_for_download(downloads, "*-model.json")
+    document = json.loads(model_path.read_text())
+    assert document["method"] == "temperature"
+
+    browser.find_element(By.ID, "apply-model-file").send_keys(str(model_path))
+    browser.find_element(By.ID, "apply-data-file").send_keys(str(digits))
+    assert browser.find_element(By.ID, "apply-model-name").text == model_path.name
+    assert browser.find_element(By.ID, "apply-data-name").text == "digits_svm.csv"
+    browser.find_element(By.ID, "apply-button").click()
+    corrected_path = wait_for_download(downloads, "digits_svm-calibrated.csv", 60)
+    wait(browser).until(lambda b: "downloaded digits_svm-calibrated.csv" in b.find_element(
+        By.ID, "apply-status").text)
+
+    corrected = pd.read_csv(corrected_path)
+    original = pd.read_csv(digits)
+    assert list(corrected.columns) == [*original.columns, *CORRECTED] and len(corrected) == 1197
+    proba = original[PROBA].to_numpy()
+    expected = Recalibrator.from_json(document).predict_proba(
+        proba / proba.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(corrected[CORRECTED].to_numpy(), expected, rtol=0, atol=1e-12)
+
+
+def test_apply_panel_reports_a_rejected_file(server, browser, shared_data, tmp_path) -> None:
+    browser.get(f"{server}/recalibrate")
+    wait(browser).until(ec.element_to_be_clickable((By.ID, "apply-button")))
+    model = tmp_path / "not-a-model.json"
+    model.write_text(json.dumps({"format": "pickle"}))
+    browser.find_element(By.ID, "apply-model-file").send_keys(str(model))
+    browser.find_element(By.ID, "apply-data-file").send_keys(str(shared_data / "default_nb.csv"))
+    browser.find_element(By.ID, "apply-button").click()
+    status = wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR,
+                                                          "#apply-status.note-error"))
+    assert "not a calibdash recalibrator document" in status.text

@@ -38,6 +38,11 @@ def _report(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(text)
         print(f"wrote {args.out}")
+    if args.html:
+        from app.ui.report import render_html
+
+        Path(args.html).write_text(render_html(report), encoding="utf-8")
+        print(f"wrote {args.html}")
     for item in report["metrics"]["measures"].values():
         if item["value"] is None:
             continue
@@ -115,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="global measures of a prediction file as JSON")
     report.add_argument("file", help="CSV or Parquet prediction file")
     report.add_argument("--out", help="write the JSON report here")
+    report.add_argument("--html", help="also write a self-contained HTML report here")
     report.add_argument("--view", default="top_label",
                         choices=("top_label", "positive", "classwise"))
     report.add_argument("--n-bins", type=int, default=15)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.services import diagnostics
+from app.services import diagnostics, variables
 from app.services.tables import read_table
 from calibcore.data import build_prediction_set, infer_roles
 from calibcore.views import View
@@ -14,7 +14,8 @@ from calibcore.views import View
 def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
                  n_bootstrap: int = 200) -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals),
-    the bin sensitivity of binned ECE, and the binned and smooth reliability diagrams."""
+    the bin sensitivity of binned ECE, the binned and smooth reliability diagrams, and
+    the VECE ranking of the features (paper 003) with permutation p-values."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     frame = read_table(path, path.name)
@@ -40,4 +41,5 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
         "bin_sensitivity": diagnostics.bin_sensitivity(prediction_set, view=view),
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
+        "variables": variables.ranking_for_report(prediction_set),
     }

@@ -35,3 +35,13 @@ def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
     assert main(["report", str(bad)]) == 2
     assert "No label column" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.csv")]) == 2
+
+
+def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None:
+    page = tmp_path / "report.html"
+    assert main(["report", str(shared_data / "default_nb.csv"), "--html", str(page),
+                 "--n-bootstrap", "20"]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and "Calibration report" in text
+    assert "plotly" in text.lower() and 'src="http' not in text  # plotly.js inlined
+    assert "smooth ECE" in text and "income" in text and text.count("plotly-graph-div") >= 4

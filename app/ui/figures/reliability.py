@@ -67,7 +67,7 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
-    figure.update_yaxes(title_text="rows (log scale)", type="log", row=2, col=1)
+    figure.update_yaxes(title_text="rows (log scale)", type="log", dtick=1, row=2, col=1)
     return figure
 
 
@@ -119,19 +119,19 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     diagrams = result["smooth"][:8]
     for number, diagram in enumerate(diagrams):
         colour = PALETTE[number % len(PALETTE)]
-        grid = diagram["grid"]
+        grid, curve, low, high = _supported(diagram)
         figure.add_trace(go.Scatter(
-            x=grid + grid[::-1], y=diagram["curve_high"] + diagram["curve_low"][::-1],
+            x=grid + grid[::-1], y=high + low[::-1],
             fill="toself", fillcolor=_translucent(colour), line={"width": 0},
             hoverinfo="skip", name=f"95% bootstrap band ({diagram['label']})",
             showlegend=number == 0 or len(diagrams) > 1), row=1, col=1)
         figure.add_trace(go.Scatter(
-            x=grid, y=diagram["curve"], mode="lines", line={"color": colour, "width": 2.5},
+            x=grid, y=curve, mode="lines", line={"color": colour, "width": 2.5},
             name=f"{diagram['label']} (smooth ECE {diagram['smooth_ece']:.4f})",
             hovertemplate="score %{x:.3f}<br>smoothed outcome %{y:.3f}<extra></extra>"),
             row=1, col=1)
         figure.add_trace(go.Scatter(
-            x=grid, y=diagram["density"], mode="lines", fill="tozeroy",
+            x=diagram["grid"], y=diagram["density"], mode="lines", fill="tozeroy",
             line={"color": colour, "width": 1}, fillcolor=_translucent(colour),
             name=f"density ({diagram['label']})", showlegend=False,
             hovertemplate="score %{x:.3f}<br>density %{y:.2f}<extra></extra>"), row=2, col=1)
@@ -140,7 +140,8 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
     figure.update_layout(
         title=f"Smooth reliability diagram<br><sup>n = {first['n']:,}, kernel bandwidth "
-              f"{first['bandwidth']:.3f} (smooth ECE fixed point); band: 95% bootstrap</sup>",
+              f"{first['bandwidth']:.3f} (smooth ECE fixed point); band: 95% bootstrap; "
+              "drawn where there is data</sup>",
         legend={"orientation": "h", "y": -0.18}, template="plotly_white", height=520,
         margin={"l": 60, "r": 20, "t": 60, "b": 40})
     figure.update_xaxes(range=[0, 1], row=1, col=1)
@@ -167,9 +168,12 @@ def bin_sensitivity_figure(result: dict[str, Any], current_bins: int | None = No
                                                      "width": 2},
             hovertemplate=f"{item['name']}: {item['value']:.4f}<extra></extra>"))
     if current_bins is not None:
-        figure.add_vline(x=current_bins, line={"color": "#999", "width": 1},
-                         annotation_text=f"{current_bins} bins (selected)",
-                         annotation_position="top")
+        top = max([max(v) for v in result["ece"].values()] +
+                  [item["value"] for item in result["bin_free"].values()])
+        figure.add_trace(go.Scatter(
+            x=[current_bins, current_bins], y=[0, top], mode="lines",
+            name=f"selected: {current_bins} bins", line={"color": "#999", "width": 1},
+            hoverinfo="skip"))
     figure.update_layout(
         title=f"Binned ECE depends on the bin count; consistent measures do not "
               f"(n = {result['n']:,})",
@@ -178,6 +182,19 @@ def bin_sensitivity_figure(result: dict[str, Any], current_bins: int | None = No
         legend={"orientation": "h", "y": -0.25}, template="plotly_white", height=420,
         margin={"l": 60, "r": 20, "t": 60, "b": 40})
     return figure
+
+
+def _supported(diagram: dict[str, Any]) -> tuple[list[float], ...]:
+    """Grid, curve and band with points of almost no data (fewer than about one row within
+    a bandwidth) blanked: there the kernel estimate only reflects its regularizer."""
+    weight = np.asarray(diagram["density"]) * diagram["n"] * diagram["bandwidth"]
+    hide = weight < 1.0
+
+    def masked(values: list[float]) -> list[float]:
+        return [None if h else v for v, h in zip(values, hide, strict=True)]  # type: ignore[misc]
+
+    return (diagram["grid"], masked(diagram["curve"]), masked(diagram["curve_low"]),
+            masked(diagram["curve_high"]))
 
 
 def _translucent(colour: str, alpha: float = 0.2) -> str:

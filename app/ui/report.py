@@ -1,0 +1,87 @@
+"""A self-contained HTML rendering of the offline report (``calibdash report --html``)."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+from typing import Any
+
+import plotly.graph_objects as go
+
+from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
+from app.ui.figures.variables import ranking_figure
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; color: #1d2733; max-width: 1100px; margin: 24px auto;
+       padding: 0 20px; }
+h1 { margin-bottom: 4px; } .muted { color: #5b6775; }
+table { border-collapse: collapse; width: 100%; margin: 10px 0 24px; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #d9e0e8;
+         font-variant-numeric: tabular-nums; }
+th { background: #eef2f7; } .ok { color: #2a9d5c; font-weight: 600; }
+"""
+
+
+def _figure(figure: go.Figure, first: bool) -> str:
+    return str(figure.to_html(full_html=False, include_plotlyjs="inline" if first else False,
+                              config={"displaylogo": False}))
+
+
+def _number(value: Any) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def _measures_table(metrics: dict[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(item['name'])}</td><td>{_number(item['value'])}</td>"
+        f"<td>{_number(item['low'])} – {_number(item['high'])}</td>"
+        f"<td class='ok'>{'consistent' if item['consistent'] else ''}</td>"
+        f"<td>{html.escape(item['meaning'])}</td></tr>"
+        for item in metrics["measures"].values() if item["value"] is not None)
+    return ("<table><tr><th>measure</th><th>value</th><th>95% interval</th><th></th>"
+            f"<th>meaning</th></tr>{rows}</table>")
+
+
+def _variables_table(ranking: dict[str, Any] | None) -> str:
+    if not ranking:
+        return "<p class='muted'>No feature columns: no variable ranking.</p>"
+    rows = "".join(
+        f"<tr><td>{html.escape(str(v['variable']))}</td><td>{v['kind']}</td>"
+        f"<td>{_number(v['vece'])}</td><td>{_number(v['vce_max'])}</td>"
+        f"<td>{html.escape(str(v['v_star']))}</td><td>{_number(v['p_value'])}</td>"
+        f"<td>{v['n']:,}</td></tr>" for v in ranking["variables"])
+    return ("<table><tr><th>variable</th><th>kind</th><th>VECE</th><th>VCE(v*)</th>"
+            f"<th>v*</th><th>p-value</th><th>n</th></tr>{rows}</table>"
+            f"<p class='muted'>{ranking['n_bins']} equal-mass bins; p-values from "
+            f"{ranking['n_permutations']} seeded permutations.</p>")
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The report as one HTML page with interactive figures and no external resources."""
+    metrics = report["metrics"]
+    figures = [reliability_figure(report["reliability"]),
+               smooth_reliability_figure(report["reliability"]),
+               bin_sensitivity_figure(report["bin_sensitivity"], metrics["n_bins"])]
+    plots = "".join(_figure(figure, number == 0) for number, figure in enumerate(figures))
+    ranking = report.get("variables")
+    ranking_plot = _figure(ranking_figure(ranking), False) if ranking else ""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    title = html.escape(f"calibdash report: {report['file']}")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{_STYLE}</style></head><body>
+<h1>Calibration report</h1>
+<p class="muted">{html.escape(report['file'])} · {report['n_rows']:,} rows ·
+classes {html.escape(', '.join(report['classes'][:12]))} · {metrics['view'].replace('_', '-')}
+view · generated {stamp} by calibdash</p>
+<h2>Global measures</h2>
+{_measures_table(metrics)}
+<p class="muted">n = {metrics['n']:,}; {html.escape(metrics['interval'])},
+{metrics['n_bootstrap']} resamples.</p>
+<h2>Reliability</h2>
+{plots}
+<h2>Variables ranked by VECE</h2>
+{ranking_plot}
+{_variables_table(ranking)}
+</body></html>
+"""

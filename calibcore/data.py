@@ -50,8 +50,9 @@ class ColumnRoles:
 
     Attributes
     ----------
-    label : str
-        The true-label column.
+    label : str or None
+        The true-label column; None for an unlabeled batch (predictions only), which
+        supports the label-free diagnostics (calibration support, applying a model).
     probabilities : tuple of str
         One column per class (K >= 2), or a single column holding P(positive class)
         of a binary problem.
@@ -65,7 +66,7 @@ class ColumnRoles:
         The probability columns hold logits (softmax, or sigmoid for one column).
     """
 
-    label: str
+    label: str | None
     probabilities: tuple[str, ...]
     features: tuple[str, ...] = ()
     split: str | None = None
@@ -74,7 +75,7 @@ class ColumnRoles:
 
     def columns(self) -> list[str]:
         """Every column with a role, label first."""
-        named = [self.label, *self.probabilities, *self.features]
+        named = [*([self.label] if self.label else []), *self.probabilities, *self.features]
         return named + [c for c in (self.split, self.id) if c is not None]
 
 
@@ -125,6 +126,8 @@ class PredictionSet:
     roles : ColumnRoles
     warnings : tuple of str
         Things the user should know (renormalized rows, missing feature values, ...).
+    labelled : bool
+        False for an unlabeled batch, whose ``y_true`` is all -1.
     """
 
     classes: tuple[str, ...]
@@ -136,6 +139,7 @@ class PredictionSet:
     ids: NDArray[np.object_] | None
     roles: ColumnRoles
     warnings: tuple[str, ...] = field(default=())
+    labelled: bool = True
 
     @property
     def n_rows(self) -> int:
@@ -291,15 +295,18 @@ def build_prediction_set(
     if frame.shape[0] == 0:
         raise CalibrationInputError("the table has no rows.", code="empty_table")
     warnings: list[str] = []
-    labels = label_value_names(frame[roles.label])
-    _reject_missing(labels.isna().to_numpy(), roles.label, "label")
+    if roles.label is None:
+        labels = pd.Series([None] * frame.shape[0], dtype=object)
+    else:
+        labels = label_value_names(frame[roles.label])
+        _reject_missing(labels.isna().to_numpy(), roles.label, "label")
     raw = _numeric_probabilities(frame, roles.probabilities)
     if not roles.logits:
         _check_range(raw, roles)
     classes, proba = _class_probabilities(raw, roles, labels)
     proba = _checked_simplex(proba, roles, renormalize, warnings)
     index = {name: k for k, name in enumerate(classes)}
-    y_true = labels.map(index)
+    y_true = labels.map(index) if roles.label is not None else labels.fillna(-1)
     unknown = y_true.isna().to_numpy()
     if unknown.any():
         values = ", ".join(repr(v) for v in labels[unknown].unique()[:5])
@@ -327,6 +334,7 @@ def build_prediction_set(
         ids=None if roles.id is None else frame[roles.id].to_numpy(dtype=object),
         roles=roles,
         warnings=tuple(warnings),
+        labelled=roles.label is not None,
     )
 
 
@@ -342,7 +350,7 @@ def _check_columns_exist(frame: pd.DataFrame, roles: ColumnRoles) -> None:
     if not roles.probabilities:
         raise CalibrationInputError("choose at least one probability column.",
                                     code="no_probability_columns")
-    if roles.label in roles.probabilities:
+    if roles.label is not None and roles.label in roles.probabilities:
         raise CalibrationInputError(
             f"column {roles.label!r} cannot be both the label and a probability column.",
             code="conflicting_roles", column=roles.label)
@@ -413,6 +421,8 @@ def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
             f"({roles.probabilities[0]!r}); give one probability column per class.",
             code="label_without_probability", column=roles.label,
         )
+    if not values:  # an unlabeled batch
+        return ("0", "1")
     lowered = {v: _BOOLEAN_LABELS.get(v.lower()) for v in values}
     if all(code is not None for code in lowered.values()):
         by_code = {code: v for v, code in lowered.items()}
@@ -421,7 +431,7 @@ def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
         return (negative, positive)
     if len(values) == 2:
         return (values[0], values[1])
-    return (values[0] + " (not)", values[0]) if values else ("0", "1")
+    return (values[0] + " (not)", values[0])
 
 
 def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[str, ...]:
@@ -433,7 +443,7 @@ def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[st
         if not all(c.startswith(prefix) and len(c) > len(prefix) for c in normal_columns):
             continue
         suffixes = [c[len(prefix):] for c in normal_columns]
-        if any(s in normal_values for s in suffixes):
+        if any(s in normal_values for s in suffixes) or not values:
             return tuple(normal_values.get(s, str(c)[len(prefix):])
                          for s, c in zip(suffixes, columns, strict=True))
     if len(values) == len(columns) and all(v.isdigit() for v in values):

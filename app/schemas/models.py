@@ -34,6 +34,7 @@ class RolesRequest(BaseModel):
     no_id: bool = False
     logits: bool = False
     renormalize: bool = False
+    unlabeled: bool = Field(default=False, description="a batch without labels")
     name: str | None = None
 
 

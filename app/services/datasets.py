@@ -49,13 +49,14 @@ class RoleOverrides:
     no_id: bool = False
     logits: bool = False
     renormalize: bool = False
+    unlabeled: bool = False
 
 
 def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
     """Merge inferred roles with the user's choices; features default to the rest."""
-    label = overrides.label or guess.label
+    label = None if overrides.unlabeled else (overrides.label or guess.label)
     probabilities = overrides.probabilities or guess.probabilities
-    if label is None or not probabilities:
+    if (label is None and not overrides.unlabeled) or not probabilities:
         problems = [p for p in guess.problems
                     if (label is None and "label" in p) or (not probabilities and "probab" in p)]
         raise CalibrationInputError(
@@ -157,8 +158,21 @@ class DatasetService:
         self.record(dataset_id)
         return self._store.read_table(dataset_id)
 
-    def prediction_set(self, dataset_id: str) -> PredictionSet:
-        """The validated prediction set (cached; rebuilt from the stored table)."""
+    def prediction_set(self, dataset_id: str, *, allow_unlabeled: bool = False) -> PredictionSet:
+        """The validated prediction set (cached; rebuilt from the stored table).
+
+        An unlabeled batch is refused unless ``allow_unlabeled``: only label-free
+        diagnostics (calibration support as a batch) can use it.
+        """
+        prediction_set = self._load(dataset_id)
+        if not prediction_set.labelled and not allow_unlabeled:
+            raise CalibrationInputError(
+                f"dataset {dataset_id} has no labels (an unlabeled batch): it can be compared "
+                "with a labelled dataset on the Heterogeneity page (calibration support), but "
+                "calibration measures need labels.", code="no_labels")
+        return prediction_set
+
+    def _load(self, dataset_id: str) -> PredictionSet:
         with self._lock:
             if dataset_id in self._cache:
                 self._cache.move_to_end(dataset_id)
@@ -218,5 +232,6 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "n_calibration": None if split is None else int((split == "calibration").sum()),
         "n_test": None if split is None else int((split == "test").sum()),
         "renormalized": renormalized,
+        "labelled": prediction_set.labelled,
         "warnings": list(prediction_set.warnings),
     }

@@ -159,8 +159,9 @@ def params_key(dataset_id: str, topic: str, document: dict[str, Any]) -> str:
     return f"{dataset_id}.{topic}.{hashlib.sha256(text.encode()).hexdigest()[:20]}"
 
 
-def class_names(prediction_set: PredictionSet, indices: NDArray[np.intp]) -> list[str]:
-    return [prediction_set.classes[int(i)] for i in indices]
+def class_names(prediction_set: PredictionSet, indices: NDArray[np.intp]) -> list[str | None]:
+    """Class names of class indices; None for the -1 of an unlabeled batch."""
+    return [prediction_set.classes[int(i)] if i >= 0 else None for i in indices]
 
 
 def row_ids(prediction_set: PredictionSet, rows: NDArray[np.intp]) -> list[Any]:

@@ -63,7 +63,7 @@ def start_support(services: Services, dataset_id: str, params: SupportParams) ->
             raise CalibrationInputError(
                 "the batch must be another dataset: this dataset's own test rows are already "
                 "compared with its calibration rows.", code="invalid_parameters")
-        batch = services.datasets.prediction_set(params.batch_dataset_id)
+        batch = services.datasets.prediction_set(params.batch_dataset_id, allow_unlabeled=True)
         batch_name = str(services.datasets.summary(params.batch_dataset_id)["name"])
     task = _SupportTask.prepare(services.store, dataset_id, prediction_set, params, batch,
                                 batch_name)

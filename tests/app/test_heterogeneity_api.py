@@ -244,3 +244,20 @@ def test_a_running_hh_job_can_be_cancelled(client, shared_data) -> None:
     assert job["status"] == "cancelled", job
     store = client.app.state.services.store
     assert not list(store.root.glob(f"**/{dataset_id}.hh.*"))
+
+
+def test_an_unlabeled_batch_is_compared_and_refused_elsewhere(client, moons) -> None:
+    dataset_id, _ = moons
+    unlabeled = moons_frame(seed=8, shift=3.0, split=False).drop(columns="y_true")
+    created = client.post("/api/v1/datasets", files={"file": ("batch.csv",
+                                                              csv_bytes(unlabeled))},
+                          data={"unlabeled": "true"})
+    assert created.status_code == 201, created.text
+    batch_id = created.json()["id"]
+    assert created.json()["labelled"] is False and created.json()["classes"] == ["0", "1"]
+    assert_error(client.get(f"/api/v1/datasets/{batch_id}/metrics"), 422, "no_labels")
+    url = f"/api/v1/datasets/{dataset_id}/support"
+    result = wait_for_job(client, client.post(url, json={"batch_dataset_id": batch_id}))
+    shift = result["result"]["batch"]["shift"]
+    assert shift["shifted"] and shift["p_value"] < 0.01
+    assert all(row["label"] is None for row in result["result"]["batch"].get("lowest", []))

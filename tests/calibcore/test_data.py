@@ -152,3 +152,15 @@ def test_feature_kinds_and_missing_feature_warning() -> None:
     assert feature_kind(pd.Series([0, 1, 2, 1])) == "categorical"
     assert feature_kind(pd.Series(np.arange(50))) == "numeric"
     assert feature_kind(pd.Series([True, False])) == "categorical"
+
+
+def test_unlabeled_batch_takes_classes_from_column_names(shared_data) -> None:
+    frame = pd.read_csv(shared_data / "digits_svm.csv").drop(columns="label")
+    roles = ColumnRoles(None, tuple(f"proba_{k}" for k in range(10)),
+                        tuple(f"px{k}" for k in range(64)))
+    batch = build_prediction_set(frame, roles)
+    assert not batch.labelled and batch.classes == tuple(str(k) for k in range(10))
+    assert (batch.y_true == -1).all() and batch.proba.shape == (1197, 10)
+    binary = build_prediction_set(pd.DataFrame({"y_prob": [0.2, 0.9]}),
+                                  ColumnRoles(None, ("y_prob",)))
+    assert binary.classes == ("0", "1") and not binary.labelled

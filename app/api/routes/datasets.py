@@ -41,12 +41,13 @@ def create_dataset(
     id: Annotated[str | None, Form()] = None,
     logits: Annotated[bool, Form()] = False,
     renormalize: Annotated[bool, Form()] = False,
+    unlabeled: Annotated[bool, Form(description="a batch without labels (support only)")] = False,
     name: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
     """Upload a prediction file; roles are inferred unless given."""
     overrides = RoleOverrides(label=label, probabilities=_columns(probabilities),
                               features=_columns(features), split=split, id=id,
-                              logits=logits, renormalize=renormalize)
+                              logits=logits, renormalize=renormalize, unlabeled=unlabeled)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         return services.datasets.create_from_file(path, file.filename or "upload", overrides,
@@ -73,7 +74,7 @@ def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -
         label=roles.label, probabilities=tuple(roles.probabilities or ()) or None,
         features=None if roles.features is None else tuple(roles.features),
         split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
-        logits=roles.logits, renormalize=roles.renormalize)
+        logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled)
     return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)
 
 

@@ -81,7 +81,9 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
                                      className="text-input")),
             dcc.Checklist(id=ids.ROLE_OPTIONS, options=[
                 {"label": " probability columns hold logits", "value": "logits"},
-                {"label": " renormalize rows that do not sum to 1", "value": "renormalize"}],
+                {"label": " renormalize rows that do not sum to 1", "value": "renormalize"},
+                {"label": " no labels: an unlabeled batch (for the calibration-support shift "
+                          "check)", "value": "unlabeled"}],
                 value=[], className="checklist"),
         ], className="roles-grid"),
         html.Button("Create dataset", id=ids.CONFIRM_BUTTON, className="button"),
@@ -126,7 +128,8 @@ def register(app: Dash, services: Services) -> None:
             label=label, probabilities=tuple(probabilities or ()) or None,
             features=tuple(features or ()), split=split, id=id_column,
             no_split=split is None, no_id=id_column is None,
-            logits="logits" in options, renormalize="renormalize" in options)
+            logits="logits" in options, renormalize="renormalize" in options,
+            unlabeled="unlabeled" in options)
         try:
             summary = await asyncio.to_thread(services.datasets.create_from_upload,
                                               response["body"]["upload_id"], overrides, name)

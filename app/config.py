@@ -26,6 +26,9 @@ class Settings(BaseSettings):
         Default bootstrap resamples for intervals.
     job_workers : int
         Threads running background jobs.
+    warm_up : bool
+        Compile UMAP (numba, about a minute) in a background job at start, so the first
+        UMAP landscape does not wait for it.
     """
 
     model_config = SettingsConfigDict(env_prefix="CALIBDASH_")
@@ -38,6 +41,7 @@ class Settings(BaseSettings):
     api_token: str | None = None
     n_bootstrap: int = 200
     job_workers: int = 2
+    warm_up: bool = True
     random_state: int = 0
 
 

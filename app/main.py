@@ -13,6 +13,7 @@ from app.api import build_router
 from app.api.errors import error_response, install_error_handlers
 from app.config import Settings, get_settings
 from app.services.context import Services, example_path
+from app.services.local_embedding import start_warm_up
 from app.ui.dashboard import build_dash
 
 logger = logging.getLogger("calibdash")
@@ -35,6 +36,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             loaded = services.datasets.ensure_example(example_path())
             if loaded:
                 logger.info("loaded the example dataset as %s", loaded)
+        if settings.warm_up:
+            start_warm_up(services)
         yield
         services.jobs.shutdown()
 

@@ -37,7 +37,8 @@ def run(quick: bool = False) -> list[Row]:
     with tempfile.TemporaryDirectory() as directory:
         path = prediction_csv(n_rows, Path(directory) / "predictions.csv")
         size = path.stat().st_size
-        settings = Settings(data_dir=Path(directory) / "store", load_example=False)
+        settings = Settings(data_dir=Path(directory) / "store", load_example=False,
+                            warm_up=False)
         with TestClient(create_app(settings)) as client:
             def overview() -> dict:
                 with open(path, "rb") as stream:

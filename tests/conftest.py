@@ -30,7 +30,8 @@ def settings_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
     from app.config import Settings
 
     def make(**overrides: object) -> Settings:
-        values: dict[str, object] = {"data_dir": tmp_path / "store", "load_example": False}
+        values: dict[str, object] = {"data_dir": tmp_path / "store", "load_example": False,
+                                     "warm_up": False}
         values.update(overrides)
         return Settings(**values)
 

@@ -37,7 +37,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
          str(data_dir)], stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        # no UMAP warm-up: each test module starts a server and it would compile each time
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "CALIBDASH_WARM_UP": "false"})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

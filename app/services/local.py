@@ -1,0 +1,435 @@
+"""Local calibration of a stored dataset: LCE landscapes and MLCE curves (paper 000, SPEC §4.3).
+
+Two jobs share one representation phi of the chosen rows (features -> encoding
+-> reducer, :func:`calibcore.embedding.embed`):
+
+* the *landscape* (:func:`start_landscape`): per-row signed and absolute LCE at
+  one bandwidth gamma, per-bin summaries with the CDF of the LCE, and the rows
+  on the 2-D map for display;
+* the *curve* (:func:`start_curve`): MLCE and mean LCE over a log grid of gamma,
+  with the MCE and ECE as their gamma -> infinity limits.
+
+Caching. The embedding is cached on its own (:mod:`app.services.local_embedding`),
+so changing gamma or the bins reuses it; the per-row signed LCE is cached
+per (representation, gamma, bins) (``<dataset_id>.lce.<hash>``, Parquet) and the
+curve per (representation, gammas, bins) (``<dataset_id>.lce-curve.<hash>``, JSON).
+Everything else (summaries, CDFs, the rows to draw) is rebuilt from those in
+well under a second, by :func:`landscape_result`, which the UI also calls to
+redraw one bin. Identical requests running at once compute once (a lock per key).
+
+Display decimation. A scatter of hundreds of thousands of points is slow to
+send and draw and no more informative, so ``rows`` (the points for the map)
+holds at most ``max_points`` rows (default :data:`MAX_DISPLAY_POINTS`): a seeded
+uniform sample of the rows of the selected bin (or of all bins), which keeps the
+map's density honest; ``max_points=None`` sends every row. The per-row values are
+always saved in full as the row columns ``lce`` and ``lce_signed`` (NaN outside
+the chosen subset), for downloads with ``?columns=lce,lce_signed``. Rows are sent
+in increasing |LCE| so the largest errors are drawn on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from app.jobs import Job, Progress
+from app.services.cache import cache_key
+from app.services.jsonable import jsonable
+from app.services.local_embedding import (
+    CACHE_VERSION,
+    PREPARING_UMAP,
+    ChosenRows,
+    RepresentationParams,
+    StoredEmbedding,
+    cached_embedding,
+    choose_rows,
+    embedding_key,
+    locked,
+    start_warm_up,
+)
+from app.services.row_columns import save_row_column
+from app.store import Store
+from calibcore.binning import assign_bins, equal_width_edges
+from calibcore.embedding import Reducer
+from calibcore.exceptions import CalibrationInputError
+from calibcore.local import (
+    DEFAULT_GAMMAS,
+    LCEBinSummary,
+    LocalCalibration,
+    local_calibration,
+    mlce_curve,
+    summarize_bins,
+)
+from calibcore.views import top_label
+
+if TYPE_CHECKING:
+    from app.services.context import Services
+
+__all__ = ["CDF_POINTS", "DEFAULT_GAMMA_FEATURES", "DEFAULT_GAMMA_MAP", "MAX_DISPLAY_POINTS",
+           "PREPARING_UMAP", "CurveParams", "LandscapeParams", "RepresentationParams",
+           "default_gamma", "landscape_result", "start_curve", "start_landscape",
+           "start_warm_up"]
+
+#: Bandwidth used when none is given: 2-D/3-D maps (t-SNE, UMAP, embedding columns, a
+#: low-dimensional encoding) and feature spaces (PCA, a wider encoding), as in the paper.
+DEFAULT_GAMMA_MAP = 0.2
+DEFAULT_GAMMA_FEATURES = 0.4
+#: Most rows sent for the scatter (see the module docstring).
+MAX_DISPLAY_POINTS = 50_000
+#: Most points per CDF (more rows are summarized by evenly spaced quantiles).
+CDF_POINTS = 256
+
+
+@dataclass(frozen=True)
+class LandscapeParams:
+    """One landscape: representation, bandwidth (``None``: the reducer's default), bins,
+    and what to send for display (``bin_index=None``: every bin)."""
+
+    representation: RepresentationParams = field(default_factory=RepresentationParams)
+    gamma: float | None = None
+    n_bins: int = 15
+    max_points: int | None = MAX_DISPLAY_POINTS
+    bin_index: int | None = None
+
+
+@dataclass(frozen=True)
+class CurveParams:
+    """An MLCE curve over ``gammas``, or over a log grid of ``n_gammas`` bandwidths from
+    ``gamma_min`` to ``gamma_max``."""
+
+    representation: RepresentationParams = field(default_factory=RepresentationParams)
+    gammas: tuple[float, ...] | None = None
+    gamma_min: float = float(DEFAULT_GAMMAS[0])
+    gamma_max: float = float(DEFAULT_GAMMAS[-1])
+    n_gammas: int = DEFAULT_GAMMAS.size
+    n_bins: int = 15
+
+    def grid(self) -> NDArray[np.float64]:
+        """The bandwidths, sorted and distinct."""
+        if self.gammas is not None:
+            return np.unique(np.asarray(self.gammas, dtype=np.float64))
+        if not 0 < self.gamma_min < self.gamma_max:
+            raise CalibrationInputError(
+                f"the gamma grid needs 0 < gamma_min < gamma_max; got gamma_min="
+                f"{self.gamma_min:g}, gamma_max={self.gamma_max:g}.", code="invalid_parameters")
+        return np.logspace(np.log10(self.gamma_min), np.log10(self.gamma_max), self.n_gammas)
+
+
+def default_gamma(reducer: Reducer, dimension: int) -> float:
+    """0.4 for PCA (and encoded features of more than 3 dimensions), 0.2 for 2-D/3-D maps."""
+    if reducer == "pca" or (reducer in ("none", "columns") and dimension > 3):
+        return DEFAULT_GAMMA_FEATURES
+    return DEFAULT_GAMMA_MAP
+
+
+# -- the landscape -------------------------------------------------------------------------
+def _lce_key(dataset_id: str, params: RepresentationParams, gamma: float, n_bins: int) -> str:
+    return cache_key(dataset_id, "lce", version=CACHE_VERSION, representation=asdict(params),
+                     gamma=gamma, n_bins=n_bins)
+
+
+def _resolved_gamma(params: LandscapeParams, about: dict[str, Any]) -> float:
+    if params.gamma is not None:
+        return float(params.gamma)
+    return default_gamma(params.representation.reducer, int(about["dimension"]))
+
+
+@dataclass(frozen=True, eq=False)
+class _Task:
+    """A validated request, ready to run in a job (or to be read back from the caches)."""
+
+    store: Store
+    dataset_id: str
+    rows: ChosenRows
+    representation: RepresentationParams
+
+    @classmethod
+    def prepare(cls, services: Services, dataset_id: str,
+                params: RepresentationParams) -> _Task:
+        prediction_set = services.datasets.prediction_set(dataset_id)
+        representation, rows = choose_rows(prediction_set, params)
+        return cls(services.store, dataset_id, rows, representation)
+
+    def local(self, signed: NDArray[np.float64], gamma: float, n_bins: int,
+              dimension: int) -> LocalCalibration:
+        """The core's result rebuilt from the cached signed LCE."""
+        prediction_set, positions = self.rows.prediction_set, self.rows.positions
+        problem = top_label(prediction_set.y_true[positions], prediction_set.proba[positions])
+        confidence, correct = problem.scores[0], problem.outcomes[0]
+        edges = equal_width_edges(n_bins)
+        return LocalCalibration(signed_lce=signed, confidence=confidence, correct=correct,
+                                bin_index=assign_bins(confidence, edges), edges=edges,
+                                gamma=gamma, dimension=dimension, exact=True)
+
+
+def start_landscape(services: Services, dataset_id: str, params: LandscapeParams) -> Job:
+    """Validate now (unknown dataset, features or bad combinations fail at once), then
+    submit the landscape job; its result is :func:`landscape_result`."""
+    task = _Task.prepare(services, dataset_id, params.representation)
+    _check_display(params)
+
+    def run(progress: Progress) -> dict[str, Any]:
+        progress.update(0.01, "loading the dataset")
+        embedding = cached_embedding(task.store, dataset_id, task.rows, task.representation,
+                                     progress, (0.02, 0.75))
+        gamma = _resolved_gamma(params, embedding.about)
+        key = _lce_key(dataset_id, task.representation, gamma, params.n_bins)
+        with locked(key):
+            cached = task.store.has_document(key)
+            if cached:
+                signed = task.store.read_table(key)["signed_lce"].to_numpy()
+                exact = bool(task.store.read_document(key)["exact"])
+            else:
+                def report(fraction: float, message: str) -> None:
+                    progress.update(0.75 + 0.2 * fraction, message)
+
+                result = local_calibration(embedding.coordinates,
+                                           task.rows.prediction_set.y_true[task.rows.positions],
+                                           task.rows.prediction_set.proba[task.rows.positions],
+                                           gamma=gamma, n_bins=params.n_bins, progress=report)
+                signed, exact = result.signed_lce, result.exact
+                task.store.write_table(key, pd.DataFrame({"signed_lce": signed}))
+                task.store.write_document(key, {"gamma": gamma, "n_bins": params.n_bins,
+                                                "exact": exact})
+        progress.update(0.96, "saving the lce and lce_signed row columns")
+        _save_columns(task, signed)
+        progress.update(0.98, "summarizing bins")
+        return _assemble(task, params, embedding, gamma, signed, exact,
+                         {"embedding": embedding.cached, "lce": cached})
+
+    return services.jobs.submit("lce", run)
+
+
+def landscape_result(services: Services, dataset_id: str,
+                     params: LandscapeParams) -> dict[str, Any]:
+    """A computed landscape read back from the caches (e.g. to draw another bin).
+
+    Raises ``CalibrationInputError`` (code ``not_computed``) when it has not been
+    computed for these parameters.
+    """
+    task = _Task.prepare(services, dataset_id, params.representation)
+    _check_display(params)
+    map_key = embedding_key(dataset_id, task.representation)
+    store = services.store
+    if not store.has_document(map_key):
+        raise _not_computed()
+    about = store.read_document(map_key)
+    gamma = _resolved_gamma(params, about)
+    key = _lce_key(dataset_id, task.representation, gamma, params.n_bins)
+    if not store.has_document(key):
+        raise _not_computed()
+    map_2d = store.read_table(map_key)[["map_x", "map_y"]].to_numpy()
+    signed = store.read_table(key)["signed_lce"].to_numpy()
+    embedding = StoredEmbedding(np.empty((map_2d.shape[0], 0)), map_2d, about, True)
+    return _assemble(task, params, embedding, gamma, signed,
+                     bool(store.read_document(key)["exact"]), {"embedding": True, "lce": True})
+
+
+def _not_computed() -> CalibrationInputError:
+    return CalibrationInputError(
+        "this landscape has not been computed yet (or its dataset changed); run it first "
+        "(POST /api/v1/datasets/{id}/lce).", code="not_computed")
+
+
+def _check_display(params: LandscapeParams) -> None:
+    if params.bin_index is not None and not 0 <= params.bin_index < params.n_bins:
+        raise CalibrationInputError(
+            f"bin must be between 0 and {params.n_bins - 1} (n_bins={params.n_bins}); "
+            f"got {params.bin_index}.", code="invalid_parameters")
+
+
+def _save_columns(task: _Task, signed: NDArray[np.float64]) -> None:
+    full = np.full(task.rows.prediction_set.n_rows, np.nan)
+    full[task.rows.positions] = signed
+    save_row_column(task.store, task.dataset_id, "lce_signed", full)
+    save_row_column(task.store, task.dataset_id, "lce", np.abs(full))
+
+
+def _assemble(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, gamma: float,
+              signed: NDArray[np.float64], exact: bool, cached: dict[str, bool]) -> dict[str, Any]:
+    dimension = int(embedding.about["dimension"])
+    result = task.local(signed, gamma, params.n_bins, dimension)
+    summary = summarize_bins(result)
+    filled = summary.count > 0
+    n_rows = result.n_rows
+    lce = result.lce
+    worst = int(np.argmax(lce))
+    representation = task.representation
+    display = _display_rows(task, params, embedding.map_2d, result)
+    return jsonable({
+        "dataset_id": task.dataset_id,
+        "params": {**asdict(representation), "features": list(representation.features or ()),
+                   "gamma": gamma, "gamma_default": params.gamma is None,
+                   "n_bins": params.n_bins},
+        "n_rows": n_rows,
+        "n_dataset_rows": task.rows.prediction_set.n_rows,
+        "dimension": dimension,
+        "embedding": embedding.about,
+        "exact": exact,
+        "mlce": result.mlce,
+        "mean_lce": result.mean_lce,
+        "mce": float(np.nanmax(summary.gap)),
+        "ece": float(np.dot(summary.count[filled], summary.gap[filled]) / n_rows),
+        "worst_row": {**_row_record(task, result, embedding.map_2d, worst)},
+        "bins": _bins(summary),
+        "cdf": _cdf(np.sort(lce)),
+        "rows": display,
+        "cached": cached,
+        "saved_columns": ["lce", "lce_signed"],
+        "notes": _notes(task, params, embedding, gamma, exact, display),
+    })
+
+
+def _row_record(task: _Task, result: LocalCalibration, map_2d: NDArray[np.float64],
+                index: int) -> dict[str, Any]:
+    prediction_set = task.rows.prediction_set
+    position = int(task.rows.positions[index])
+    return {"row": position,
+            "id": None if prediction_set.ids is None else prediction_set.ids[position],
+            "lce": float(result.lce[index]), "signed_lce": float(result.signed_lce[index]),
+            "confidence": float(result.confidence[index]),
+            "bin": int(result.bin_index[index]),
+            "x": float(map_2d[index, 0]), "y": float(map_2d[index, 1])}
+
+
+def _display_rows(task: _Task, params: LandscapeParams, map_2d: NDArray[np.float64],
+                  result: LocalCalibration) -> dict[str, Any]:
+    selected = (np.arange(result.n_rows) if params.bin_index is None
+                else np.flatnonzero(result.bin_index == params.bin_index))
+    sampled = params.max_points is not None and selected.size > params.max_points
+    if sampled:
+        rng = np.random.default_rng(task.representation.random_state)
+        selected = rng.choice(selected, size=params.max_points, replace=False)
+    shown = selected[np.argsort(result.lce[selected], kind="stable")]
+    prediction_set = task.rows.prediction_set
+    positions = task.rows.positions[shown]
+    classes = np.asarray(prediction_set.classes, dtype=object)
+    ids = ([None] * positions.size if prediction_set.ids is None
+           else [str(value) for value in prediction_set.ids[positions]])
+    return {
+        "bin": params.bin_index,
+        "n_selected": int((result.bin_index == params.bin_index).sum()
+                          if params.bin_index is not None else result.n_rows),
+        "n_shown": int(shown.size),
+        "sampled": bool(sampled),
+        "row": positions, "id": ids,
+        "x": map_2d[shown, 0], "y": map_2d[shown, 1],
+        "lce": result.lce[shown], "signed_lce": result.signed_lce[shown],
+        "confidence": result.confidence[shown],
+        "label": classes[prediction_set.y_true[positions]].tolist(),
+        "prediction": classes[prediction_set.proba[positions].argmax(axis=1)].tolist(),
+        "bin_index": result.bin_index[shown],
+    }
+
+
+def _cdf(sorted_values: NDArray[np.float64]) -> dict[str, Any]:
+    """Empirical CDF points: every value up to :data:`CDF_POINTS` rows, evenly spaced
+    quantiles beyond."""
+    count = sorted_values.size
+    if count <= CDF_POINTS:
+        return {"lce": sorted_values, "cumulative": np.arange(1, count + 1) / max(count, 1),
+                "n": count}
+    positions = np.unique(np.linspace(0, count - 1, CDF_POINTS).round().astype(np.intp))
+    return {"lce": sorted_values[positions], "cumulative": (positions + 1) / count, "n": count}
+
+
+def _bins(summary: LCEBinSummary) -> list[dict[str, Any]]:
+    bins = []
+    for b in range(summary.count.size):
+        distribution = summary.distribution(b)
+        bins.append({
+            "index": b, "lower": distribution.lower, "upper": distribution.upper,
+            "count": distribution.count, "confidence": summary.confidence[b],
+            "accuracy": summary.accuracy[b], "gap": distribution.gap,
+            "mean_lce": distribution.mean_lce, "mean_signed_lce": summary.mean_signed_lce[b],
+            "max_lce": summary.max_lce[b], "cdf": _cdf(distribution.values)})
+    return bins
+
+
+def _notes(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, gamma: float,
+           exact: bool, display: dict[str, Any]) -> list[str]:
+    representation = task.representation
+    n_rows, n_all = task.rows.positions.size, task.rows.prediction_set.n_rows
+    notes = [f"Rows: {representation.subset} ({n_rows:,} of {n_all:,})."
+             if representation.subset != "all" else f"Rows: all {n_rows:,}."]
+    about = embedding.about
+    notes.append(f"Kernel space phi: {_reducer_words(representation, about)}; the map shows "
+                 f"{about['map_source']}.")
+    notes.extend(about["notes"])
+    if params.gamma is None:
+        notes.append(f"gamma = {gamma:g}, the default for this representation (0.2 for 2-D/3-D "
+                     "maps, 0.4 for PCA and wider feature spaces, as in the paper).")
+    notes.append(f"LCE: Laplace kernel exp(-||phi(x) - phi(x')||_1 / (d gamma)) with d = "
+                 f"{about['dimension']}, gamma = {gamma:g}, over the rows of the same "
+                 f"equal-width confidence bin ({params.n_bins} bins), the row itself included; "
+                 + ("computed exactly." if exact else "large bins summed over a seeded sample "
+                    "of rows (an approximation)."))
+    if display["sampled"]:
+        notes.append(f"The map draws a seeded sample of {display['n_shown']:,} of the "
+                     f"{display['n_selected']:,} rows; every row's LCE is in the summaries "
+                     "and in the saved columns.")
+    notes.append("Saved as the per-row columns “lce” and “lce_signed” (add them to a "
+                 "recalibration download); rows outside the chosen subset are empty.")
+    return notes
+
+
+def _reducer_words(params: RepresentationParams, about: dict[str, Any]) -> str:
+    encoded = f"{len(about['columns'])} feature columns ({about['n_encoded']} after encoding)"
+    words: dict[str, str] = {
+        "none": f"the standardized, encoded features: {encoded}",
+        "pca": f"PCA({about['dimension']}) of {encoded}",
+        "tsne": f"{about['dimension']}-D t-SNE of {encoded}",
+        "umap": f"{about['dimension']}-D UMAP of {encoded}",
+        "columns": f"the embedding columns {', '.join(about['columns'])} as given",
+    }
+    return words[params.reducer]
+
+
+# -- the curve -----------------------------------------------------------------------------
+def start_curve(services: Services, dataset_id: str, params: CurveParams) -> Job:
+    """Validate now, then submit the MLCE-curve job (result: gammas, mlce, mean_lce, mce, ece)."""
+    task = _Task.prepare(services, dataset_id, params.representation)
+    gammas = params.grid()
+    key = cache_key(dataset_id, "lce-curve", version=CACHE_VERSION,
+                    representation=asdict(task.representation), gammas=gammas.tolist(),
+                    n_bins=params.n_bins)
+
+    def run(progress: Progress) -> dict[str, Any]:
+        progress.update(0.01, "loading the dataset")
+        with locked(key):
+            if task.store.has_document(key):
+                progress.update(0.99, "loaded the cached curve")
+                return {**task.store.read_document(key), "cached": True}
+            embedding = cached_embedding(task.store, dataset_id, task.rows,
+                                         task.representation, progress, (0.02, 0.6))
+
+            def report(fraction: float, message: str) -> None:
+                progress.update(0.6 + 0.38 * fraction, f"gamma sweep ({gammas.size} "
+                                f"bandwidths): {message}")
+
+            positions = task.rows.positions
+            curve = mlce_curve(embedding.coordinates, task.rows.prediction_set.y_true[positions],
+                               task.rows.prediction_set.proba[positions], gammas=gammas,
+                               n_bins=params.n_bins, progress=report)
+            document = jsonable({
+                "dataset_id": dataset_id,
+                "params": {**asdict(task.representation),
+                           "features": list(task.representation.features or ()),
+                           "n_bins": params.n_bins},
+                "gammas": curve.gammas, "mlce": curve.mlce, "mean_lce": curve.mean_lce,
+                "mce": curve.mce, "ece": curve.ece, "n_rows": curve.n_rows,
+                "dimension": curve.dimension, "exact": curve.exact,
+                "embedding": embedding.about,
+                "notes": [f"MLCE and mean LCE at {gammas.size} bandwidths from {gammas[0]:g} "
+                          f"to {gammas[-1]:g}; as gamma grows they tend to the MCE and the ECE "
+                          f"over the same {params.n_bins} bins (Lemma 1).",
+                          *embedding.about["notes"]],
+            })
+            task.store.write_document(key, document)
+        return {**document, "cached": False}
+
+    return services.jobs.submit("lce_curve", run)

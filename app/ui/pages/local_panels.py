@@ -1,0 +1,163 @@
+"""Pieces of the Local page: its controls, results panel, summary cards, bin choices and
+the table of selected rows (:mod:`app.ui.pages.local` wires them with callbacks)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dash import dcc, html
+
+from app.services import local
+from app.ui import ids
+from app.ui.components import info_note, measure_card
+from app.ui.figures import empty_figure
+from app.ui.figures.local import bin_label
+from calibcore.embedding import DEFAULT_SAMPLE_SIZE
+
+HIDDEN = {"display": "none"}
+_REDUCERS = [{"label": "PCA", "value": "pca"}, {"label": "UMAP", "value": "umap"},
+             {"label": "t-SNE (slow beyond a few thousand rows: lower the sample)",
+              "value": "tsne"},
+             {"label": "none (standardized, encoded features)", "value": "none"},
+             {"label": "embedding columns (given)", "value": "columns"}]
+_GAMMA_MARKS = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
+#: Rows listed for a selection (the largest LCE first).
+SELECTION_ROWS = 200
+
+
+def _control(label: str, child: Any, component_id: str | None = None, wide: bool = False,
+             **kwargs: Any) -> html.Div:
+    return html.Div([html.Label(label, className="field-label", htmlFor=component_id), child],
+                    className="control control-wide" if wide else "control", **kwargs)
+
+
+def _number(component_id: str, value: float, **limits: Any) -> dcc.Input:
+    return dcc.Input(id=component_id, type="number", value=value, debounce=True,
+                     className="text-input", **limits)
+
+
+def controls() -> html.Div:
+    """Features, representation, bandwidth (log slider), bins, rows, reducer sample."""
+    return html.Div([
+        _control("Feature columns", dcc.Dropdown(id=ids.LOCAL_FEATURES, multi=True,
+                                                 placeholder="all feature columns"),
+                 ids.LOCAL_FEATURES, wide=True),
+        _control("Representation φ", dcc.Dropdown(id=ids.LOCAL_REDUCER, options=_REDUCERS,
+                                                  value="pca", clearable=False),
+                 ids.LOCAL_REDUCER),
+        _control("Dimensions (PCA: k; t-SNE, UMAP: 2 or 3)",
+                 _number(ids.LOCAL_COMPONENTS, 2, min=1, max=200, step=1),
+                 ids.LOCAL_COMPONENTS),
+        _control("Embedding columns (numeric)",
+                 dcc.Dropdown(id=ids.LOCAL_EMBEDDING_COLUMNS, multi=True,
+                              placeholder="choose 2 or 3 columns"),
+                 ids.LOCAL_EMBEDDING_COLUMNS, wide=True, id=ids.LOCAL_EMBEDDING_CONTROL,
+                 style=HIDDEN),
+        html.Div([html.Label([html.Span("Kernel bandwidth "),
+                              html.Span("γ = 0.4", id=ids.LOCAL_GAMMA_TEXT,
+                                        className="local-gamma-value")],
+                             className="field-label", htmlFor=ids.LOCAL_GAMMA),
+                  dcc.Slider(id=ids.LOCAL_GAMMA, min=-3, max=2, step=0.01,
+                             value=math.log10(local.DEFAULT_GAMMA_FEATURES),
+                             marks=_GAMMA_MARKS, updatemode="mouseup",
+                             allow_direct_input=False)],
+                 className="control control-wide local-gamma"),
+        _control("Confidence bins", _number(ids.LOCAL_BINS, 15, min=1, max=100, step=1),
+                 ids.LOCAL_BINS),
+        _control("Rows", dcc.RadioItems(id=ids.LOCAL_SUBSET, value="all", className="radio",
+                                        options=[{"label": s, "value": s}
+                                                 for s in ("all", "calibration", "test")])),
+        _control("Fit the reducer on at most (rows, seeded)",
+                 _number(ids.LOCAL_SAMPLE, DEFAULT_SAMPLE_SIZE, min=10, step=1),
+                 ids.LOCAL_SAMPLE),
+    ], className="controls")
+
+
+def results_panel() -> html.Div:
+    """Display choices, the map beside the CDF, the selection table and the curves."""
+    return html.Div([
+        html.Div(id=ids.LOCAL_SUMMARY),
+        html.Div([
+            _control("Colour", dcc.RadioItems(
+                id=ids.LOCAL_COLOUR, value="lce", className="radio",
+                options=[{"label": "LCE", "value": "lce"},
+                         {"label": "signed LCE (over- vs under-confident)",
+                          "value": "signed"}])),
+            _control("Confidence bin", dcc.Dropdown(id=ids.LOCAL_BIN, value="all",
+                                                    clearable=False), ids.LOCAL_BIN,
+                     wide=True),
+        ], className="controls local-display"),
+        html.Div([
+            dcc.Graph(id=ids.LOCAL_MAP, figure=empty_figure("Computing…"),
+                      config={"displaylogo": False}, className="local-graph"),
+            dcc.Graph(id=ids.LOCAL_CDF, figure=empty_figure("Computing…"),
+                      config={"displaylogo": False}, className="local-graph"),
+        ], className="local-graphs"),
+        html.H3("Rows in the selected region"),
+        html.Div(info_note("Drag a box (or lasso) on the map, or click a point, to list rows."),
+                 id=ids.LOCAL_SELECTION),
+        dcc.Graph(id=ids.LOCAL_CURVES, figure=empty_figure("The MLCE curve follows the "
+                                                           "landscape."),
+                  config={"displaylogo": False}, className="local-graph"),
+    ], id=ids.LOCAL_RESULTS, style=HIDDEN)
+
+
+def bin_options(result: dict[str, Any]) -> list[dict[str, str]]:
+    """"All bins" and each non-empty confidence bin with its n, gap and mean LCE."""
+    options = [{"label": f"all bins (n = {result['n_rows']:,})", "value": "all"}]
+    for summary in result["bins"]:
+        if summary["count"]:
+            options.append({
+                "label": f"bin {summary['index'] + 1} {bin_label(summary)} · n = "
+                         f"{summary['count']:,} · |conf − acc| = {summary['gap']:.3f} · mean "
+                         f"LCE {summary['mean_lce']:.3f}",
+                "value": str(summary["index"])})
+    return options
+
+
+def summary_panel(result: dict[str, Any]) -> html.Div:
+    """Headline cards (MLCE, mean LCE, their gamma -> infinity limits, gamma) and notes."""
+    n = f"n = {result['n_rows']:,} rows"
+    worst = result["worst_row"]
+    where = f"id {worst['id']}" if worst["id"] is not None else f"row {worst['row']:,}"
+    cards = html.Div([
+        measure_card("MLCE", result["mlce"], f"{n}; at {where}",
+                     title="largest LCE over rows (000, eq. 5)"),
+        measure_card("Mean LCE", result["mean_lce"], n),
+        measure_card("MCE", result["mce"], "γ → ∞ limit of the MLCE",
+                     title="largest |conf − acc| over the confidence bins"),
+        measure_card("ECE", result["ece"], "γ → ∞ limit of the mean LCE",
+                     title="count-weighted mean |conf − acc| over the confidence bins"),
+        measure_card("Bandwidth γ", f"{result['params']['gamma']:g}",
+                     f"d = {result['dimension']}, {result['params']['n_bins']} bins"),
+    ], className="cards", id=ids.LOCAL_CARDS)
+    notes = html.Details([html.Summary("What was done"),
+                          html.Ul([html.Li(note) for note in result["notes"]])],
+                         className="local-notes")
+    return html.Div([cards, notes])
+
+
+def selection_table(data: dict[str, Any] | None) -> html.Div:
+    """The rows of the map points in a selection or click, the largest LCE first."""
+    points = [p for p in (data or {}).get("points", []) if p.get("curveNumber") == 0
+              and p.get("customdata")]
+    if not points:
+        return info_note("No rows selected. Drag a box (or lasso) on the map, or click a point.")
+    rows = {int(p["customdata"][0]): p["customdata"] for p in points}
+    ordered = sorted(rows.values(), key=lambda values: -float(values[5]))
+    shown = ordered[:SELECTION_ROWS]
+    header = html.Tr([html.Th(h) for h in ("id", "row", "label", "prediction", "confidence",
+                                           "LCE", "signed LCE")])
+    body = [html.Tr([html.Td(str(v[1])), html.Td(f"{int(v[0]):,}"), html.Td(str(v[2])),
+                     html.Td(str(v[3])), html.Td(f"{float(v[4]):.3f}"),
+                     html.Td(f"{float(v[5]):.4f}"), html.Td(f"{float(v[6]):+.4f}")])
+            for v in shown]
+    mean = sum(float(v[5]) for v in ordered) / len(ordered)
+    caption = (f"{len(ordered):,} rows selected (of those drawn on the map); mean LCE "
+               f"{mean:.4f}" + (f"; the {SELECTION_ROWS} with the largest LCE listed"
+                                if len(ordered) > SELECTION_ROWS else ""))
+    return html.Div([html.Div(caption, className="caption local-caption"),
+                     html.Div(html.Table([html.Thead(header), html.Tbody(body)],
+                                         className="table", id=ids.LOCAL_SELECTION_TABLE),
+                              className="local-table")])

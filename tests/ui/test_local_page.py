@@ -1,0 +1,98 @@
+"""The Local page in headless Chromium against a real server: a UMAP landscape of digits_svm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
+    return WebDriverWait(browser, seconds)
+
+
+def text_of(browser, selector: str) -> str:  # type: ignore[no-untyped-def]
+    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
+
+
+def upload_via_api(server: str, path: Path) -> str:
+    with path.open("rb") as content:
+        response = httpx.post(f"{server}/api/v1/datasets", files={"file": (path.name, content)},
+                              timeout=60)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def choose(browser, dropdown_id: str, starts_with: str) -> None:  # type: ignore[no-untyped-def]
+    browser.find_element(By.ID, dropdown_id).click()
+    option = wait(browser).until(lambda b: next(
+        (o for o in b.find_elements(By.CSS_SELECTOR, "[role=option]")
+         if o.text.strip().startswith(starts_with)), False))
+    option.click()
+
+
+def test_umap_landscape_cdf_and_curves_render(server, browser, shared_data) -> None:
+    dataset = upload_via_api(server, shared_data / "digits_svm.csv")
+    browser.get(f"{server}/local?dataset={dataset}")
+    wait(browser).until(lambda b: "digits_svm" in text_of(b, "#dataset-picker"))
+    wait(browser).until(lambda b: "1,197 rows." in text_of(b, "#local-status"))
+    assert text_of(browser, "#local-gamma-text") == "γ = 0.4"  # PCA's default
+    choose(browser, "local-reducer", "UMAP")
+    wait(browser).until(lambda b: text_of(b, "#local-gamma-text") == "γ = 0.2")
+    browser.find_element(By.ID, "local-run").click()
+
+    wait(browser).until(lambda b: b.find_element(By.ID, "local-cancel").is_enabled())
+    wait(browser, 240).until(lambda b: "n = 1,197 rows" in text_of(b, "#local-map .gtitle"))
+    title = text_of(browser, "#local-map .gtitle")
+    assert "LCE landscape, all confidence bins" in title and "UMAP map, γ = 0.2" in title
+    assert browser.find_elements(By.CSS_SELECTOR, "#local-map canvas")  # WebGL scatter
+    assert "LCE" in text_of(browser, "#local-map .colorbar")
+    assert "UMAP 1" in text_of(browser, "#local-map .xtitle")
+    assert "n = 1,197" in text_of(browser, "#local-cdf .gtitle")
+    assert browser.find_elements(By.CSS_SELECTOR, "#local-cdf .scatterlayer .trace")
+    wait(browser, 240).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "#local-curves .gtitle")))
+    assert "MLCE and mean LCE against γ (n = 1,197 rows, d = 2)" in text_of(
+        browser, "#local-curves .gtitle")
+    legend = text_of(browser, "#local-curves .legend")
+    assert "MCE (γ → ∞ limit of MLCE)" in legend and "ECE (γ → ∞ limit of mean LCE)" in legend
+    wait(browser).until(lambda b: "ready" in text_of(b, "#local-status"))
+    assert not browser.find_element(By.ID, "local-cancel").is_enabled()
+    cards = text_of(browser, "#local-cards")
+    assert "MLCE" in cards and "n = 1,197 rows" in cards
+
+    # Another gamma recomputes the LCE on the cached embedding, and the curve marks it.
+    thumb = browser.find_element(By.CSS_SELECTOR, "#local-gamma [role=slider]")
+    thumb.send_keys(*[Keys.ARROW_RIGHT] * 10)
+    wait(browser).until(lambda b: text_of(b, "#local-gamma-text") != "γ = 0.2")
+    gamma = text_of(browser, "#local-gamma-text").removeprefix("γ = ")
+    wait(browser, 60).until(lambda b: f"UMAP map, γ = {gamma}," in text_of(
+        b, "#local-map .gtitle"))
+    wait(browser).until(lambda b: f"landscape's γ = {gamma}" in text_of(b, "#local-curves "
+                                                                        ".legend"))
+
+    choose(browser, "local-bin", "bin 15")
+    wait(browser).until(lambda b: "confidence bin 15" in text_of(b, "#local-cdf .gtitle"))
+    assert "the bin's |conf − acc|" in text_of(browser, "#local-cdf .legend")
+    assert "confidence bin 15" in text_of(browser, "#local-map .gtitle")
+    browser.find_element(By.CSS_SELECTOR, "#local-colour input[value='signed']").click()
+    wait(browser).until(lambda b: "signed LCE" in text_of(b, "#local-map .colorbar"))
+
+    drag = browser.find_element(By.CSS_SELECTOR, "#local-map .nsewdrag")
+    width, height = drag.size["width"], drag.size["height"]
+    ActionChains(browser).move_to_element_with_offset(drag, -width // 2 + 2, -height // 2 + 2) \
+        .click_and_hold().move_by_offset(width - 4, height - 4).release().perform()
+    wait(browser).until(lambda b: b.find_elements(By.CSS_SELECTOR,
+                                                  "#local-selection-table tbody tr"))
+    in_bin = int(text_of(browser, "#local-map .gtitle").split("(n = ")[1].split(" ")[0])
+    selected = int(text_of(browser, "#local-selection").split(" rows selected")[0])
+    rows = browser.find_elements(By.CSS_SELECTOR, "#local-selection-table tbody tr")
+    assert selected == in_bin > 0 and len(rows) == min(in_bin, 200)  # the box covers the bin

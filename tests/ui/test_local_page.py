@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -25,7 +25,7 @@ def text_of(browser, selector: str) -> str:  # type: ignore[no-untyped-def]
 
 def upload_via_api(server: str, path: Path) -> str:
     with path.open("rb") as content:
-        response = httpx.post(f"{server}/api/v1/datasets", files={"file": (path.name, content)},
+        response = httpx2.post(f"{server}/api/v1/datasets", files={"file": (path.name, content)},
                               timeout=60)
     assert response.status_code == 201, response.text
     return str(response.json()["id"])

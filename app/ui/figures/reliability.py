@@ -139,9 +139,9 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     score = "confidence" if result["view"] == "top_label" else "predicted probability"
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
     figure.update_layout(
-        title=f"Smooth reliability diagram<br><sup>n = {first['n']:,}, kernel bandwidth "
-              f"{first['bandwidth']:.3f} (smooth ECE fixed point); band: 95% bootstrap; "
-              "drawn where there is data</sup>",
+        title=f"Smooth reliability diagram<br><sup>n = {first['n']:,}, bandwidth "
+              f"{first['bandwidth']:.3f}; band: 95% bootstrap; shown where there is data"
+              "</sup>",
         legend={"orientation": "h", "y": -0.18}, template="plotly_white", height=520,
         margin={"l": 60, "r": 20, "t": 60, "b": 40})
     figure.update_xaxes(range=[0, 1], row=1, col=1)

@@ -249,3 +249,24 @@ def softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
     shifted = logits - logits.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     return exp / exp.sum(axis=1, keepdims=True)
+
+
+def one_vs_rest_columns(n_classes: int) -> list[int]:
+    """Columns that get a map of their own: P(class 1) when binary, every class otherwise."""
+    return [1] if n_classes == 2 else list(range(n_classes))
+
+
+def combine_one_vs_rest(
+    proba: NDArray[np.float64], mapped: list[NDArray[np.float64]]
+) -> NDArray[np.float64]:
+    """Class probabilities from per-class maps (rows are renormalized by ``predict_proba``).
+
+    Binary: ``[1 - m, m]`` from the one map of P(class 1). Multiclass: the maps side by
+    side; a row that every map sends to zero keeps its original probabilities.
+    """
+    if proba.shape[1] == 2:
+        return np.column_stack([1.0 - mapped[0], mapped[0]])
+    stacked = np.column_stack(mapped)
+    empty = stacked.sum(axis=1) <= 0.0
+    stacked[empty] = proba[empty]
+    return stacked

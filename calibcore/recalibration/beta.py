@@ -21,7 +21,13 @@ from scipy.special import expit, log_expit, log_softmax
 from threadpoolctl import threadpool_limits
 
 from calibcore._validation import check_in_range
-from calibcore.recalibration._base import Recalibrator, log_probabilities, register
+from calibcore.recalibration._base import (
+    Recalibrator,
+    combine_one_vs_rest,
+    log_probabilities,
+    one_vs_rest_columns,
+    register,
+)
 
 _BETA_FLOOR = 1e-12
 _OPTIMIZER_OPTIONS = {"maxiter": 1000, "ftol": 1e-11, "gtol": 1e-7}
@@ -104,7 +110,7 @@ class BetaCalibration(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
     ) -> None:
-        columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
+        columns = one_vs_rest_columns(proba.shape[1])
         nonnegative = np.array([True, True])
         self.coefficients_ = np.array([
             fit_logistic(_beta_design(proba[:, k]), (labels == k).astype(np.float64), nonnegative)
@@ -114,12 +120,10 @@ class BetaCalibration(Recalibrator):
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
     ) -> NDArray[np.float64]:
-        if proba.shape[1] == 2:
-            positive = self._map(proba[:, 1], self.coefficients_[0])
-            return np.column_stack([1.0 - positive, positive])
-        return np.column_stack(
-            [self._map(proba[:, k], row) for k, row in enumerate(self.coefficients_)]
-        )
+        columns = one_vs_rest_columns(proba.shape[1])
+        return combine_one_vs_rest(proba, [
+            self._map(proba[:, k], row)
+            for k, row in zip(columns, self.coefficients_, strict=True)])
 
     @staticmethod
     def _map(p: NDArray[np.float64], coefficients: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -21,7 +21,12 @@ from scipy.special import expit
 
 from calibcore._validation import check_positive_int
 from calibcore.binning import assign_bins
-from calibcore.recalibration._base import Recalibrator, register
+from calibcore.recalibration._base import (
+    Recalibrator,
+    combine_one_vs_rest,
+    one_vs_rest_columns,
+    register,
+)
 from calibcore.recalibration.scaling import fit_sigmoid, logit, platt_targets
 
 
@@ -68,26 +73,6 @@ def bin_means(
     return np.bincount(index, weights=values, minlength=size) / np.bincount(index, minlength=size)
 
 
-def _problem_columns(n_classes: int) -> list[int]:
-    """Columns given a map of their own: P(class 1) when binary, every class otherwise."""
-    return [1] if n_classes == 2 else list(range(n_classes))
-
-
-def _combine(
-    proba: NDArray[np.float64], mapped: list[NDArray[np.float64]]
-) -> NDArray[np.float64]:
-    """Class probabilities from the per-problem maps (rows are renormalized by the base).
-
-    A multiclass row that every map sends to zero keeps its original probabilities.
-    """
-    if proba.shape[1] == 2:
-        return np.column_stack([1.0 - mapped[0], mapped[0]])
-    stacked = np.column_stack(mapped)
-    empty = stacked.sum(axis=1) <= 0.0
-    stacked[empty] = proba[empty]
-    return stacked
-
-
 @register
 class HistogramBinning(Recalibrator):
     """Histogram binning: the observed class frequency in equal-mass bins of p_k.
@@ -127,7 +112,7 @@ class HistogramBinning(Recalibrator):
         n_bins = check_positive_int(self.n_bins, "n_bins")
         self.bin_edges_: list[NDArray[np.float64]] = []
         self.bin_values_: list[NDArray[np.float64]] = []
-        for k in _problem_columns(proba.shape[1]):
+        for k in one_vs_rest_columns(proba.shape[1]):
             edges = equal_mass_bins(proba[:, k], n_bins)
             self.bin_edges_.append(edges)
             self.bin_values_.append(bin_means(proba[:, k], (labels == k).astype(np.float64), edges))
@@ -135,12 +120,12 @@ class HistogramBinning(Recalibrator):
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
     ) -> NDArray[np.float64]:
-        columns = _problem_columns(proba.shape[1])
+        columns = one_vs_rest_columns(proba.shape[1])
         mapped = [
             values[assign_bins(proba[:, k], edges)]
             for k, edges, values in zip(columns, self.bin_edges_, self.bin_values_, strict=True)
         ]
-        return _combine(proba, mapped)
+        return combine_one_vs_rest(proba, mapped)
 
 
 @register
@@ -188,7 +173,7 @@ class ScalingBinning(Recalibrator):
         features: NDArray[np.float64] | None,
     ) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
-        columns = _problem_columns(proba.shape[1])
+        columns = one_vs_rest_columns(proba.shape[1])
         fits = [fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k)) for k in columns]
         self.slopes_ = np.array([slope for slope, _ in fits])
         self.intercepts_ = np.array([intercept for _, intercept in fits])
@@ -210,11 +195,11 @@ class ScalingBinning(Recalibrator):
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
     ) -> NDArray[np.float64]:
-        columns = _problem_columns(proba.shape[1])
+        columns = one_vs_rest_columns(proba.shape[1])
         mapped = [
             values[assign_bins(scaled, edges)]
             for scaled, edges, values in zip(
                 self._scaled(proba, columns), self.bin_edges_, self.bin_values_, strict=True
             )
         ]
-        return _combine(proba, mapped)
+        return combine_one_vs_rest(proba, mapped)

@@ -6,7 +6,12 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.isotonic import IsotonicRegression
 
-from calibcore.recalibration._base import Recalibrator, register
+from calibcore.recalibration._base import (
+    Recalibrator,
+    combine_one_vs_rest,
+    one_vs_rest_columns,
+    register,
+)
 
 
 @register
@@ -33,7 +38,7 @@ class IsotonicCalibration(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
     ) -> None:
-        columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
+        columns = one_vs_rest_columns(proba.shape[1])
         self.knots_x_, self.knots_y_ = [], []
         for k in columns:
             model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
@@ -44,14 +49,7 @@ class IsotonicCalibration(Recalibrator):
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
     ) -> NDArray[np.float64]:
-        if proba.shape[1] == 2:
-            positive = np.interp(proba[:, 1], self.knots_x_[0], self.knots_y_[0])
-            return np.column_stack([1.0 - positive, positive])
-        mapped = np.column_stack(
-            [np.interp(proba[:, k], x, y) for k, (x, y) in
-             enumerate(zip(self.knots_x_, self.knots_y_, strict=True))]
-        )
-        # A row every map sends to zero keeps its original probabilities.
-        empty = mapped.sum(axis=1) <= 0
-        mapped[empty] = proba[empty]
-        return mapped
+        columns = one_vs_rest_columns(proba.shape[1])
+        return combine_one_vs_rest(proba, [
+            np.interp(proba[:, k], x, y)
+            for k, x, y in zip(columns, self.knots_x_, self.knots_y_, strict=True)])

@@ -7,7 +7,14 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit, log_expit
 
-from calibcore.recalibration._base import Recalibrator, log_probabilities, register, softmax
+from calibcore.recalibration._base import (
+    Recalibrator,
+    combine_one_vs_rest,
+    log_probabilities,
+    one_vs_rest_columns,
+    register,
+    softmax,
+)
 
 _LOGIT_FLOOR = 1e-12
 
@@ -64,7 +71,7 @@ class PlattScaling(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
     ) -> None:
-        columns = [1] if proba.shape[1] == 2 else range(proba.shape[1])
+        columns = one_vs_rest_columns(proba.shape[1])
         fits = [
             fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k)) for k in columns
         ]
@@ -74,10 +81,9 @@ class PlattScaling(Recalibrator):
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
     ) -> NDArray[np.float64]:
-        if proba.shape[1] == 2:
-            positive = expit(self.slopes_[0] * logit(proba[:, 1]) + self.intercepts_[0])
-            return np.column_stack([1.0 - positive, positive])
-        return expit(self.slopes_ * logit(proba) + self.intercepts_)
+        columns = one_vs_rest_columns(proba.shape[1])
+        return combine_one_vs_rest(proba, list(
+            expit(self.slopes_ * logit(proba[:, columns]) + self.intercepts_).T))
 
 
 @register

@@ -28,7 +28,7 @@ def _check_binning(binning: str) -> Binning:
         raise CalibrationInputError(
             f"binning must be one of {', '.join(_BINNINGS)}; got {binning!r}."
         )
-    return binning  # type: ignore[return-value]
+    return binning
 
 
 def _bin_gaps(

@@ -20,13 +20,14 @@ from app.ui.figures import (
     reliability_figure,
     smooth_reliability_figure,
 )
+from calibcore.binning import Binning
 from calibcore.exceptions import CalibrationInputError
+from calibcore.views import View
 
 _VIEWS = [{"label": "top label (confidence vs accuracy)", "value": "top_label"},
           {"label": "positive class (binary)", "value": "positive"},
           {"label": "classwise (one curve per class)", "value": "classwise"}]
 _CARDS = ("accuracy", "ece", "smooth_ece", "brier", "nll")
-_GRAPH_CONFIG = {"displaylogo": False}
 
 
 def layout(services: Services) -> html.Div:
@@ -63,12 +64,12 @@ def layout(services: Services) -> html.Div:
         html.H2("Reliability"),
         html.Div([
             dcc.Loading(dcc.Graph(id=ids.RELIABILITY_GRAPH, figure=empty_figure("loading…"),
-                                  config=_GRAPH_CONFIG)),
+                                  config={"displaylogo": False})),
             dcc.Loading(dcc.Graph(id=ids.SMOOTH_GRAPH, figure=empty_figure("loading…"),
-                                  config=_GRAPH_CONFIG)),
+                                  config={"displaylogo": False})),
         ], className="two-columns"),
         dcc.Loading(dcc.Graph(id=ids.BINS_GRAPH, figure=empty_figure("loading…"),
-                              config=_GRAPH_CONFIG)),
+                              config={"displaylogo": False})),
     ])
 
 
@@ -80,13 +81,13 @@ def register(app: Dash, services: Services) -> None:
                   Input(ids.DATASET_PICKER, "value"), Input(ids.VIEW_SELECT, "value"),
                   Input(ids.SUBSET_SELECT, "value"), Input(ids.BINS_SLIDER, "value"),
                   Input(ids.BINNING_SELECT, "value"))
-    async def update(dataset_id: str | None, view: str, subset: str, n_bins: int,
-                     binning: str) -> tuple[Any, ...]:
+    async def update(dataset_id: str | None, view: View, subset: diagnostics.Subset,
+                     n_bins: int, binning: Binning) -> tuple[Any, ...]:
         if not dataset_id:
             blank = empty_figure("Choose or upload a dataset.")
             return [], blank, blank, blank, info_note("No dataset selected."), None, None, True
-        request = diagnostics.MetricsRequest(view=view, n_bins=n_bins,  # type: ignore[arg-type]
-                                             binning=binning, subset=subset)
+        request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
+                                             subset=subset)
         try:
             quick, diagram, sensitivity, summary, full = await asyncio.to_thread(
                 _compute, services, dataset_id, request)

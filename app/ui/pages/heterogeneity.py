@@ -25,9 +25,8 @@ from app.ui.figures.heterogeneity import (
     hh_map_figure,
     support_histogram_figure,
 )
+from app.ui.job_panel import JobPanel, register_job_panel
 from calibcore.exceptions import CalibrationInputError
-
-_HIDDEN = {"display": "none"}
 
 
 def _number(label: str, component_id: str, value: float, **limits: Any) -> html.Div:
@@ -128,11 +127,6 @@ def _dataset_choices(services: Services,
     return services.datasets.summary(dataset_id), services.datasets.list()
 
 
-def _job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
-    running = snapshot["status"] in ("queued", "running")
-    return {"width": f"{snapshot['progress']:.0%}"}, ({} if running else _HIDDEN)
-
-
 def _register_hh(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.HH_JOB, "data", allow_duplicate=True),
                   Output(ids.HH_POLL, "disabled"), Output(ids.HH_CANCEL, "disabled"),
@@ -159,35 +153,10 @@ def _register_hh(app: Dash, services: Services) -> None:
             return None, True, True, error_note(str(exc)), no_update
         return job.id, False, False, info_note("Computing hidden heterogeneity…"), None
 
-    @app.callback(Output(ids.HH_PROGRESS, "style"), Output(f"{ids.HH_PROGRESS}-wrapper", "style"),
-                  Output(ids.HH_STATUS, "children"),
-                  Output(ids.HH_POLL, "disabled", allow_duplicate=True),
-                  Output(ids.HH_CANCEL, "disabled", allow_duplicate=True),
-                  Output(ids.HH_RESULTS, "children", allow_duplicate=True),
-                  Input(ids.HH_POLL, "n_intervals"), State(ids.HH_JOB, "data"),
-                  prevent_initial_call=True)
-    def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
-        job = services.jobs.get(job_id) if job_id else None
-        if job is None:
-            return no_update, _HIDDEN, no_update, True, True, no_update
-        snapshot = job.snapshot()
-        bar, wrapper = _job_progress(snapshot)
-        if snapshot["status"] in ("queued", "running"):
-            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return bar, wrapper, status, False, False, no_update
-        if snapshot["status"] != "succeeded":
-            return bar, wrapper, _failure("HH", snapshot), True, True, no_update
-        result = snapshot["result"]
-        return bar, wrapper, info_note(_hh_done(result)), True, True, _hh_results(result)
-
-    @app.callback(Output(ids.HH_STATUS, "children", allow_duplicate=True),
-                  Input(ids.HH_CANCEL, "n_clicks"), State(ids.HH_JOB, "data"),
-                  prevent_initial_call=True)
-    def cancel(clicks: int | None, job_id: str | None) -> Any:
-        if not clicks or not job_id:
-            return no_update
-        services.jobs.cancel(job_id)
-        return info_note("Cancelling…")
+    register_job_panel(app, services, JobPanel(
+        job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS, status=ids.HH_STATUS,
+        cancel=ids.HH_CANCEL, results=ids.HH_RESULTS), what="HH", done=_hh_done,
+        render=_hh_results)
 
 
 def _register_support(app: Dash, services: Services) -> None:
@@ -211,37 +180,10 @@ def _register_support(app: Dash, services: Services) -> None:
             return None, True, True, error_note(str(exc)), no_update
         return job.id, False, False, info_note("Computing calibration support…"), None
 
-    @app.callback(Output(ids.SUPPORT_PROGRESS, "style"),
-                  Output(f"{ids.SUPPORT_PROGRESS}-wrapper", "style"),
-                  Output(ids.SUPPORT_STATUS, "children"),
-                  Output(ids.SUPPORT_POLL, "disabled", allow_duplicate=True),
-                  Output(ids.SUPPORT_CANCEL, "disabled", allow_duplicate=True),
-                  Output(ids.SUPPORT_RESULTS, "children", allow_duplicate=True),
-                  Input(ids.SUPPORT_POLL, "n_intervals"), State(ids.SUPPORT_JOB, "data"),
-                  prevent_initial_call=True)
-    def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
-        job = services.jobs.get(job_id) if job_id else None
-        if job is None:
-            return no_update, _HIDDEN, no_update, True, True, no_update
-        snapshot = job.snapshot()
-        bar, wrapper = _job_progress(snapshot)
-        if snapshot["status"] in ("queued", "running"):
-            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return bar, wrapper, status, False, False, no_update
-        if snapshot["status"] != "succeeded":
-            return bar, wrapper, _failure("Support", snapshot), True, True, no_update
-        result = snapshot["result"]
-        return bar, wrapper, info_note(_support_done(result)), True, True, \
-            _support_results(result)
-
-    @app.callback(Output(ids.SUPPORT_STATUS, "children", allow_duplicate=True),
-                  Input(ids.SUPPORT_CANCEL, "n_clicks"), State(ids.SUPPORT_JOB, "data"),
-                  prevent_initial_call=True)
-    def cancel(clicks: int | None, job_id: str | None) -> Any:
-        if not clicks or not job_id:
-            return no_update
-        services.jobs.cancel(job_id)
-        return info_note("Cancelling…")
+    register_job_panel(app, services, JobPanel(
+        job=ids.SUPPORT_JOB, poll=ids.SUPPORT_POLL, progress=ids.SUPPORT_PROGRESS,
+        status=ids.SUPPORT_STATUS, cancel=ids.SUPPORT_CANCEL, results=ids.SUPPORT_RESULTS),
+        what="Support", done=_support_done, render=_support_results)
 
 
 def _hh_problem(radius: float | None, sample: float | None, all_rows: bool,
@@ -253,13 +195,6 @@ def _hh_problem(radius: float | None, sample: float | None, all_rows: bool,
     if seed is None or seed < 0 or seed != int(seed):
         return "The random seed must be a whole number of at least 0."
     return None
-
-
-def _failure(what: str, snapshot: dict[str, Any]) -> html.Div:
-    if snapshot["status"] == "cancelled":
-        return info_note(f"{what} cancelled; nothing was saved.")
-    message = (snapshot["error"] or {}).get("message", snapshot["status"])
-    return error_note(f"{what} failed: {message}")
 
 
 def _hh_done(result: dict[str, Any]) -> str:

@@ -1,0 +1,95 @@
+"""Polling and cancelling a background job from a page: one mechanism for every panel.
+
+A panel has a job-id store, an interval that polls, a progress bar (and its wrapper), a
+status line, a cancel button and a results container. ``register_job_panel`` wires the
+poll and cancel callbacks; the page keeps its own start callback (its inputs differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dash import Dash, Input, Output, State, html, no_update
+
+from app.services.context import Services
+from app.ui.components import error_note, info_note
+
+HIDDEN = {"display": "none"}
+
+
+@dataclass(frozen=True)
+class JobPanel:
+    """Component ids of one job panel (the wrapper id is ``<progress>-wrapper``)."""
+
+    job: str
+    poll: str
+    progress: str
+    status: str
+    cancel: str
+    results: str
+
+    @property
+    def wrapper(self) -> str:
+        return f"{self.progress}-wrapper"
+
+
+def job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """The bar's width and whether the bar shows (only while the job is queued or running)."""
+    running = snapshot["status"] in ("queued", "running")
+    return {"width": f"{snapshot['progress']:.0%}"}, ({} if running else HIDDEN)
+
+
+def failure_note(what: str, snapshot: dict[str, Any]) -> html.Div:
+    """Cancelled or failed: say so, with the job's message."""
+    if snapshot["status"] == "cancelled":
+        return info_note(f"{what} cancelled; nothing was saved.")
+    message = (snapshot.get("error") or {}).get("message", snapshot["status"])
+    return error_note(f"{what} failed: {message}")
+
+
+def register_job_panel(app: Dash, services: Services, panel: JobPanel, *, what: str,
+                       done: Callable[[dict[str, Any]], str],
+                       render: Callable[[dict[str, Any]], Any]) -> None:
+    """Poll the panel's job (progress, status, results when done) and cancel it on demand.
+
+    Parameters
+    ----------
+    what : str
+        Name of the computation in messages ("HH", "Support").
+    done : callable
+        Status line for a finished job's result.
+    render : callable
+        The results' components from a finished job's result.
+    """
+
+    @app.callback(Output(panel.progress, "style"), Output(panel.wrapper, "style"),
+                  Output(panel.status, "children"),
+                  Output(panel.poll, "disabled", allow_duplicate=True),
+                  Output(panel.cancel, "disabled", allow_duplicate=True),
+                  Output(panel.results, "children", allow_duplicate=True),
+                  Input(panel.poll, "n_intervals"), State(panel.job, "data"),
+                  prevent_initial_call=True)
+    def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
+        job = services.jobs.get(job_id) if job_id else None
+        if job is None:
+            return no_update, HIDDEN, no_update, True, True, no_update
+        snapshot = job.snapshot()
+        bar, wrapper = job_progress(snapshot)
+        if snapshot["status"] in ("queued", "running"):
+            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
+            return bar, wrapper, status, False, False, no_update
+        if snapshot["status"] != "succeeded":
+            return bar, wrapper, failure_note(what, snapshot), True, True, no_update
+        result = snapshot["result"]
+        return bar, wrapper, info_note(done(result)), True, True, render(result)
+
+    @app.callback(Output(panel.status, "children", allow_duplicate=True),
+                  Input(panel.cancel, "n_clicks"), State(panel.job, "data"),
+                  prevent_initial_call=True)
+    def cancel(clicks: int | None, job_id: str | None) -> Any:
+        if not clicks or not job_id:
+            return no_update
+        services.jobs.cancel(job_id)
+        return info_note("Cancelling…")

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dash import Dash, Input, Output, State, html, no_update
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.services.context import Services
-from app.ui.components import error_note, info_note
+from app.ui.components import error_note, info_note, progress_bar
 
 HIDDEN = {"display": "none"}
 
@@ -33,6 +33,21 @@ class JobPanel:
     @property
     def wrapper(self) -> str:
         return f"{self.progress}-wrapper"
+
+
+def job_panel_layout(panel: JobPanel, *, run_id: str, run_label: str) -> list[Any]:
+    """Run and Cancel buttons, the progress bar, status line, job store, poll interval and
+    results container of one panel."""
+    return [
+        html.Div([html.Button(run_label, id=run_id, className="button"),
+                  html.Button("Cancel", id=panel.cancel, disabled=True,
+                              className="button button-secondary")], className="job-buttons"),
+        progress_bar(panel.progress, panel.wrapper),
+        html.Div(id=panel.status),
+        dcc.Store(id=panel.job),
+        dcc.Interval(id=panel.poll, interval=500, disabled=True),
+        html.Div(id=panel.results),
+    ]
 
 
 def job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:

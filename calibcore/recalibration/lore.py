@@ -86,6 +86,7 @@ class LoRe(Recalibrator):
 
     def __init__(
         self,
+        *,
         gamma: float = 0.4,
         n_bins: int = 15,
         reducer: Literal["pca", "none", "columns"] = "pca",

@@ -19,15 +19,20 @@ from app.services.datasets import NotFound
 from app.services.heterogeneity import DEFAULT_SAMPLE, HeterogeneityParams, start_heterogeneity
 from app.services.support import SupportParams, start_support
 from app.ui import ids
-from app.ui.components import error_note, info_note, measure_card, progress_bar
+from app.ui.components import error_note, info_note, measure_card
 from app.ui.figures.heterogeneity import (
     hh_confidence_figure,
     hh_map_figure,
     support_histogram_figure,
 )
-from app.ui.job_panel import JobPanel, register_job_panel
+from app.ui.job_panel import JobPanel, job_panel_layout, register_job_panel
 from calibcore.exceptions import CalibrationInputError
 
+HH_PANEL = JobPanel(job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS,
+                    status=ids.HH_STATUS, cancel=ids.HH_CANCEL, results=ids.HH_RESULTS)
+SUPPORT_PANEL = JobPanel(job=ids.SUPPORT_JOB, poll=ids.SUPPORT_POLL,
+                         progress=ids.SUPPORT_PROGRESS, status=ids.SUPPORT_STATUS,
+                         cancel=ids.SUPPORT_CANCEL, results=ids.SUPPORT_RESULTS)
 
 def _number(label: str, component_id: str, value: float, **limits: Any) -> html.Div:
     return html.Div([html.Label(label, className="field-label", htmlFor=component_id),
@@ -64,14 +69,7 @@ def layout(services: Services) -> html.Div:
                                    placeholder="all feature columns")],
                      className="control control-wide"),
         ], className="controls"),
-        html.Div([html.Button("Compute HH", id=ids.HH_RUN, className="button"),
-                  html.Button("Cancel", id=ids.HH_CANCEL, disabled=True,
-                              className="button button-secondary")], className="hh-buttons"),
-        progress_bar(ids.HH_PROGRESS, f"{ids.HH_PROGRESS}-wrapper"),
-        html.Div(id=ids.HH_STATUS),
-        dcc.Store(id=ids.HH_JOB),
-        dcc.Interval(id=ids.HH_POLL, interval=500, disabled=True),
-        html.Div(id=ids.HH_RESULTS),
+        *job_panel_layout(HH_PANEL, run_id=ids.HH_RUN, run_label="Compute HH"),
         html.H2("Calibration support"),
         html.Div([
             html.Div([html.Label("Compare a batch (another stored dataset with the same "
@@ -80,18 +78,11 @@ def layout(services: Services) -> html.Div:
                       dcc.Dropdown(id=ids.SUPPORT_BATCH, placeholder="no batch: calibration "
                                    "and test rows only"),
                       html.Div(["Upload a batch on the ", dcc.Link("Data page", href="/"),
-                                " first (for now it needs a label column too)."],
+                                " first; labels are optional (tick 'no labels')."],
                                className="card-note")],
                      className="control control-wide"),
         ], className="controls"),
-        html.Div([html.Button("Compute support", id=ids.SUPPORT_RUN, className="button"),
-                  html.Button("Cancel", id=ids.SUPPORT_CANCEL, disabled=True,
-                              className="button button-secondary")], className="hh-buttons"),
-        progress_bar(ids.SUPPORT_PROGRESS, f"{ids.SUPPORT_PROGRESS}-wrapper"),
-        html.Div(id=ids.SUPPORT_STATUS),
-        dcc.Store(id=ids.SUPPORT_JOB),
-        dcc.Interval(id=ids.SUPPORT_POLL, interval=500, disabled=True),
-        html.Div(id=ids.SUPPORT_RESULTS),
+        *job_panel_layout(SUPPORT_PANEL, run_id=ids.SUPPORT_RUN, run_label="Compute support"),
     ])
 
 
@@ -153,10 +144,7 @@ def _register_hh(app: Dash, services: Services) -> None:
             return None, True, True, error_note(str(exc)), no_update
         return job.id, False, False, info_note("Computing hidden heterogeneity…"), None
 
-    register_job_panel(app, services, JobPanel(
-        job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS, status=ids.HH_STATUS,
-        cancel=ids.HH_CANCEL, results=ids.HH_RESULTS), what="HH", done=_hh_done,
-        render=_hh_results)
+    register_job_panel(app, services, HH_PANEL, what="HH", done=_hh_done, render=_hh_results)
 
 
 def _register_support(app: Dash, services: Services) -> None:
@@ -180,10 +168,8 @@ def _register_support(app: Dash, services: Services) -> None:
             return None, True, True, error_note(str(exc)), no_update
         return job.id, False, False, info_note("Computing calibration support…"), None
 
-    register_job_panel(app, services, JobPanel(
-        job=ids.SUPPORT_JOB, poll=ids.SUPPORT_POLL, progress=ids.SUPPORT_PROGRESS,
-        status=ids.SUPPORT_STATUS, cancel=ids.SUPPORT_CANCEL, results=ids.SUPPORT_RESULTS),
-        what="Support", done=_support_done, render=_support_results)
+    register_job_panel(app, services, SUPPORT_PANEL, what="Support", done=_support_done,
+                       render=_support_results)
 
 
 def _hh_problem(radius: float | None, sample: float | None, all_rows: bool,

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Creates .venv (Python >= 3.11) and installs calibdash into it; sourced by start.sh and test.sh.
-# Usage: source scripts/bootstrap.sh [extras]   e.g. "dev"
+# Usage: source scripts/bootstrap.sh base|dev
+# The argument is required: `source` without arguments would hand the bootstrap the caller's
+# own arguments (start.sh's --port ...), which pip would then read as extras.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 VENV="${CALIBDASH_VENV:-$ROOT/.venv}"
-extras="${1:-}"
+case "${1:-}" in
+  base) extras="" ;;
+  dev) extras="dev" ;;
+  *) echo "bootstrap.sh: expected 'base' or 'dev', got '${1:-}'" >&2; return 2 2>/dev/null || exit 2 ;;
+esac
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
     echo "calibdash needs Python >= 3.11 (found: $("$PYTHON" --version 2>&1))" >&2; exit 1; }
   "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.installed-${extras:-base}"
+# The dev install includes the base one.
+if [ -z "$extras" ] && [ -f "$VENV/.installed-dev" ] && [ "$VENV/.installed-dev" -nt "$ROOT/pyproject.toml" ]; then
+  stamp="$VENV/.installed-dev"
+fi
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   target="$ROOT"

@@ -3,5 +3,5 @@
 #   ./scripts/start.sh [--host H] [--port P] [--data-dir DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/bootstrap.sh
+source scripts/bootstrap.sh base
 exec calibdash serve "$@"

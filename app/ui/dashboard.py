@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from app.services.context import Services
 from app.ui import shell
 
-#: Static assets (CSS, the streaming-upload script) at the repository's top level.
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
+#: Static assets (CSS, the streaming upload/apply scripts), shipped inside the package.
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
 
 def build_dash(server: FastAPI, services: Services) -> Dash:

@@ -14,9 +14,14 @@ forest from it:
 * trees are grown by scikit-learn's own tree builder, so splits, tie-breaks and
   thresholds are the forest's; the private builder objects skip the per-fit
   Python validation, and the public ``DecisionTreeClassifier`` is the fallback;
-* minimal cost-complexity pruning (Breiman et al., 1984) is solved for all
-  trees and all alphas at once by the bottom-up programme "a node becomes a
-  leaf when R(t) + alpha <= the best cost of its two branches";
+* minimal cost-complexity pruning (Breiman et al., 1984) runs scikit-learn's
+  weakest-link sequence once per tree, with its floating-point operations in its
+  order, recording the alpha at which each branch collapses; every alpha's
+  pruned tree follows from those thresholds. (Solving "R(t) + alpha <= the best
+  cost of the branches" bottom-up is the same in exact arithmetic, but keeps one
+  leaf more or fewer than scikit-learn when an effective alpha ties with a
+  requested alpha up to rounding: Gini risks of small bootstrap samples are
+  ratios of small integers, so such ties are common);
 * probabilities are averaged over trees in the forest's order, so OOB
   accuracies and in-sample predictions equal the forest's to the last bit.
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.tree import DecisionTreeClassifier
@@ -251,15 +257,9 @@ class GrownTrees:
             pruning turns into a leaf, else the node itself.
         """
         alphas = np.asarray(alphas, dtype=np.float64)
-        as_leaf = self.risk[:, None] + alphas
-        cost = as_leaf.copy()
-        becomes_leaf = np.zeros(cost.shape, dtype=bool)
-        for nodes in reversed(self.levels):
-            nodes = nodes[self.left[nodes] >= 0]
-            branches = cost[self.left[nodes]] + cost[self.right[nodes]]
-            collapse = (as_leaf[nodes] <= branches) & (alphas > 0)
-            becomes_leaf[nodes] = collapse
-            cost[nodes] = np.where(collapse, as_leaf[nodes], branches)
+        collapse_at = _collapse_alphas(self.left, self.right, self.risk, self.levels[0],
+                                       float(alphas.max(initial=0.0)))
+        becomes_leaf = (collapse_at[:, None] <= alphas) & (alphas > 0)
         leaf_of = np.repeat(np.arange(self.left.size)[:, None], alphas.size, axis=1)
         for nodes in self.levels:
             nodes = nodes[self.left[nodes] >= 0]
@@ -268,6 +268,77 @@ class GrownTrees:
             for children in (self.left[nodes], self.right[nodes]):
                 leaf_of[children] = np.where(absorbed, inherited, children[:, None])
         return leaf_of
+
+
+@numba.njit(nogil=True, cache=True)
+def _collapse_alphas(
+    left: NDArray[np.intp],
+    right: NDArray[np.intp],
+    risk: NDArray[np.float64],
+    roots: NDArray[np.intp],
+    max_alpha: float,
+) -> NDArray[np.float64]:
+    """The smallest ``ccp_alpha`` at which scikit-learn's pruning collapses each node.
+
+    Replays ``sklearn.tree._tree._cost_complexity_prune`` per tree: branch risks
+    summed leaf by leaf in node order, the weakest link (first node with the
+    smallest ``(R(t) - R(T_t)) / (|T_t| - 1)``) pruned one at a time, ancestors
+    updated by differences. Pruning goes on while the effective alpha is at most
+    ``ccp_alpha``, so node t collapses for every alpha >= the running maximum of the
+    effective alphas up to its step; inf where that exceeds ``max_alpha``.
+    """
+    n_nodes = left.size
+    collapse_at = np.full(n_nodes, np.inf)
+    parent = np.full(n_nodes, -1, dtype=np.intp)
+    for node in range(n_nodes):
+        if left[node] >= 0:
+            parent[left[node]] = node
+            parent[right[node]] = node
+    branch = np.zeros(n_nodes)
+    n_leaves = np.zeros(n_nodes, dtype=np.intp)
+    candidate = left >= 0
+    for tree in range(roots.size):
+        first = roots[tree]
+        last = roots[tree + 1] if tree + 1 < roots.size else n_nodes
+        for leaf in range(first, last):
+            if left[leaf] >= 0:
+                continue
+            branch[leaf] = risk[leaf]
+            node = leaf
+            while node != first:
+                node = parent[node]
+                branch[node] += risk[leaf]
+                n_leaves[node] += 1
+        running_max = -np.inf
+        while candidate[first]:
+            effective = np.inf
+            weakest = -1
+            for node in range(first, last):
+                if candidate[node]:
+                    alpha = (risk[node] - branch[node]) / (n_leaves[node] - 1)
+                    if alpha < effective:
+                        effective, weakest = alpha, node
+            running_max = max(running_max, effective)
+            if running_max > max_alpha:
+                break
+            collapse_at[weakest] = running_max
+            stack = [weakest]
+            while len(stack) > 0:
+                node = stack.pop()
+                candidate[node] = False
+                if left[node] >= 0:
+                    stack.append(left[node])
+                    stack.append(right[node])
+            pruned = n_leaves[weakest] - 1
+            n_leaves[weakest] = 0
+            difference = risk[weakest] - branch[weakest]
+            branch[weakest] = risk[weakest]
+            node = weakest
+            while node != first:
+                node = parent[node]
+                n_leaves[node] -= pruned
+                branch[node] += difference
+    return collapse_at
 
 
 def _levels(

@@ -128,9 +128,16 @@ def test_grown_trees_are_the_forests_unpruned_trees(private):
             np.testing.assert_array_equal(getattr(ours, name), getattr(theirs.tree_, name))
 
 
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10_000), n_rows=st.integers(5, 60), n_classes=st.integers(2, 4))
-def test_vectorized_pruning_equals_sklearn_ccp_pruning(seed, n_rows, n_classes):
+PRUNING_ALPHAS = np.r_[CCP_ALPHAS, 0.002, 0.1]
+
+
+def check_pruning_equals_sklearn(seed: int, n_rows: int, n_classes: int) -> None:
+    """Pruned leaves of bootstrap-weighted trees equal ``DecisionTreeClassifier(ccp_alpha)``.
+
+    Gini risks of small bootstrap samples are ratios of small integers, so effective alphas
+    often tie with a requested alpha up to rounding: the cases that once kept one leaf
+    fewer or more than scikit-learn (4 of 300 random cases).
+    """
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_rows, 2)).astype(np.float32)
     y = np.arange(n_rows) % n_classes
@@ -139,11 +146,10 @@ def test_vectorized_pruning_equals_sklearn_ccp_pruning(seed, n_rows, n_classes):
     weights = seeds.bootstrap_counts(n_rows)
     trees = grow_trees(X, y, n_classes, weights, seeds)
     grown, offsets = GrownTrees.concatenate(trees, n_classes)
-    alphas = np.array([0.0, 0.002, 0.01, 0.03, 0.1])
-    leaf_of = grown.pruned_leaves(alphas)
+    leaf_of = grown.pruned_leaves(PRUNING_ALPHAS)
     for tree in range(3):
         leaves = trees[tree].apply(X) + offsets[tree]
-        for column, alpha in enumerate(alphas):
+        for column, alpha in enumerate(PRUNING_ALPHAS):
             pruned = DecisionTreeClassifier(
                 max_features=None, ccp_alpha=alpha, random_state=int(seeds.seeds[tree])
             )
@@ -152,6 +158,25 @@ def test_vectorized_pruning_equals_sklearn_ccp_pruning(seed, n_rows, n_classes):
             np.testing.assert_array_equal(ours[:, : pruned.n_classes_], pruned.predict_proba(X))
             n_leaves = np.unique(leaf_of[leaves, column]).size
             assert n_leaves == np.unique(pruned.apply(X)).size
+
+
+@pytest.mark.parametrize(("seed", "n_rows", "n_classes"),
+                         [(161, 60, 3), (271, 60, 4), (278, 34, 4), (352, 20, 2)])
+def test_pruning_equals_sklearn_where_alphas_tie(seed, n_rows, n_classes):
+    check_pruning_equals_sklearn(seed, n_rows, n_classes)
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 10_000), n_rows=st.integers(5, 60), n_classes=st.integers(2, 4))
+def test_vectorized_pruning_equals_sklearn_ccp_pruning(seed, n_rows, n_classes):
+    check_pruning_equals_sklearn(seed, n_rows, n_classes)
+
+
+@pytest.mark.slow
+@settings(max_examples=400)
+@given(seed=st.integers(0, 2**31), n_rows=st.integers(5, 150), n_classes=st.integers(2, 5))
+def test_vectorized_pruning_equals_sklearn_ccp_pruning_broadly(seed, n_rows, n_classes):
+    check_pruning_equals_sklearn(seed, n_rows, n_classes)
 
 
 def test_oob_accuracy_and_predictions_equal_the_forests():
@@ -242,14 +267,19 @@ def test_hash_collisions_do_not_merge_different_sets(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("seed", "n_classes", "radius", "n_test"),
+    ("seed", "n_classes", "radius", "n_test", "n_cal"),
     [
-        (0, 3, 0.25, 3),
-        pytest.param(1, 2, 0.15, 8, marks=pytest.mark.slow),
+        (0, 3, 0.25, 3, 40),
+        (2, 4, 0.45, 3, 40),
+        pytest.param(1, 2, 0.15, 8, 40, marks=pytest.mark.slow),
+        pytest.param(7, 4, 0.35, 6, 60, marks=pytest.mark.slow),
+        pytest.param(11, 4, 0.45, 6, 30, marks=pytest.mark.slow),
+        pytest.param(13, 4, 0.3, 6, 80, marks=pytest.mark.slow),
     ],
 )
-def test_hh_equals_the_reference_loop(seed, n_classes, radius, n_test):
-    X_cal, y_cal, p_cal, p_test = small_problem(seed, n_classes=n_classes, n_test=n_test)
+def test_hh_equals_the_reference_loop(seed, n_classes, radius, n_test, n_cal):
+    X_cal, y_cal, p_cal, p_test = small_problem(seed, n_cal=n_cal, n_classes=n_classes,
+                                                n_test=n_test)
     expected = reference_hh(X_cal, y_cal, p_cal, p_test, radius=radius, seed=3)
     repeated = np.vstack([p_test, p_test[:2]])  # repeated rows share one computation
     result = hidden_heterogeneity_details(
@@ -370,10 +400,12 @@ def test_recommendation_follows_the_papers_guidance():
 def test_moons_mean_hh_matches_the_paper_and_the_reference():
     X_cal, y_cal, p_cal, _, _, p_test = moons_experiment()
     result = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test)
-    assert result.mean == pytest.approx(0.1311074566516477, abs=1e-12)  # pinned
+    # pinned; 0.1311074566516477 before the pruning replayed scikit-learn's float steps
+    # (row 207 kept one leaf too many at a tied alpha: HH 0.0380 against the reference 0.0154)
+    assert result.mean == pytest.approx(0.13106238439634652, abs=1e-12)
     assert 0.11 <= result.mean <= 0.15  # the paper: about 0.13
     assert result.n_forests == 365  # of 500 rows; the rest share or are single-class
-    sample = np.array([3, 111, 260, 404])
+    sample = np.array([3, 111, 207, 260, 404])
     np.testing.assert_array_equal(
         result.values[sample], reference_hh(X_cal, y_cal, p_cal, p_test[sample])
     )

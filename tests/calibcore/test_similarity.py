@@ -197,7 +197,7 @@ def test_moons_brier_scores_match_the_paper():
     pinned = {
         "uncal": 0.21806572273579755,
         "swc": 0.13324966846197245,
-        "swc_hh": 0.13875101034816356,
+        "swc_hh": 0.13875103761436425,  # HH of moons row 207 now equals the reference
     }
     for name, value in pinned.items():
         assert scores[name] == pytest.approx(value, abs=1e-12), name

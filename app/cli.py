@@ -47,7 +47,9 @@ def _report(args: argparse.Namespace) -> int:
         if item["value"] is None:
             continue
         interval = ("" if item["low"] is None
-                    else f"  [{item['low']:.6f}, {item['high']:.6f}]")
+                    else f"  [{item['low']:.6f}, {item['high']:.6f}]"
+                    + (f"  plug-in {item['plug_in']:.6f}"
+                       if item["plug_in"] != item["value"] else ""))
         print(f"{item['name']:>20}: {item['value']:.6f}{interval}")
     return 0
 

@@ -93,6 +93,12 @@ MEASURES: dict[MeasureName, MeasureInfo] = {
 }
 
 
+#: Measures that are calibration errors (biased upwards on finite samples), shown
+#: bias-corrected with ``interval="basic"``; the others are plain means of a loss.
+CALIBRATION_ERRORS: frozenset[MeasureName] = frozenset(MEASURES) - {
+    "accuracy", "brier", "binary_brier", "nll"}
+
+
 @dataclass(frozen=True)
 class Interval:
     """A point estimate and its percentile bootstrap interval.
@@ -118,9 +124,13 @@ class Interval:
 class MeasureEstimate:
     """One global measure with its interval, as shown in the measures table.
 
-    ``value`` is None when the measure does not apply (binary Brier on K > 2
-    classes) or was skipped (smCE above ``smce_max_rows``); ``low``/``high``
-    are None without an interval. ``note`` says why.
+    ``value`` is the estimate shown with the interval: with ``interval="basic"``
+    the bias-corrected estimate of a calibration error (see :func:`global_measures`),
+    otherwise the plug-in value. ``plug_in`` is the measure on the data as it is
+    (what :mod:`calibcore.metrics` returns and peers report). ``value`` is None when
+    the measure does not apply (binary Brier on K > 2 classes) or was skipped (smCE
+    above ``smce_max_rows``); ``low``/``high`` are None without an interval, and
+    ``low <= value <= high`` whenever they are set. ``note`` says why.
     """
 
     key: MeasureName
@@ -131,6 +141,7 @@ class MeasureEstimate:
     consistent: bool
     meaning: str
     note: str = ""
+    plug_in: float | None = None
 
 
 @dataclass(frozen=True)
@@ -183,13 +194,32 @@ def _bootstrap_bounds(
     upper_limit: float,
 ) -> tuple[float, float]:
     """Percentile interval, or the basic (reverse-percentile) one: 2*estimate minus the
-    percentiles, which removes the resampling bias of measures such as binned ECE (their
-    percentile interval can lie entirely above the estimate); clipped to [0, upper_limit].
-    """
+    percentiles; clipped to [0, upper_limit]."""
     low, high = _percentiles(values, level)
     if method == "basic":
         low, high = 2.0 * estimate - high, 2.0 * estimate - low
     return max(low, 0.0), min(high, upper_limit)
+
+
+def _shown_estimate(
+    values: NDArray[np.float64], plug_in: float, level: float, method: IntervalMethod,
+    upper_limit: float, bias_corrected: bool,
+) -> tuple[float, float, float]:
+    """The estimate shown and its interval, (value, low, high), with low <= value <= high.
+
+    With ``method="basic"``, a calibration error (biased upwards: the absolute value of a
+    noisy residual overshoots) is shown bias-corrected, 2 * plug-in - mean of the
+    resamples, with the basic interval, which is centred on the same correction; both
+    are clipped to the measure's range. The interval contains the corrected value
+    unless the resampling mean lies outside its own central percentiles (a very skewed
+    resampling distribution); it is then widened to the value, so what is shown never
+    contradicts itself.
+    """
+    low, high = _bootstrap_bounds(values, plug_in, level, method, upper_limit)
+    value = plug_in
+    if method == "basic" and bias_corrected:
+        value = min(max(2.0 * plug_in - float(values.mean()), 0.0), upper_limit)
+    return value, min(low, value), max(high, value)
 
 
 def bootstrap_interval(
@@ -379,9 +409,13 @@ def global_measures(
         smCE gets an interval only while rows x problems of the view stay
         within this (each resample is a separate solve), with a note otherwise.
     interval : {"percentile", "basic"}, default="percentile"
-        Percentile bootstrap interval, or the basic bootstrap interval
-        (2 * estimate - percentiles), which corrects the upward resampling bias of
-        binned and smoothed calibration errors; both clipped to the measure's range.
+        ``"percentile"``: the plug-in value with the percentile bootstrap interval.
+        ``"basic"``: calibration errors (every measure but accuracy, Brier, binary
+        Brier and NLL, which are plain means) are shown bias-corrected,
+        2 * plug-in - mean of the resamples, with the basic bootstrap interval
+        (2 * plug-in - percentiles) around them; the means keep the plug-in value with
+        the basic interval. The plug-in value is kept as ``plug_in``. Every interval
+        is clipped to the measure's range and contains the value shown.
     progress : callable, optional
         Called with the fraction of resamples done after each block (for progress bars;
         it may raise to cancel).
@@ -424,12 +458,13 @@ def global_measures(
             )
             results.append(replace(estimate, note=note))
             continue
-        estimate = replace(estimate, value=float(values[key][0]))
+        plug_in = float(values[key][0])
+        estimate = replace(estimate, value=plug_in, plug_in=plug_in)
         if samples[key]:
             upper = 1.0 if key in ("accuracy", "ece", "mce", "classwise_ece") else np.inf
-            low, high = _bootstrap_bounds(np.concatenate(samples[key]), float(values[key][0]),
-                                          level, interval, upper)
-            estimate = replace(estimate, low=low, high=high)
+            value, low, high = _shown_estimate(np.concatenate(samples[key]), plug_in, level,
+                                               interval, upper, key in CALIBRATION_ERRORS)
+            estimate = replace(estimate, value=value, low=low, high=high)
         elif n_bootstrap:
             estimate = replace(
                 estimate,

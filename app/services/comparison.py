@@ -130,8 +130,8 @@ def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins:
     result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
                              random_state=random_state, measures=list(_GLOBAL_KEYS),
                              interval="basic")
-    return {m.key: {"value": m.value, "low": m.low, "high": m.high, "note": m.note}
-            for m in result.measures}
+    return {m.key: {"value": m.value, "low": m.low, "high": m.high, "plug_in": m.plug_in,
+                    "note": m.note} for m in result.measures}
 
 
 def _mlce_space(features: pd.DataFrame) -> tuple[NDArray[np.float64] | None, str]:

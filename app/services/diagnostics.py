@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 Subset = Literal["all", "calibration", "test"]
 
+#: How the values and intervals of the measures table are made, in one line.
+INTERVAL_NOTE = ("calibration errors are bias-corrected (2 x plug-in - mean of the bootstrap "
+                 "resamples; the plug-in value, which sampling noise inflates, is shown beside) "
+                 "with the basic bootstrap interval around them; seeded")
+
 #: Bin counts of the bin-sensitivity curve.
 BIN_COUNTS = (5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
 
@@ -47,8 +52,11 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
                    progress: Callable[[float], None] | None = None) -> dict[str, Any]:
     """Every global measure of one view on one subset, with basic-bootstrap 95% intervals.
 
-    ``metrics`` maps each measure to its value; ``measures`` adds the interval, whether it
-    is a consistent calibration measure (paper 001), a one-line meaning and any note.
+    ``metrics`` maps each measure to its plug-in value (the measure on the data, as
+    :mod:`calibcore.metrics` and peers compute it); ``measures`` gives the value shown
+    (bias-corrected for calibration errors, see :data:`INTERVAL_NOTE`) with its interval,
+    the plug-in value, whether it is a consistent calibration measure (paper 001), a
+    one-line meaning and any note.
     """
     mask = rows_for(prediction_set, subset)
     result = global_measures(prediction_set.y_true[mask], prediction_set.proba[mask],
@@ -59,11 +67,11 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
         "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,
         "confidence_level": result.confidence_level,
-        "interval": "basic bootstrap (2 x estimate - percentiles), seeded",
-        "metrics": {m.key: m.value for m in result.measures if m.value is not None},
+        "interval": INTERVAL_NOTE,
+        "metrics": {m.key: m.plug_in for m in result.measures if m.plug_in is not None},
         "measures": {m.key: {"name": m.name, "value": m.value, "low": m.low, "high": m.high,
-                             "consistent": m.consistent, "meaning": m.meaning,
-                             "note": m.note} for m in result.measures},
+                             "plug_in": m.plug_in, "consistent": m.consistent,
+                             "meaning": m.meaning, "note": m.note} for m in result.measures},
     })
 
 

@@ -35,11 +35,13 @@ def _measures_table(metrics: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(item['name'])}</td><td>{_number(item['value'])}</td>"
         f"<td>{_number(item['low'])} – {_number(item['high'])}</td>"
+        f"<td>{_number(item.get('plug_in'))}</td>"
         f"<td class='ok'>{'consistent' if item['consistent'] else ''}</td>"
         f"<td>{html.escape(item['meaning'])}</td></tr>"
         for item in metrics["measures"].values() if item["value"] is not None)
-    return ("<table><tr><th>measure</th><th>value</th><th>95% interval</th><th></th>"
-            f"<th>meaning</th></tr>{rows}</table>")
+    return ("<table><tr><th>measure</th><th>estimate</th><th>95% interval</th>"
+            f"<th>plug-in</th><th></th><th>meaning</th></tr>{rows}</table>"
+            f"<p class='muted'>Estimates: {html.escape(metrics.get('interval', ''))}.</p>")
 
 
 def _variables_table(ranking: dict[str, Any] | None) -> str:

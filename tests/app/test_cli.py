@@ -22,7 +22,10 @@ def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) 
     assert report["metrics"]["metrics"]["ece"] == pytest.approx(expected, abs=1e-9)
     assert report["n_rows"] == 7000 and report["metrics_by_subset"]["test"]["n"] == 3474
     printed = capsys.readouterr().out
-    assert "ECE: 0.004503" in printed and "smooth ECE" in printed
+    assert "plug-in 0.004503" in printed and "smooth ECE" in printed
+    for item in report["metrics"]["measures"].values():
+        if item["low"] is not None:
+            assert item["low"] <= item["value"] <= item["high"], item
     measures = report["metrics"]["measures"]
     assert measures["smooth_ece"]["consistent"] and not measures["ece"]["consistent"]
     assert measures["nll"]["low"] <= measures["nll"]["value"] <= measures["nll"]["high"]

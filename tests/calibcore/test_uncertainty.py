@@ -258,8 +258,11 @@ def test_basic_interval_reflects_the_percentiles_about_the_estimate() -> None:
                             interval="basic")
     for key in ("ece", "nll"):
         p, b = percentile[key], basic[key]
-        assert b.value == p.value
+        assert b.plug_in == p.value == p.plug_in
         assert b.low == pytest.approx(max(2 * p.value - p.high, 0.0))
         assert b.high == pytest.approx(2 * p.value - p.low)
+        assert b.low <= b.value <= b.high
+    assert basic["nll"].value == basic["nll"].plug_in  # a plain mean: no bias correction
+    assert basic["ece"].value < basic["ece"].plug_in  # corrected down
     # binned ECE is biased upwards under resampling: the basic interval sits lower
     assert basic["ece"].low < percentile["ece"].low

@@ -21,6 +21,9 @@ def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, bro
     wait.until(lambda b: "–" in b.find_element(By.CSS_SELECTOR, "#measure-smooth_ece").text)
     smooth_row = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-smooth_ece").text)
     assert "consistent" in smooth_row
+    value, low, dash, high, plug_in = smooth_row.split()[2:7]
+    assert dash == "–" and float(low) <= float(value) <= float(high)  # shown inside its interval
+    assert float(plug_in) >= float(value)  # the plug-in, which resampling shows inflated
     assert "consistent" not in browser.find_element(By.CSS_SELECTOR, "#measure-ece").text
     # smooth diagram: curve, band and density traces; binned diagram with points
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR,

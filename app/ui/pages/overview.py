@@ -156,7 +156,7 @@ def _start_interval_job(services: Services, dataset_id: str,
 
 def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
     """Every measure: value, 95% interval, whether it is consistent (paper 001), meaning."""
-    header = html.Tr([html.Th(h) for h in ("measure", "value", "95% interval",
+    header = html.Tr([html.Th(h) for h in ("measure", "estimate", "95% interval", "plug-in",
                                            "consistent", "what it says")])
     rows = []
     for key, item in result["measures"].items():
@@ -169,14 +169,15 @@ def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
         rows.append(html.Tr([
             html.Td(item["name"]), html.Td(f"{item['value']:.4f}", className="number"),
             html.Td(interval, className="number"),
+            html.Td(f"{item['plug_in']:.4f}" if item["plug_in"] != item["value"] else "",
+                    className="number plug-in"),
             html.Td("✓ consistent" if item["consistent"] else "", className="consistent"),
             html.Td(item["meaning"] + (f" ({item['note']})" if item["note"] and
                                        item["low"] is not None else "")),
         ], id=f"measure-{key}"))
-    caption = (f"n = {result['n']:,} rows. Intervals: "
-               + (f"{result['interval']}, {result['n_bootstrap']} resamples. A bias-corrected "
-                  "interval can sit below a plug-in calibration error, which resampling "
-                  "inflates." if with_intervals else "being computed in the background."))
+    caption = (f"n = {result['n']:,} rows. "
+               + (f"Estimates: {result['interval']}, {result['n_bootstrap']} resamples."
+                  if with_intervals else "Intervals are being computed in the background."))
     return html.Div([html.Table([html.Thead(header), html.Tbody(rows)], className="table"),
                      html.Div(caption, className="caption")])
 

@@ -122,6 +122,7 @@ class Recalibrator(BaseEstimator):
         self
         """
         labels, proba = check_predictions(y_true, y_prob)
+        _check_two_classes(labels, proba.shape[1])
         checked = self._check_features(features, proba.shape[0])
         self.n_classes_ = proba.shape[1]
         try:
@@ -228,6 +229,18 @@ class Recalibrator(BaseEstimator):
                 raise
             raise CalibrationInputError(f"malformed recalibrator document: {exc}") from exc
         return estimator
+
+
+def _check_two_classes(labels: NDArray[np.intp], n_classes: int) -> None:
+    """Refuse calibration rows that hold one class: every map fitted on them is degenerate."""
+    counts = np.bincount(labels, minlength=n_classes)
+    present = np.flatnonzero(counts)
+    if present.size < 2:
+        held = ", ".join(f"class {k}: {counts[k]:,} rows" for k in present)
+        raise CalibrationInputError(
+            f"the calibration rows hold a single class ({held}; every other class 0 rows); "
+            "a recalibrator needs rows of at least two classes to learn anything. Use more "
+            "calibration rows or another split.", code="single_class")
 
 
 def _to_simplex(proba: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-from calibcore._validation import check_positive_int
+from calibcore._validation import check_in_range, check_positive_int
 from calibcore.binning import assign_bins
 from calibcore.recalibration._base import (
     Recalibrator,
@@ -79,14 +79,19 @@ class HistogramBinning(Recalibrator):
 
     For each class k (only class 1 when binary) the calibration rows are sorted
     by p_k and cut into ``n_bins`` bins of equal size (see
-    :func:`equal_mass_bins`); a new row gets the fraction of calibration rows
-    of class k in its bin (Zadrozny and Elkan 2001). Multiclass rows are then
+    :func:`equal_mass_bins`); a new row gets the frequency of class k in its bin
+    (Zadrozny and Elkan 2001), smoothed by a Beta prior: (hits + s m) / (rows + s),
+    with m = (N_k + 1) / (N + 2) the Laplace-smoothed frequency of class k over all
+    calibration rows and s = ``prior_strength`` pseudo-rows. A bin that held no row
+    of class k thus gives it a small probability, not 0. Multiclass rows are then
     renormalized (one-vs-rest).
 
     Parameters
     ----------
     n_bins : int, default=10
         Bins per class. Fewer are used with fewer distinct scores.
+    prior_strength : float, default=1.0
+        Pseudo-rows of the Beta prior per bin (0: raw frequencies).
 
     Attributes
     ----------
@@ -100,8 +105,9 @@ class HistogramBinning(Recalibrator):
     display_name = "Histogram binning"
     fitted_attributes = ("bin_edges_", "bin_values_")
 
-    def __init__(self, *, n_bins: int = 10) -> None:
+    def __init__(self, *, n_bins: int = 10, prior_strength: float = 1.0) -> None:
         self.n_bins = n_bins
+        self.prior_strength = prior_strength
 
     def _fit(
         self,
@@ -110,12 +116,19 @@ class HistogramBinning(Recalibrator):
         features: NDArray[np.float64] | None,
     ) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
+        strength = check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
         self.bin_edges_: list[NDArray[np.float64]] = []
         self.bin_values_: list[NDArray[np.float64]] = []
         for k in one_vs_rest_columns(proba.shape[1]):
             edges = equal_mass_bins(proba[:, k], n_bins)
+            is_k = (labels == k).astype(np.float64)
+            # Beta prior centred on the Laplace-smoothed overall frequency of class k
+            prior = (is_k.sum() + 1.0) / (is_k.size + 2.0)
+            index = assign_bins(proba[:, k], edges)
+            hits = np.bincount(index, weights=is_k, minlength=edges.size - 1)
+            sizes = np.bincount(index, minlength=edges.size - 1)
             self.bin_edges_.append(edges)
-            self.bin_values_.append(bin_means(proba[:, k], (labels == k).astype(np.float64), edges))
+            self.bin_values_.append((hits + strength * prior) / (sizes + strength))
 
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None

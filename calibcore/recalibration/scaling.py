@@ -44,7 +44,33 @@ def fit_sigmoid(
         return float(loss), np.array([np.dot(residual, scores), residual.sum()])
 
     result = minimize(loss_and_grad, x0=np.array([1.0, 0.0]), jac=True, method="L-BFGS-B")
-    return float(result.x[0]), float(result.x[1])
+    # L-BFGS-B stops at its default tolerances; Newton steps (the loss is convex in two
+    # parameters, its Hessian is explicit) finish the job to machine precision.
+    params = result.x
+    loss, grad = loss_and_grad(params)
+    for _ in range(50):
+        fitted = expit(params[0] * scores + params[1])
+        curvature = fitted * (1.0 - fitted)
+        hessian = np.array([[np.dot(curvature, scores * scores), np.dot(curvature, scores)],
+                            [np.dot(curvature, scores), curvature.sum()]])
+        try:
+            step = np.linalg.solve(hessian, grad)
+        except np.linalg.LinAlgError:
+            break
+        shrink = 1.0
+        while shrink > 1e-6:
+            trial = params - shrink * step
+            trial_loss, trial_grad = loss_and_grad(trial)
+            if trial_loss <= loss:
+                break
+            shrink /= 2.0
+        else:
+            break
+        converged = loss - trial_loss <= 1e-15 * max(1.0, abs(loss))
+        params, loss, grad = trial, trial_loss, trial_grad
+        if converged:
+            break
+    return float(params[0]), float(params[1])
 
 
 @register

@@ -343,3 +343,17 @@ def test_bad_parameter_values_are_422_not_500(client, digits, method, params) ->
                            json={"method": method, "params": params})
     assert_error(response, 422)
     assert client.get(f"/api/v1/datasets/{digits}/recalibrations").json() == []
+
+
+def test_a_single_class_calibration_split_is_a_422_naming_the_counts(client) -> None:
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"y_true": np.r_[np.ones(40, dtype=int), rng.integers(0, 2, 40)],
+                          "y_prob": rng.uniform(0.05, 0.95, 80),
+                          "split": ["calibration"] * 40 + ["test"] * 40})
+    frame.loc[40, "y_true"], frame.loc[41, "y_true"] = 0, 1  # the test rows have both
+    dataset = upload(client, frame.to_csv(index=False).encode()).json()["id"]
+    for method in ("platt", "histogram", "beta"):
+        response = client.post(f"/api/v1/datasets/{dataset}/recalibrations",
+                               json={"method": method})
+        error = assert_error(response, 422, "single_class")
+        assert "class 1: 40 rows" in error["message"]

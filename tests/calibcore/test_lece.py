@@ -314,7 +314,7 @@ def test_cv_is_reproducible_and_seeded():
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_classes=st.integers(2, 6),
-    n_cal=st.integers(1, 60),
+    n_cal=st.integers(2, 60),
     q=st.floats(0.001, 1.0),
     t=st.sampled_from([0.0, 0.001, 0.05, 0.3, 1.0]),
     lece=st.booleans(),
@@ -327,6 +327,7 @@ def test_outputs_are_on_the_simplex(seed, n_classes, n_cal, q, t, lece):
     p_test[p_test.sum(axis=1) == 0, 0] = 1.0
     p_test /= p_test.sum(axis=1, keepdims=True)
     y_cal = rng.integers(0, n_classes, n_cal)
+    y_cal[0] = (y_cal[1] + 1) % n_classes  # two classes at least: one is refused
     out = (LECE if lece else LECD)(neighborhood_size=q, threshold=t).fit(p_cal, y_cal)
     result = out.predict_proba(p_test)
     assert result.shape == p_test.shape

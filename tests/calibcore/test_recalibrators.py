@@ -30,7 +30,13 @@ from calibcore.recalibration._base import REGISTRY, Recalibrator
 from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
 from calibcore.recalibration.binning import HistogramBinning, ScalingBinning, equal_mass_bins
 from calibcore.recalibration.isotonic import IsotonicCalibration
-from calibcore.recalibration.scaling import PlattScaling, TemperatureScaling
+from calibcore.recalibration.scaling import (
+    PlattScaling,
+    TemperatureScaling,
+    fit_sigmoid,
+    platt_targets,
+)
+from calibcore.recalibration.scaling import logit as clipped_logit
 from calibcore.recalibration.variable_tree import VariableTreeCalibration
 
 # Import every module of the package so recalibrators added later register too.
@@ -302,7 +308,20 @@ def test_histogram_binning_by_hand():
     fitted = HistogramBinning(n_bins=2).fit(p, labels)
     np.testing.assert_allclose(fitted.bin_edges_[0], [0.0, 0.5, 1.0])
     out = fitted.predict_proba(np.array([0.0, 0.45, 0.5, 0.55, 1.0]))[:, 1]
-    np.testing.assert_allclose(out, [0.25, 0.25, 0.25, 0.75, 0.75])  # bins are right-closed
+    # Beta prior: one pseudo-row at the smoothed overall frequency (4 + 1) / (8 + 2) = 0.5
+    np.testing.assert_allclose(out, [1.5 / 5, 1.5 / 5, 1.5 / 5, 3.5 / 5, 3.5 / 5])  # right-closed
+    raw = HistogramBinning(n_bins=2, prior_strength=0.0).fit(p, labels)
+    np.testing.assert_allclose(raw.predict_proba(np.array([0.45, 0.55]))[:, 1], [0.25, 0.75])
+
+
+def test_histogram_binning_never_gives_a_class_probability_zero():
+    """A bin holding no row of a class still gives it (prior) mass: NLL stays finite."""
+    p = np.array([0.05, 0.1, 0.15, 0.2, 0.8, 0.85, 0.9, 0.95])
+    labels = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    out = HistogramBinning(n_bins=2).fit(p, labels).predict_proba(np.array([0.1, 0.9]))
+    prior = (4 + 1) / (8 + 2)
+    np.testing.assert_allclose(out[:, 1], [prior / 5, (4 + prior) / 5])
+    assert np.all(out > 0.0)
 
 
 def test_histogram_binning_merges_bins_left_empty_by_ties():
@@ -317,7 +336,9 @@ def test_histogram_binning_multiclass_renormalizes_the_class_frequencies():
     raw = []
     for k in range(3):
         order = np.argsort(proba[:, k])
-        frequency = [np.mean(labels[g] == k) for g in np.array_split(order, 4)]
+        prior = (np.sum(labels == k) + 1) / (labels.size + 2)
+        frequency = [(np.sum(labels[g] == k) + prior) / (g.size + 1)
+                     for g in np.array_split(order, 4)]
         rank = np.searchsorted(np.sort(proba[:, k]), proba[:, k])  # rows are distinct
         raw.append(np.asarray(frequency)[rank // 50])
     expected = np.column_stack(raw)
@@ -493,6 +514,8 @@ def probability_tables(draw, max_classes=4):
     )
     raw[:, 0] += 1e-3
     labels = draw(arrays(np.int64, n_rows, elements=st.integers(0, n_classes - 1)))
+    if np.unique(labels).size == 1:  # calibration rows need two classes (tested below)
+        labels[0] = (labels[0] + 1) % n_classes
     return raw / raw.sum(axis=1, keepdims=True), labels
 
 
@@ -535,7 +558,8 @@ def test_histogram_bins_are_nonempty_and_hold_their_label_frequency(table, n_bin
     for low, high, value in zip(edges[:-1], edges[1:], values, strict=True):
         inside = (proba[:, 1] > low) & (proba[:, 1] <= high) | ((low == 0.0) & (proba[:, 1] == 0))
         assert inside.any()
-        assert value == pytest.approx(np.mean(labels[inside] == 1))
+        prior = (np.sum(labels == 1) + 1) / (labels.size + 2)
+        assert value == pytest.approx((np.sum(labels[inside] == 1) + prior) / (inside.sum() + 1))
 
 
 @settings(max_examples=25, deadline=None)
@@ -569,3 +593,35 @@ def test_variable_tree_rejects_more_than_one_column(multiclass_set):
     proba, labels, _ = multiclass_set
     with pytest.raises(CalibrationInputError, match=r"shape \(n,\) or \(n, 1\)"):
         VariableTreeCalibration().fit(proba, labels, features=np.ones((proba.shape[0], 2)))
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_a_single_class_calibration_split_is_refused_naming_the_counts(method):
+    proba = np.column_stack([np.linspace(0.9, 0.1, 30), np.linspace(0.1, 0.9, 30)])
+    labels = np.ones(30, dtype=int)
+    features = np.linspace(0, 1, 30)[:, None]
+    with pytest.raises(CalibrationInputError, match=r"single class \(class 1: 30 rows") as error:
+        REGISTRY[method]().fit(proba, labels, features=features)
+    assert error.value.code == "single_class"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_platt_reaches_scikit_learns_objective(seed):
+    """Platt's sigmoid minimizes the cross-entropy to Platt's targets at least as well as
+    scikit-learn's own fit (its sign convention: P = expit(-(a F + b)))."""
+    from sklearn.calibration import _sigmoid_calibration
+
+    rng = np.random.default_rng(seed)
+    p = rng.beta(0.5, 0.5, 5_000)
+    labels = (rng.random(5_000) < expit(2.5 * logit(p) + 0.3)).astype(int)
+    scores, targets = clipped_logit(p), platt_targets(labels == 1)
+
+    def objective(slope, intercept):
+        z = slope * scores + intercept
+        return -np.sum(targets * -np.logaddexp(0, -z) + (1 - targets) * -np.logaddexp(0, z))
+
+    slope, intercept = fit_sigmoid(scores, targets)
+    a, b = _sigmoid_calibration(scores, labels)
+    assert objective(slope, intercept) <= objective(-a, -b) + 1e-9
+    residual = expit(slope * scores + intercept) - targets
+    assert abs(residual @ scores) < 1e-8 and abs(residual.sum()) < 1e-8  # a stationary point

@@ -28,6 +28,7 @@ from calibcore.recalibration._base import (
     one_vs_rest_columns,
     register,
 )
+from calibcore.recalibration.scaling import platt_targets
 
 _BETA_FLOOR = 1e-12
 _OPTIMIZER_OPTIONS = {"maxiter": 1000, "ftol": 1e-11, "gtol": 1e-7}
@@ -93,6 +94,11 @@ class BetaCalibration(Recalibrator):
     The constrained maximum is found directly with bound-constrained L-BFGS-B,
     rather than by the reference implementation's refit-without-the-negative-
     feature heuristic; both give the same answer when at most one bound binds.
+    The targets are Platt's smoothed ones, (N+ + 1)/(N+ + 2) and 1/(N- + 2), as for
+    Platt scaling: on a class that the scores separate from the rest (one-vs-rest on
+    digits: classes 0, 3 and 4), 0/1 targets send a and b to infinity and the map to a
+    step (test NLL 0.209 against Platt's 0.088 on digits_svm); with smoothed targets the
+    maximum is finite (0.086).
 
     Attributes
     ----------
@@ -113,7 +119,7 @@ class BetaCalibration(Recalibrator):
         columns = one_vs_rest_columns(proba.shape[1])
         nonnegative = np.array([True, True])
         self.coefficients_ = np.array([
-            fit_logistic(_beta_design(proba[:, k]), (labels == k).astype(np.float64), nonnegative)
+            fit_logistic(_beta_design(proba[:, k]), platt_targets(labels == k), nonnegative)
             for k in columns
         ])
 

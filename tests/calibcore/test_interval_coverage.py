@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibcore import metrics
@@ -90,6 +90,7 @@ def test_nominal_95_percent_intervals_cover_the_truth() -> None:
     assert all(value >= 0.90 for value in coverage.values()), coverage
 
 
+@settings(max_examples=40)
 @given(seed=st.integers(0, 2**31), n_rows=st.integers(2, 300), n_classes=st.integers(2, 4),
        method=st.sampled_from(["basic", "percentile"]))
 def test_every_interval_contains_the_value_shown(seed, n_rows, n_classes, method) -> None:

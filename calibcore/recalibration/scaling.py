@@ -112,13 +112,71 @@ class PlattScaling(Recalibrator):
             expit(self.slopes_ * logit(proba[:, columns]) + self.intercepts_).T))
 
 
+#: Temperatures are searched in [exp(-5), exp(5)].
+_LOG_TEMPERATURE_BOUND = 5.0
+
+
+def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> float:
+    """The temperature T minimizing the mean NLL of softmax(logits / T).
+
+    The NLL is convex in the inverse temperature beta = 1 / T, with derivative
+    mean(E_p[l] - l_y) and second derivative mean(Var_p(l)) under p = softmax(beta l):
+    Newton steps on beta (halved while they do not decrease the NLL) need one softmax
+    pass each and converge in a handful, where a bracketing search needs dozens. A flat
+    NLL (no curvature: every row's logits equal) falls back to the bounded search.
+    """
+    rows = np.arange(labels.size)
+    true_logit = logits[rows, labels]
+    squared = logits * logits
+    low, high = np.exp(-_LOG_TEMPERATURE_BOUND), np.exp(_LOG_TEMPERATURE_BOUND)
+
+    def state(beta: float) -> tuple[float, float, float]:
+        scaled = beta * logits
+        peak = scaled.max(axis=1, keepdims=True)
+        weights = np.exp(scaled - peak)
+        norm = weights.sum(axis=1)
+        loss = float(np.mean(np.log(norm) + peak[:, 0] - beta * true_logit))
+        weights /= norm[:, None]
+        mean = np.einsum("ij,ij->i", weights, logits)
+        second = np.einsum("ij,ij->i", weights, squared)
+        return loss, float(np.mean(mean - true_logit)), float(np.mean(second - mean * mean))
+
+    beta = 1.0
+    loss, gradient, curvature = state(beta)
+    for _ in range(100):
+        if curvature <= 1e-300:
+            break
+        step, improved = gradient / curvature, False
+        while abs(step) > 1e-15 * beta:
+            trial = float(np.clip(beta - step, low, high))
+            trial_loss, trial_gradient, trial_curvature = state(trial)
+            if trial_loss <= loss:
+                improved = True
+                break
+            step /= 2.0
+        if not improved:
+            break
+        done = abs(trial - beta) <= 1e-12 * beta
+        beta, loss, gradient, curvature = trial, trial_loss, trial_gradient, trial_curvature
+        if done:
+            break
+    if curvature <= 1e-300:
+        def nll(log_temperature: float) -> float:
+            return state(float(np.exp(-log_temperature)))[0]
+
+        result = minimize_scalar(nll, bounds=(-_LOG_TEMPERATURE_BOUND, _LOG_TEMPERATURE_BOUND),
+                                 method="bounded", options={"xatol": 1e-8})
+        return float(np.exp(result.x))
+    return 1.0 / beta
+
+
 @register
 class TemperatureScaling(Recalibrator):
     """Temperature scaling: softmax(log p / T) with one temperature T > 0.
 
     The log-probabilities act as logits (they differ from the logits by a
     per-row constant, which softmax ignores). T is fitted by minimizing the
-    negative log-likelihood over log T in [-5, 5].
+    negative log-likelihood over T in [exp(-5), exp(5)] (:func:`fit_temperature`).
 
     Attributes
     ----------
@@ -135,18 +193,7 @@ class TemperatureScaling(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
     ) -> None:
-        logits = log_probabilities(proba)
-        rows = np.arange(labels.size)
-
-        def nll(log_temperature: float) -> float:
-            scaled = logits / np.exp(log_temperature)
-            shifted = scaled - scaled.max(axis=1, keepdims=True)
-            log_norm = np.log(np.exp(shifted).sum(axis=1))
-            return float(np.mean(log_norm - shifted[rows, labels]))
-
-        result = minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded",
-                                 options={"xatol": 1e-8})
-        self.temperature_ = float(np.exp(result.x))
+        self.temperature_ = fit_temperature(log_probabilities(proba), labels)
 
     def _predict(
         self, proba: NDArray[np.float64], features: NDArray[np.float64] | None

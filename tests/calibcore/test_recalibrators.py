@@ -654,3 +654,17 @@ def test_beta_does_not_lose_to_platt_on_the_example_files(shared_data, name):
         test_nll[method] = negative_log_likelihood(labels[~calibration],
                                                    fitted.predict_proba(proba[~calibration]))
     assert test_nll[BetaCalibration] <= 1.15 * test_nll[PlattScaling], test_nll
+
+
+@pytest.mark.parametrize(("n_classes", "sharpness"), [(2, 2.5), (10, 0.6), (4, 1.0)])
+def test_temperature_equals_scikit_learns(n_classes, sharpness):
+    """Newton on the inverse temperature reaches scikit-learn's temperature scaling."""
+    from sklearn.calibration import _TemperatureScaling
+
+    rng = np.random.default_rng(n_classes)
+    logits = rng.normal(scale=2.0, size=(3_000, n_classes))
+    truth = softmax(logits / sharpness, axis=1)
+    labels = (rng.random(3_000)[:, None] < np.cumsum(truth, axis=1)).argmax(axis=1)
+    proba = softmax(logits, axis=1)
+    ours = TemperatureScaling().fit(proba, labels).temperature_
+    assert ours == pytest.approx(1.0 / _TemperatureScaling().fit(proba, labels).beta_, rel=1e-5)

@@ -1,0 +1,70 @@
+"""Recalibrator fits side by side with peers (issue 11): temperature scaling against
+scikit-learn's, on 327,000 rows.
+
+* Temperature scaling, 327,000 rows x 10 classes: ours (Newton steps on the inverse
+  temperature, :func:`calibcore.recalibration.scaling.fit_temperature`) against
+  scikit-learn's ``_TemperatureScaling`` (the calibrator behind
+  ``CalibratedClassifierCV(method="temperature")``), within 1.5x. Both fit the same
+  log-probabilities; the note gives both temperatures.
+* Histogram binning, 327,000 rows: netcal is the peer the issue names, but it needs
+  PyTorch (several GB), so it is not installed here; the row has no peer.
+
+Run: ``python -m benchmarks.bench_recalibration``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from benchmarks.table import Row, timed
+from calibcore.recalibration import HistogramBinning, TemperatureScaling
+
+
+def overconfident(n_rows: int, n_classes: int, *, random_state: int,
+                  ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Labels drawn from softmax(z / 2.5), predictions softmax(z): a model 2.5x too sharp."""
+    rng = np.random.default_rng(random_state)
+    logits = rng.normal(scale=2.0, size=(n_rows, n_classes))
+    truth = np.exp(logits / 2.5)
+    truth /= truth.sum(axis=1, keepdims=True)
+    labels = (rng.random(n_rows)[:, None] < np.cumsum(truth, axis=1)).argmax(axis=1)
+    proba = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return labels.astype(np.intp), proba / proba.sum(axis=1, keepdims=True)
+
+
+def _temperature(quick: bool) -> Row:
+    from sklearn.calibration import _TemperatureScaling
+
+    n_rows = 5_000 if quick else 327_000
+    labels, proba = overconfident(n_rows, 10, random_state=0)
+    repeat = 1 if quick else 3
+    seconds, ours = timed(lambda: TemperatureScaling().fit(proba, labels), repeat=repeat)
+    peer_seconds, peer = timed(lambda: _TemperatureScaling().fit(proba, labels), repeat=repeat)
+    return Row(
+        case=f"temperature scaling fit, {n_rows:,} rows x 10 classes",
+        seconds=seconds, peer="scikit-learn _TemperatureScaling", peer_seconds=peer_seconds,
+        target_ratio=None if quick else 1.5,
+        note=f"T = {ours.temperature_:.6f} (scikit-learn: {1.0 / peer.beta_:.6f})",
+    )
+
+
+def _histogram(quick: bool) -> Row:
+    n_rows = 5_000 if quick else 327_000
+    labels, proba = overconfident(n_rows, 2, random_state=1)
+    seconds, _ = timed(lambda: HistogramBinning(n_bins=15).fit(proba, labels),
+                       repeat=1 if quick else 3)
+    return Row(case=f"histogram binning fit, {n_rows:,} rows", seconds=seconds,
+               note="netcal (the named peer) needs PyTorch: not run here")
+
+
+def run(quick: bool = False) -> list[Row]:
+    """Recalibrator fit times; ``quick`` uses tiny sizes (smoke test)."""
+    return [_temperature(quick), _histogram(quick)]
+
+
+if __name__ == "__main__":
+    for row in run():
+        ratio = "" if row.ratio is None else f" ratio {row.ratio:.2f}"
+        status = "ok" if row.passed else "MISS"
+        print(f"{status:4} {row.seconds:7.3f} s{ratio}  {row.case}  [{row.note}]")

@@ -21,7 +21,26 @@ class Settings(BaseSettings):
     load_example : bool
         Load the bundled example dataset when the store is empty.
     api_token : str or None
-        When set, every ``/api`` request needs ``Authorization: Bearer <token>``.
+        When set, every route except ``/api/v1/health`` and the sign-in page needs it:
+        ``Authorization: Bearer <token>`` or the session cookie the sign-in page sets.
+    session_hours : float
+        Lifetime of a sign-in session cookie.
+    public_docs : bool
+        Serve ``/docs`` and ``/openapi.json`` without the token.
+    allowed_hosts : str
+        Comma-separated host names the ``Host`` header may carry (DNS-rebinding
+        defence); ``*`` allows any. Empty: loopback names when bound to a loopback
+        address, any host otherwise.
+    max_request_bytes : int
+        Largest body of any request that is not a file upload (JSON, Dash callbacks).
+    max_decompressed_bytes : int
+        Largest size of an uploaded table after gzip decompression.
+    max_rows, max_columns : int
+        Largest accepted table.
+    staged_upload_hours : float
+        Staged uploads not confirmed within this many hours are deleted.
+    max_model_values : int
+        Largest number of array values in an uploaded recalibrator document.
     n_bootstrap : int
         Default bootstrap resamples for intervals.
     job_workers : int
@@ -39,6 +58,15 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 1 << 30
     load_example: bool = True
     api_token: str | None = None
+    session_hours: float = 12.0
+    public_docs: bool = False
+    allowed_hosts: str = ""
+    max_request_bytes: int = 16 << 20
+    max_decompressed_bytes: int = 4 << 30
+    max_rows: int = 20_000_000
+    max_columns: int = 10_000
+    staged_upload_hours: float = 24.0
+    max_model_values: int = 5_000_000
     n_bootstrap: int = 200
     job_workers: int = 2
     warm_up: bool = True

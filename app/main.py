@@ -6,12 +6,12 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi import FastAPI
 
 from app.api import build_router
-from app.api.errors import error_response, install_error_handlers
+from app.api.errors import install_error_handlers
 from app.config import Settings, get_settings
+from app.security import SecurityMiddleware
 from app.services.context import Services, example_path
 from app.services.local_embedding import start_warm_up
 from app.ui.dashboard import build_dash
@@ -47,19 +47,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = services
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def limit_body_size(request: Request, call_next):
-        length = request.headers.get("content-length")
-        limit = settings.max_upload_bytes + (1 << 20)  # allow multipart overhead
-        if request.url.path.startswith("/api/") and length and length.isdigit() \
-                and int(length) > limit:
-            return error_response(413, "too_large",
-                                  f"the request body ({int(length)} bytes) exceeds the upload "
-                                  f"limit of {settings.max_upload_bytes} bytes "
-                                  "(CALIBDASH_MAX_UPLOAD_BYTES).")
-        response: Response = await call_next(request)
-        return response
-
     app.include_router(build_router())
     build_dash(app, services)
+    # added last, so it wraps everything Dash and FastAPI added: nothing runs before it
+    app.add_middleware(SecurityMiddleware, settings=settings)
     return app

@@ -39,7 +39,9 @@ def settings_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
 
     def make(**overrides: object) -> Settings:
         values: dict[str, object] = {"data_dir": tmp_path / "store", "load_example": False,
-                                     "warm_up": False}
+                                     "warm_up": False,
+                                     # TestClient's requests say Host: testserver
+                                     "allowed_hosts": "testserver"}
         values.update(overrides)
         return Settings(**values)
 

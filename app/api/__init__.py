@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
+from fastapi.security import HTTPBearer
 
-from app.api.deps import require_token
 from app.api.errors import ApiError
 from app.api.routes import (
     datasets,
@@ -19,8 +19,11 @@ from app.api.routes import (
 
 
 def build_router() -> APIRouter:
-    """All REST routes, token-checked when a token is configured."""
-    router = APIRouter(prefix="/api/v1", dependencies=[Depends(require_token)])
+    """All REST routes (the token, when set, is checked by app.security first)."""
+    # Declares the bearer scheme in the OpenAPI document (the Authorize button of /docs);
+    # enforcement is app.security's, before the body is read.
+    bearer = HTTPBearer(auto_error=False, description="CALIBDASH_API_TOKEN, when it is set")
+    router = APIRouter(prefix="/api/v1", dependencies=[Depends(bearer)])
     for module in (meta, datasets, variables, local, heterogeneity, recalibrations, models,
                    jobs):
         router.include_router(module.router)

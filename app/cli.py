@@ -25,7 +25,9 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(**overrides)
     print(f"calibdash: serving on http://{settings.host}:{settings.port}/ "
           f"(data in {settings.data_dir.resolve()})", flush=True)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    # a graceful stop waits at most 5 s for requests in flight (or queued for a compute slot)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info",
+                timeout_graceful_shutdown=5)
     return 0
 
 

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
         Largest accepted table.
     staged_upload_hours : float
         Staged uploads not confirmed within this many hours are deleted.
+    compute_slots : int
+        Heavy requests (REST computations, Dash callbacks) running at once; the rest
+        wait their turn without holding a thread (see ``app.gate``).
     max_model_values : int
         Largest number of array values in an uploaded recalibrator document.
     n_bootstrap : int
@@ -67,6 +70,7 @@ class Settings(BaseSettings):
     max_columns: int = 10_000
     staged_upload_hours: float = 24.0
     max_model_values: int = 5_000_000
+    compute_slots: int = 2
     n_bootstrap: int = 200
     job_workers: int = 2
     warm_up: bool = True

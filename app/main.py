@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from app.api import build_router
 from app.api.errors import install_error_handlers
 from app.config import Settings, get_settings
+from app.gate import ComputeGate, GateMiddleware
 from app.security import SecurityMiddleware
 from app.services.context import Services, example_path
 from app.services.local_embedding import start_warm_up
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        ComputeGate.tune_interpreter()
         if settings.load_example:
             loaded = services.datasets.ensure_example(example_path())
             if loaded:
@@ -48,7 +50,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     app.include_router(build_router())
-    build_dash(app, services)
+    gate = ComputeGate(settings.compute_slots)
+    build_dash(app, services, gate)
+    app.add_middleware(GateMiddleware, gate=gate)
     # added last, so it wraps everything Dash and FastAPI added: nothing runs before it
     app.add_middleware(SecurityMiddleware, settings=settings)
     return app

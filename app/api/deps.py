@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from app.services.context import Services
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dash import Dash
+from dash import Dash, Input
 from fastapi import FastAPI
 
+from app.gate import ComputeGate
 from app.services.context import Services
 from app.ui import shell
 
@@ -26,34 +27,50 @@ class _ThreadedDash(Dash):
     one callback reading a large dataset stalled every other request (``/health``
     took 10 s under load). Registering each one as a coroutine that awaits
     :func:`asyncio.to_thread` keeps the loop free; ``to_thread`` copies the context
-    variables, so ``dash.ctx`` works inside the thread.
+    variables, so ``dash.ctx`` works inside the thread. Callbacks wait for a slot of
+    the compute gate (:mod:`app.gate`), except pollers (triggered by an interval),
+    which only read a job's state and must keep the progress moving.
     """
+
+    gate: ComputeGate
 
     def callback(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
         register = super().callback(*args, **kwargs)
+        poller = any(isinstance(item, Input) and item.component_property == "n_intervals"
+                     for item in _flat(args))
 
         def decorate(function: Callable[..., Any]) -> Any:
-            return register(_off_the_loop(function))
+            if inspect.iscoroutinefunction(function):
+                return register(function)
+            return register(_off_the_loop(function, None if poller else self.gate))
 
         return decorate
 
 
-def _off_the_loop(function: Callable[..., Any]) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(function):
-        return function
+def _flat(items: Any) -> list[Any]:
+    flat: list[Any] = []
+    for item in items:
+        flat.extend(_flat(item) if isinstance(item, list | tuple) else [item])
+    return flat
 
+
+def _off_the_loop(function: Callable[..., Any], gate: ComputeGate | None) -> Callable[..., Any]:
     @functools.wraps(function)
     async def in_a_thread(*args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(function, *args, **kwargs)
+        if gate is None:
+            return await asyncio.to_thread(function, *args, **kwargs)
+        async with gate.semaphore:
+            return await asyncio.to_thread(function, *args, **kwargs)
 
     return in_a_thread
 
 
-def build_dash(server: FastAPI, services: Services) -> Dash:
+def build_dash(server: FastAPI, services: Services, gate: ComputeGate) -> Dash:
     """Create the Dash app on ``server`` and register every page's callbacks."""
     app = _ThreadedDash(__name__, server=server,  # type: ignore[arg-type]  # stubs predate backends
                assets_folder=str(ASSETS_DIR), title="calibdash",
                suppress_callback_exceptions=True, update_title="")
+    app.gate = gate
     app.layout = shell.shell_layout()
     shell.register(app, services)
     # Dash's FastAPI backend runs this first-request setup (which collects the CSS and

@@ -12,5 +12,5 @@ router = APIRouter(tags=["meta"])
 
 
 @router.get("/health")
-def health() -> dict[str, Any]:
+async def health() -> dict[str, Any]:
     return {"status": "ok", "version": calibcore.__version__}

@@ -71,7 +71,7 @@ def build_dash(server: FastAPI, services: Services, gate: ComputeGate) -> Dash:
                assets_folder=str(ASSETS_DIR), title="calibdash",
                suppress_callback_exceptions=True, update_title="")
     app.gate = gate
-    app.layout = shell.shell_layout()
+    app.layout = shell.shell_layout(sign_out=bool(services.settings.api_token))
     shell.register(app, services)
     # Dash's FastAPI backend runs this first-request setup (which collects the CSS and
     # scripts in assets/) only for "/" and "/_dash-*" requests, so a first visit to a

@@ -6,6 +6,7 @@ DATASET_STORE = "dataset-store"
 PAGE = "page-content"
 NAV = "nav"
 DATASET_PICKER = "dataset-picker"
+SIGN_OUT = "sign-out"
 
 # data page
 UPLOAD_DROPZONE = "upload-dropzone"  # also used by assets/upload.js

@@ -25,7 +25,8 @@ PAGES: dict[str, tuple[str, ModuleType]] = {
 }
 
 
-def shell_layout() -> html.Div:
+def shell_layout(sign_out: bool = False) -> html.Div:
+    """The page frame; ``sign_out`` adds a sign-out link (when a token protects the server)."""
     return html.Div([
         dcc.Location(id=ids.URL, refresh="callback-nav"),
         dcc.Store(id=ids.DATASET_STORE, storage_type="session"),
@@ -37,6 +38,8 @@ def shell_layout() -> html.Div:
                       dcc.Dropdown(id=ids.DATASET_PICKER, clearable=False,
                                    placeholder="choose a dataset", className="picker")],
                      className="picker-box"),
+            *([html.A("Sign out", href="/sign-out", id=ids.SIGN_OUT, className="sign-out")]
+                   if sign_out else []),
         ], className="header"),
         html.Main(id=ids.PAGE, className="page"),
         html.Footer("calibdash — calibration diagnostics. Every number shows its sample size; "

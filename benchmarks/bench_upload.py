@@ -38,7 +38,7 @@ def run(quick: bool = False) -> list[Row]:
         path = prediction_csv(n_rows, Path(directory) / "predictions.csv")
         size = path.stat().st_size
         settings = Settings(data_dir=Path(directory) / "store", load_example=False,
-                            warm_up=False)
+                            warm_up=False, allowed_hosts="testserver")
         with TestClient(create_app(settings)) as client:
             def overview() -> dict:
                 with open(path, "rb") as stream:

@@ -1,0 +1,96 @@
+"""Parameters from users: finite numbers, capped counts, warnings for tiny datasets."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.app.test_api import assert_error, upload
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.fixture
+def small(client, shared_data) -> str:  # type: ignore[no-untyped-def]
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(200)
+    return str(upload(client, frame.to_csv(index=False).encode()).json()["id"])
+
+
+def post(client, path: str, body: dict[str, Any]):  # type: ignore[no-untyped-def]
+    # json.dumps writes NaN/Infinity tokens, which Python's JSON parser (and so FastAPI's)
+    # reads back as floats: exactly what a hostile client can send.
+    return client.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("lce", {"gamma": NAN}, "gamma"),
+    ("lce", {"gamma": INF}, "gamma"),
+    ("lce/curve", {"gammas": [0.1, NAN]}, "gammas.1"),
+    ("lce/curve", {"gamma_max": INF}, "gamma_max"),
+    ("heterogeneity", {"radius": NAN}, "radius"),
+    ("heterogeneity", {"radius": -INF}, "radius"),
+    ("support", {"alpha": NAN}, "alpha"),
+])
+def test_nan_and_inf_are_not_finite_numbers_rather_than_out_of_range(
+        client, small, path, body, field) -> None:
+    error = assert_error(post(client, f"/api/v1/datasets/{small}/{path}", body), 422,
+                         "invalid_request")
+    assert f"{field} must be a finite number" in error["message"]
+    assert "less than" not in error["message"] and "greater than" not in error["message"]
+
+
+def test_nan_span_query_is_not_a_finite_number(client, small) -> None:
+    error = assert_error(client.get(f"/api/v1/datasets/{small}/variables",
+                                    params={"span": "nan"}), 422)
+    assert "span must be a finite number" in error["message"]
+
+
+@pytest.mark.parametrize("method, params, message", [
+    ("lore", {"gamma": NAN}, "lore parameter gamma must be a finite number"),
+    ("swc_hh", {"radius": INF}, "swc_hh parameter radius must be a finite number"),
+    ("histogram", {"n_bins": 10**7}, "n_bins must be an integer from 1 to 1,000"),
+    ("scaling_binning", {"n_bins": 10**30}, "n_bins must be an integer from 1 to 1,000"),
+    ("swc", {"n_estimators": 10**6}, "n_estimators must be an integer from 1 to 1,000"),
+    ("swc", {"n_jobs": 10_000}, "n_jobs must be an integer from -1 to 64"),
+    ("lore", {"n_components": 10**6}, "n_components must be an integer from 1 to 200"),
+    ("lece", {"n_folds": 10**6}, "n_folds must be an integer from 2 to 100"),
+    ("variable_tree", {"max_depth": 64}, "max_depth must be an integer from 1 to 20"),
+    ("lecd", {"random_state": 2**40}, "random_state must be an integer from 0 to"),
+    ("histogram", {"n_bins": 15.5}, "n_bins must be an integer"),
+    ("composed", {"steps": ["temperature", {"method": "histogram", "params": {"n_bins": 5000}}]},
+     "histogram parameter n_bins must be an integer from 1 to 1,000"),
+])
+def test_recalibrator_counts_are_capped_and_numbers_finite_before_fitting(
+        client, small, method, params, message) -> None:
+    started = time.perf_counter()
+    response = post(client, f"/api/v1/datasets/{small}/recalibrations",
+                    {"method": method, "params": params})
+    error = assert_error(response, 422, "invalid_parameters")
+    assert message in error["message"]
+    assert time.perf_counter() - started < 1.0
+    assert client.get(f"/api/v1/datasets/{small}/recalibrations").json() == []
+
+
+def test_the_largest_accepted_bin_count_still_fits(client, small) -> None:
+    response = client.post(f"/api/v1/datasets/{small}/recalibrations",
+                           json={"method": "histogram", "params": {"n_bins": 1000}})
+    assert response.status_code == 201, response.text
+    assert response.json()["params"]["n_bins"] == 1000
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("heterogeneity", {"sample": 10**30}, "sample"),
+    ("lce", {"sample_size": 10**30}, "sample_size"),
+    ("lce", {"max_points": 10**12}, "max_points"),
+    ("lce", {"bin": 10**6}, "bin"),
+    ("recalibrations", {"methods": ["platt"] * 21}, "methods"),
+])
+def test_row_counts_and_lists_in_request_bodies_are_capped(client, small, path, body,
+                                                           field) -> None:
+    error = assert_error(post(client, f"/api/v1/datasets/{small}/{path}", body), 422,
+                         "invalid_request")
+    assert error["message"].startswith(f"invalid request: {field}")

@@ -10,13 +10,15 @@ entry saying which columns of a file it reads and which classes it predicts::
 ``Recalibrator.from_json`` reads only its own keys, so the document loads in
 Python as it is. Every document is first checked against the schema in
 :mod:`app.services.model_document` (dtypes, shapes, sizes, names), so nothing is
-allocated for a document that is not one calibdash could have written. Probability columns are read as on upload: validated, and each
-row rescaled to sum exactly to 1 (rows off by more than 1e-3 are refused unless
-the training dataset was renormalized), so applying a model to the file it was
-fitted on reproduces the corrected download exactly. Applying a model needs no
-labels: the probability (and feature) columns are read by name, validated,
-corrected, and written back as ``calibrated_proba_<class>`` columns beside every
-original column.
+allocated for a document that is not one calibdash could have written.
+
+Probability columns are read as on upload: validated, and each row rescaled to
+sum exactly to 1 (rows off by more than 1e-3 are refused unless the training
+dataset was renormalized), so applying a model to the file it was fitted on
+reproduces the corrected download exactly. Applying a model needs no labels:
+the probability (and feature) columns are read by name, validated, corrected,
+and written back as ``calibrated_proba_<class>`` columns beside every original
+column.
 """
 
 from __future__ import annotations

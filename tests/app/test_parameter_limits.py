@@ -94,3 +94,83 @@ def test_row_counts_and_lists_in_request_bodies_are_capped(client, small, path, 
     error = assert_error(post(client, f"/api/v1/datasets/{small}/{path}", body), 422,
                          "invalid_request")
     assert error["message"].startswith(f"invalid request: {field}")
+
+
+# -- tiny and single-class datasets ----------------------------------------------------
+@pytest.fixture
+def default_nb(shared_data) -> pd.DataFrame:
+    return pd.read_csv(shared_data / "default_nb.csv")
+
+
+def first_rows(frame: pd.DataFrame, n_zeros: int, n_ones: int, *,
+               split: bool = False) -> pd.DataFrame:
+    """The first rows of each class of default_nb (without its split column by default)."""
+    chosen = pd.concat([frame[frame["y_true"] == 0].head(n_zeros),
+                        frame[frame["y_true"] == 1].head(n_ones)])
+    return chosen if split else chosen.drop(columns="split")
+
+
+def warnings_of(client, frame: pd.DataFrame) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    response = upload(client, frame.to_csv(index=False).encode())
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"]), list(response.json()["warnings"])
+
+
+def test_a_one_row_file_warns_about_every_diagnostic_and_its_single_class(
+        client, default_nb) -> None:
+    dataset, warnings = warnings_of(client, first_rows(default_nb, 1, 0))
+    rows, classes = warnings
+    assert rows.startswith("only 1 row: too few for LCE (2 rows), hidden heterogeneity (4 rows)")
+    for needed in ("LOESS curves of the variables (5 rows)", "calibration support (5 calibration "
+                   "rows)", "recalibration with cross-fitting (10 rows)",
+                   "bootstrap intervals and the smooth ECE mean little below 30 rows"):
+        assert needed in rows
+    assert classes.startswith("every row has the label '0': recalibration and calibration "
+                              "support need rows of at least two classes")
+    assert client.get(f"/api/v1/datasets/{dataset}").json()["warnings"] == warnings
+
+
+def test_a_two_row_file_of_both_classes_warns_about_rows_only(client, default_nb) -> None:
+    _, warnings = warnings_of(client, first_rows(default_nb, 1, 1))
+    assert len(warnings) == 1 and warnings[0].startswith("only 2 rows: too few for hidden")
+    assert "LCE" not in warnings[0]
+
+
+@pytest.mark.parametrize("path, body, short, enough, needed", [
+    ("lce", {}, (1, 0), (1, 1), "LCE (2 rows)"),
+    ("heterogeneity", {}, (2, 1), (2, 2), "hidden heterogeneity (4 rows)"),
+    ("support", {}, (2, 2), (3, 2), "calibration support (5 calibration rows)"),
+    ("recalibrations", {"method": "platt"}, (6, 3), (6, 4),
+     "recalibration with cross-fitting (10 rows)"),
+])
+def test_the_stated_minimums_are_the_ones_the_diagnostics_enforce(
+        client, default_nb, path, body, short, enough, needed) -> None:
+    dataset, warnings = warnings_of(client, first_rows(default_nb, *short))
+    assert needed in warnings[0]
+    assert_error(client.post(f"/api/v1/datasets/{dataset}/{path}", json=body), 422,
+                 "too_few_rows")
+    dataset, warnings = warnings_of(client, first_rows(default_nb, *enough))
+    assert not any(needed in warning for warning in warnings)
+    assert client.post(f"/api/v1/datasets/{dataset}/{path}", json=body).status_code in (201, 202)
+
+
+def test_a_single_class_file_warns_and_recalibration_refuses_it(client, default_nb) -> None:
+    dataset, warnings = warnings_of(client, first_rows(default_nb, 50, 0))
+    assert warnings == ["every row has the label '0': recalibration and calibration support "
+                        "need rows of at least two classes; the global measures still run."]
+    assert_error(client.post(f"/api/v1/datasets/{dataset}/recalibrations",
+                             json={"method": "platt"}), 422, "single_class")
+
+
+def test_single_class_calibration_rows_of_a_split_file_warn(client, default_nb) -> None:
+    frame = first_rows(default_nb, 40, 20, split=True)
+    frame["split"] = ["calibration" if label == 0 else "test" for label in frame["y_true"]]
+    _, warnings = warnings_of(client, frame)
+    assert warnings == ["every calibration row has the label '0': recalibration and "
+                        "calibration support fit on the calibration rows and need at least two "
+                        "classes there."]
+
+
+def test_enough_rows_of_both_classes_give_no_warning(client, default_nb) -> None:
+    _, warnings = warnings_of(client, default_nb.head(200))
+    assert warnings == []

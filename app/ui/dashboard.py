@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from app.services.context import Services
 from app.ui import shell
+from app.ui.callback_errors import report_callback_error
 
 #: Static assets (CSS, the streaming upload/apply scripts), shipped inside the package.
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
@@ -18,7 +19,8 @@ def build_dash(server: FastAPI, services: Services) -> Dash:
     """Create the Dash app on ``server`` and register every page's callbacks."""
     app = Dash(__name__, server=server,  # type: ignore[arg-type]  # stubs predate backends
                assets_folder=str(ASSETS_DIR), title="calibdash",
-               suppress_callback_exceptions=True, update_title="")
+               suppress_callback_exceptions=True, update_title="",
+               on_error=report_callback_error)
     app.layout = shell.shell_layout()
     shell.register(app, services)
     # Dash's FastAPI backend runs this first-request setup (which collects the CSS and

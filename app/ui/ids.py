@@ -6,6 +6,7 @@ DATASET_STORE = "dataset-store"
 PAGE = "page-content"
 NAV = "nav"
 DATASET_PICKER = "dataset-picker"
+CALLBACK_ERROR = "callback-error"  # filled by app.ui.callback_errors when a callback fails
 
 # data page
 UPLOAD_DROPZONE = "upload-dropzone"  # also used by assets/upload.js

@@ -1,14 +1,18 @@
-"""Parameters from users: finite numbers, capped counts, warnings for tiny datasets."""
+"""Parameters from users: finite numbers, capped counts, warnings for tiny datasets, and
+Dash callback errors logged."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from app.ui.ids import CALLBACK_ERROR
+from app.ui.pages import overview
 from tests.app.test_api import assert_error, upload
 
 NAN, INF = float("nan"), float("inf")
@@ -174,3 +178,43 @@ def test_single_class_calibration_rows_of_a_split_file_warn(client, default_nb) 
 def test_enough_rows_of_both_classes_give_no_warning(client, default_nb) -> None:
     _, warnings = warnings_of(client, default_nb.head(200))
     assert warnings == []
+
+
+# -- Dash callback errors ----------------------------------------------------------------
+def broken(*_: Any) -> Any:
+    raise RuntimeError("the store is unreadable")
+
+
+def dash_request(outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]],
+                 state: tuple[tuple[str, str, Any], ...] = ()) -> dict[str, Any]:
+    """The body the browser posts to /_dash-update-component for a multi-output callback."""
+    return {"output": ".." + "...".join(f"{i}.{p}" for i, p in outputs) + "..",
+            "outputs": [{"id": i, "property": p} for i, p in outputs],
+            "inputs": [{"id": i, "property": p, "value": v} for i, p, v in inputs],
+            "state": [{"id": i, "property": p, "value": v} for i, p, v in state],
+            "changedPropIds": [f"{i}.{p}" for i, p, _ in inputs]}
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_failing_dash_callback_is_logged_with_its_traceback_and_shown(
+        client, monkeypatch, caplog, kind) -> None:
+    if kind == "async":  # the dataset picker's refresh (an async callback)
+        monkeypatch.setattr(client.app.state.services.datasets, "list", broken)
+        outputs = [("dataset-picker", "options"), ("dataset-picker", "value")]
+        payload = dash_request(outputs, [("url", "href", "http://testserver/")],
+                               (("dataset-store", "data", None),))
+    else:  # the page router (a plain callback) building a page that fails
+        monkeypatch.setattr(overview, "layout", broken)
+        outputs = [("page-content", "children"), ("nav", "children")]
+        payload = dash_request(outputs, [("url", "pathname", "/overview")])
+    with caplog.at_level(logging.ERROR, logger="calibdash"):
+        response = client.post("/_dash-update-component", json=payload)
+    assert response.status_code == 200, response.text
+    shown = json.dumps(response.json()["sideUpdate"][CALLBACK_ERROR])
+    assert "RuntimeError" in shown and "server log" in shown
+    assert response.json().get("response", {}) == {}  # the outputs are left as they were
+    [record] = [r for r in caplog.records if r.name == "calibdash"]
+    assert record.levelno == logging.ERROR
+    assert ", ".join(f"{i}.{p}" for i, p in outputs) in record.getMessage()
+    assert record.exc_info is not None and "the store is unreadable" in caplog.text
+    assert "in broken" in caplog.text  # the traceback, down to the failing function

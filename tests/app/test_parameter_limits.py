@@ -70,12 +70,14 @@ def test_nan_span_query_is_not_a_finite_number(client, small) -> None:
 ])
 def test_recalibrator_counts_are_capped_and_numbers_finite_before_fitting(
         client, small, method, params, message) -> None:
+    path = f"/api/v1/datasets/{small}/recalibrations"
+    # FastAPI builds a route's parameter adapters on its first request: not timed.
+    assert post(client, path, {"method": "no such method"}).status_code == 422
     started = time.perf_counter()
-    response = post(client, f"/api/v1/datasets/{small}/recalibrations",
-                    {"method": method, "params": params})
+    response = post(client, path, {"method": method, "params": params})
     error = assert_error(response, 422, "invalid_parameters")
     assert message in error["message"]
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 2.0  # refused before fitting: no 1e6 trees
     assert client.get(f"/api/v1/datasets/{small}/recalibrations").json() == []
 
 

@@ -38,7 +38,10 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, dict[str, Any
     problems = []
     for item in exc.errors():
         where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
-        problems.append(f"{where or 'request'}: {item.get('msg', 'invalid')}")
+        if item.get("type") == "finite_number":  # NaN/inf: not a range problem
+            problems.append(f"{where or 'value'} must be a finite number")
+        else:
+            problems.append(f"{where or 'request'}: {item.get('msg', 'invalid')}")
     return "invalid request: " + "; ".join(problems), {"problems": problems}
 
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+#: Most rows a sample-size parameter may ask for (more than any accepted table holds by
+#: default, CALIBDASH_MAX_ROWS); larger values would only mean "every row".
+MAX_ROW_COUNT = 20_000_000
+#: A number of rows to sample, evaluate or return.
+RowCount = Annotated[int, Field(ge=1, le=MAX_ROW_COUNT)]
 
 
 class ErrorBody(BaseModel):
@@ -72,7 +78,7 @@ class MethodRequest(BaseModel):
 class RecalibrationRequest(BaseModel):
     """Fit one recalibration method (or several with ``methods``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     method: str | None = Field(default=None, description="registry name, e.g. 'platt'")
     params: dict[str, Any] = Field(default_factory=dict)
@@ -80,7 +86,8 @@ class RecalibrationRequest(BaseModel):
         default=None, description="feature columns for methods that use features (the "
         "variable tree: exactly one numeric column); null: all features")
     methods: list[str | MethodRequest] | None = Field(
-        default=None, description="several methods to compare in one job: names, or objects "
+        default=None, max_length=20,
+        description="several methods to compare in one job (at most 20): names, or objects "
         "with method/params/features")
     n_bins: int = Field(default=15, ge=1, le=1000)
     n_bootstrap: int = Field(default=100, ge=0, le=2000,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from app.services.sample_size import sample_size_warnings
 from app.services.tables import read_table
 from app.store import Record, Store, new_id, now
 from calibcore.data import (
@@ -233,5 +234,5 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "n_test": None if split is None else int((split == "test").sum()),
         "renormalized": renormalized,
         "labelled": prediction_set.labelled,
-        "warnings": list(prediction_set.warnings),
+        "warnings": [*prediction_set.warnings, *sample_size_warnings(prediction_set)],
     }

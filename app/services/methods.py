@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import Any
 
 from app.services.encoding import METHOD_ENCODER_KIND
@@ -47,6 +48,33 @@ def _composed_params(params: dict[str, Any]) -> dict[str, Any]:
 _PARAM_BUILDERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "composed": _composed_params}
 
+#: Integer parameters that size arrays, loops or thread pools -> (fewest, most) accepted
+#: from users. The estimators check the rest of their ranges when fitting; an uploaded
+#: model document is never fitted, so these bounds are all that stands between its
+#: parameters and an allocation.
+PARAM_LIMITS: dict[str, tuple[int, int]] = {
+    "n_bins": (1, 1000), "n_components": (1, 200), "n_folds": (2, 100),
+    "n_estimators": (1, 1000), "max_depth": (1, 20), "n_jobs": (-1, 64),
+    "random_state": (0, 2**32 - 1)}
+
+
+def check_params(method: str, params: dict[str, Any]) -> None:
+    """Count-like parameters within :data:`PARAM_LIMITS`, numbers finite; else a 422 error.
+
+    ``None`` passes (the estimator decides whether it means a default).
+    """
+    for name, value in params.items():
+        problem = None
+        if name in PARAM_LIMITS and value is not None:
+            low, high = PARAM_LIMITS[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                problem = f"must be an integer from {low} to {high:,}"
+        elif isinstance(value, float) and not isfinite(value):
+            problem = "must be a finite number"
+        if problem:
+            raise CalibrationInputError(f"{method} parameter {name} {problem}; got {value!r}.",
+                                        code="invalid_parameters")
+
 
 def make_recalibrator(method: str, params: dict[str, Any] | None = None) -> Recalibrator:
     """An unfitted recalibrator from its registry name and keyword parameters."""
@@ -54,6 +82,7 @@ def make_recalibrator(method: str, params: dict[str, Any] | None = None) -> Reca
         raise CalibrationInputError(
             f"unknown method {method!r}; choose one of {', '.join(sorted(REGISTRY))}.",
             code="unknown_method")
+    check_params(method, params or {})
     params = _PARAM_BUILDERS.get(method, dict)(dict(params or {}))
     try:
         return REGISTRY[method](**params)

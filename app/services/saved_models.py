@@ -8,17 +8,22 @@ entry saying which columns of a file it reads and which classes it predicts::
      "logits": false, "renormalize": false, "label_column": "y", "features": null | {...}}}
 
 ``Recalibrator.from_json`` reads only its own keys, so the document loads in
-Python as it is. Probability columns are read as on upload: validated, and each
-row rescaled to sum exactly to 1 (rows off by more than 1e-3 are refused unless
-the training dataset was renormalized), so applying a model to the file it was
-fitted on reproduces the corrected download exactly. Applying a model needs no
-labels: the probability (and feature) columns are read by name, validated,
-corrected, and written back as ``calibrated_proba_<class>`` columns beside every
-original column.
+Python as it is. Every document is first checked against the schema in
+:mod:`app.services.model_document` (dtypes, shapes, sizes, names), so nothing is
+allocated for a document that is not one calibdash could have written.
+
+Probability columns are read as on upload: validated, and each row rescaled to
+sum exactly to 1 (rows off by more than 1e-3 are refused unless the training
+dataset was renormalized), so applying a model to the file it was fitted on
+reproduces the corrected download exactly. Applying a model needs no labels:
+the probability (and feature) columns are read by name, validated, corrected,
+and written back as ``calibrated_proba_<class>`` columns beside every original
+column.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +35,7 @@ from numpy.typing import NDArray
 
 from app.services.datasets import NotFound
 from app.services.encoding import FeatureEncoder, check_columns
+from app.services.model_document import validate_document
 from app.services.tables import read_table
 from app.store import Record, Store, new_id, now
 from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
@@ -95,8 +101,25 @@ def model_document(recalibrator: Recalibrator, prediction_set: PredictionSet,
     return {**recalibrator.to_json(), "inputs": inputs.to_dict()}
 
 
-def load_model(document: Any) -> LoadedModel:
-    """Validate a model document; anything wrong with it is a 422-style input error."""
+def parse_document(raw: bytes) -> Any:
+    """A model document's JSON; unreadable, or nested past Python's recursion limit, is a
+    422-style input error (its structure is :func:`load_model`'s to check)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        reason = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise CalibrationInputError(f"the model document is not readable JSON: {reason}.",
+                                    code="invalid_model") from None
+
+
+def load_model(document: Any, *, max_values: int | None = None) -> LoadedModel:
+    """Validate a model document; anything wrong with it is a 422-style input error.
+
+    The document is checked against :class:`app.services.model_document.ModelDocument`
+    before anything is decoded. ``max_values`` caps the numbers it may hold
+    (``Settings.max_model_values`` for uploads; None for documents calibdash wrote).
+    """
+    validate_document(document, max_values=max_values)
     try:
         recalibrator = Recalibrator.from_json(document)
     except CalibrationInputError as exc:
@@ -236,12 +259,13 @@ def _reject(mask: NDArray[np.bool_], column: str, problem: str, code: str,
 
 
 # -- stored models -----------------------------------------------------------------
-def import_model(store: Store, document: Any, name: str | None = None) -> dict[str, Any]:
-    """Validate and store an uploaded model document; returns its summary (with ``id``)."""
-    if not isinstance(document, dict):
-        raise CalibrationInputError("a model document must be a JSON object.",
-                                    code="invalid_model")
-    model = load_model(document)
+def import_model(store: Store, document: Any, name: str | None = None, *,
+                 max_values: int) -> dict[str, Any]:
+    """Validate and store an uploaded model document; returns its summary (with ``id``).
+
+    ``max_values``: most numbers the document may hold (``Settings.max_model_values``).
+    """
+    model = load_model(document, max_values=max_values)
     model_id = new_id("md")
     store.write_document(model_id, document)
     recalibrator = model.recalibrator

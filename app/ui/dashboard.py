@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from app.gate import ComputeGate
 from app.services.context import Services
 from app.ui import shell
+from app.ui.callback_errors import report_callback_error
 
 #: Static assets (CSS, the streaming upload/apply scripts), shipped inside the package.
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
@@ -69,7 +70,8 @@ def build_dash(server: FastAPI, services: Services, gate: ComputeGate) -> Dash:
     """Create the Dash app on ``server`` and register every page's callbacks."""
     app = _ThreadedDash(__name__, server=server,  # type: ignore[arg-type]  # stubs predate backends
                assets_folder=str(ASSETS_DIR), title="calibdash",
-               suppress_callback_exceptions=True, update_title="")
+               suppress_callback_exceptions=True, update_title="",
+               on_error=report_callback_error)
     app.gate = gate
     app.layout = shell.shell_layout(sign_out=bool(services.settings.api_token))
     shell.register(app, services)

@@ -7,6 +7,7 @@ PAGE = "page-content"
 NAV = "nav"
 DATASET_PICKER = "dataset-picker"
 SIGN_OUT = "sign-out"
+CALLBACK_ERROR = "callback-error"  # filled by app.ui.callback_errors when a callback fails
 
 # data page
 UPLOAD_DROPZONE = "upload-dropzone"  # also used by assets/upload.js

@@ -42,6 +42,7 @@ def shell_layout(sign_out: bool = False) -> html.Div:
                    if sign_out else []),
         ], className="header"),
         html.Main(id=ids.PAGE, className="page"),
+        html.Div(id=ids.CALLBACK_ERROR, role="alert", className="callback-error"),
         html.Footer("calibdash — calibration diagnostics. Every number shows its sample size; "
                     "every curve its 95% band.", className="footer"),
     ])

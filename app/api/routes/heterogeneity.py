@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import ServicesDep
-from app.schemas.models import ErrorResponse
+from app.schemas.models import ErrorResponse, RowCount
 from app.services.heterogeneity import DEFAULT_SAMPLE, HeterogeneityParams, start_heterogeneity
 from app.services.support import SupportParams, start_support
 
@@ -24,11 +24,11 @@ Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description="seeds every random 
 class HeterogeneityRequest(BaseModel):
     """Parameters of hidden heterogeneity (paper 004, Algorithm 1)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    radius: float = Field(default=0.1, gt=0.0, le=1.0,
+    radius: float = Field(default=0.1, gt=0.0, le=1.0, allow_inf_nan=False,
                           description="Hellinger radius of the probability neighbourhoods")
-    sample: Annotated[int, Field(ge=1)] | Literal["all"] = Field(
+    sample: RowCount | Literal["all"] = Field(
         default=DEFAULT_SAMPLE,
         description="test rows to evaluate (a seeded sample), or \"all\"; HH grows 700 trees "
                     "per distinct neighbourhood, so 'all' can take minutes")
@@ -40,7 +40,7 @@ class HeterogeneityRequest(BaseModel):
 class SupportRequest(BaseModel):
     """Parameters of calibration support (paper 004, eq. 6) and the batch to compare."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     batch_dataset_id: str | None = Field(
         default=None, description="another stored dataset with the same feature columns, "

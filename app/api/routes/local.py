@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import ServicesDep
-from app.schemas.models import ErrorResponse
+from app.schemas.models import MAX_ROW_COUNT, ErrorResponse, RowCount
 from app.services import local
 from app.services.diagnostics import Subset
 from calibcore.embedding import DEFAULT_SAMPLE_SIZE, Reducer
@@ -20,13 +20,13 @@ router = APIRouter(tags=["local"], responses={404: {"model": ErrorResponse},
 _ACCEPTED: dict[int | str, dict[str, Any]] = {
     202: {"description": "accepted as a job: poll GET /api/v1/jobs/{job_id}"}}
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description="seeds the sample and the reducer")]
-Gamma = Annotated[float, Field(gt=0.0, le=1e6)]
+Gamma = Annotated[float, Field(gt=0.0, le=1e6, allow_inf_nan=False)]
 
 
 class RepresentationRequest(BaseModel):
     """How the kernel space phi is built (SPEC §4.3), and on which rows."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     features: list[str] | None = Field(
         default=None, min_length=1,
@@ -41,7 +41,7 @@ class RepresentationRequest(BaseModel):
         default=None, min_length=1,
         description='numeric feature columns holding an embedding (reducer "columns" only)')
     sample_size: int | None = Field(
-        default=DEFAULT_SAMPLE_SIZE, ge=10,
+        default=DEFAULT_SAMPLE_SIZE, ge=10, le=MAX_ROW_COUNT,
         description="fit the reducer on a seeded sample of this many rows and place the rest; "
                     "null fits on every row")
     random_state: Seed = 0
@@ -63,12 +63,13 @@ class LandscapeRequest(RepresentationRequest):
         default=None, description="kernel bandwidth; default 0.2 for 2-D/3-D maps (t-SNE, "
                                   "UMAP), 0.4 for PCA and wider feature spaces (the paper's)")
     n_bins: int = Field(default=15, ge=1, le=100, description="equal-width confidence bins")
-    max_points: Annotated[int, Field(ge=1)] | Literal["all"] = Field(
+    max_points: RowCount | Literal["all"] = Field(
         default=local.MAX_DISPLAY_POINTS,
         description="most rows returned in `rows` (a seeded uniform sample); \"all\" for every "
                     "row")
-    bin: int | None = Field(default=None, ge=0,
-                            description="return in `rows` only the rows of this confidence bin")
+    bin: int | None = Field(default=None, ge=0, le=99,
+                            description="return in `rows` only the rows of this confidence bin "
+                                        "(0 to n_bins - 1)")
 
 
 class CurveRequest(RepresentationRequest):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, File, Response, UploadFile, status
+from fastapi import APIRouter, Depends, File, Request, Response, UploadFile, status
 
 from app.api.deps import ServicesDep
+from app.api.errors import ApiError
 from app.api.routes.recalibrations import FormatQuery, corrected_name, file_response
 from app.api.uploads import saved_upload
 from app.schemas.models import ErrorResponse
@@ -17,12 +18,37 @@ router = APIRouter(tags=["models"], responses={
     404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 
 
-@router.post("/models", status_code=status.HTTP_201_CREATED)
-def import_model(services: ServicesDep, document: Annotated[Any, Body(
-        description="a recalibrator exported by GET /recalibrations/{id}/model")],
-                 ) -> dict[str, Any]:
-    """Validate and store a fitted recalibrator (JSON only, never pickle)."""
-    return saved_models.import_model(services.store, document)
+async def model_document_body(request: Request, services: ServicesDep) -> Any:
+    """The JSON body, read up to ``max_request_bytes`` and parsed here rather than by
+    FastAPI, so that every unreadable document is a 422 ``invalid_model``."""
+    limit = services.settings.max_request_bytes
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ApiError(413, "too_large", f"a model document may have at most {limit:,} "
+                           "bytes (CALIBDASH_MAX_REQUEST_BYTES).")
+    return saved_models.parse_document(bytes(body))
+
+
+_DOCUMENT_BODY = {"requestBody": {"required": True, "content": {"application/json": {
+    "schema": {"type": "object", "description": "a recalibrator exported by "
+               "GET /recalibrations/{id}/model"}}}}}
+
+
+@router.post("/models", status_code=status.HTTP_201_CREATED, openapi_extra=_DOCUMENT_BODY,
+             responses={413: {"model": ErrorResponse}})
+def import_model(services: ServicesDep,
+                 document: Annotated[Any, Depends(model_document_body)]) -> dict[str, Any]:
+    """Validate and store a fitted recalibrator (JSON only, never pickle).
+
+    The document is checked against a schema before anything is built: known method,
+    parameter and state names; arrays of float64/float32/int64/int32/bool with at most
+    two dimensions whose lists match their shape; at most ``CALIBDASH_MAX_MODEL_VALUES``
+    numbers in all. Anything else is a 422 ``invalid_model`` naming the field.
+    """
+    return saved_models.import_model(services.store, document,
+                                     max_values=services.settings.max_model_values)
 
 
 @router.get("/models")

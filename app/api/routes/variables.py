@@ -19,8 +19,9 @@ router = APIRouter(tags=["variables"], responses={404: {"model": ErrorResponse},
 SubsetQuery = Annotated[Subset, Query(description="all, calibration or test rows")]
 BinsQuery = Annotated[int, Query(ge=1, le=1000,
                                  description="equal-mass bins over a numeric variable (VECE)")]
-SpanQuery = Annotated[float, Query(gt=0.0, le=2.0, description="LOESS span: fraction of rows "
-                                   "in each local fit (default 0.8)")]
+SpanQuery = Annotated[float, Query(gt=0.0, le=2.0, allow_inf_nan=False,
+                                   description="LOESS span: fraction of rows in each local fit "
+                                   "(default 0.8)")]
 PointsQuery = Annotated[int, Query(ge=10, le=5000,
                                    description="points the curves are evaluated at")]
 

@@ -12,7 +12,8 @@ _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
-    """Prefix text cells that a spreadsheet would read as a formula with a quote (SPEC §7)."""
+    """Prefix text cells and column names that a spreadsheet would read as a formula with a
+    quote (SPEC §7)."""
     out = frame.copy()
     for column in out.columns:
         values = out[column]
@@ -22,7 +23,12 @@ def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
         risky = text.str.startswith(_FORMULA_PREFIXES).fillna(False).astype(bool)
         if risky.any():
             out[column] = values.astype(object).where(~risky, "'" + text[risky].astype(str))
+    out.columns = [_escaped(name) for name in out.columns]
     return out
+
+
+def _escaped(name: object) -> object:
+    return "'" + name if isinstance(name, str) and name.startswith(_FORMULA_PREFIXES) else name
 
 
 def export_bytes(frame: pd.DataFrame, export_format: ExportFormat) -> bytes:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -10,26 +11,33 @@ from app.config import Settings
 from app.jobs import JobRunner
 from app.services.datasets import DatasetService
 from app.services.recalibration import RecalibrationService
+from app.services.tables import TableLimits
 from app.store import Store
 
 
 @dataclass(frozen=True)
 class Services:
-    """Store, job runner and domain services built from one :class:`Settings`."""
+    """Store, job runner and domain services built from one :class:`Settings`.
+
+    ``stopping`` is set when the server shuts down: uploads being parsed stop.
+    """
 
     settings: Settings
     store: Store
     jobs: JobRunner
     datasets: DatasetService
     recalibrations: RecalibrationService
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
         store = Store(settings.data_dir)
-        datasets = DatasetService(store)
+        stopping = threading.Event()
+        datasets = DatasetService(store, TableLimits.from_settings(settings), stopping)
         return cls(settings=settings, store=store, jobs=JobRunner(settings.job_workers),
                    datasets=datasets,
-                   recalibrations=RecalibrationService(store, datasets, settings.random_state))
+                   recalibrations=RecalibrationService(store, datasets, settings.random_state),
+                   stopping=stopping)
 
 
 def example_path() -> Path:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from app.services.sample_size import sample_size_warnings
-from app.services.tables import read_table
+from app.services.tables import DEFAULT_LIMITS, LoadedTable, TableLimits, load_table
 from app.store import Record, Store, new_id, now
 from calibcore.data import (
     ColumnRoles,
@@ -90,22 +90,41 @@ def _json_value(value: Any) -> Any:
 
 
 class DatasetService:
-    """Everything about stored datasets; used by both the REST API and the UI."""
+    """Everything about stored datasets; used by both the REST API and the UI.
 
-    def __init__(self, store: Store) -> None:
+    Parameters
+    ----------
+    store : Store
+    limits : TableLimits
+        Largest uploaded table (decompressed bytes, rows, columns).
+    stop : threading.Event, optional
+        Set when the server shuts down: files being parsed stop between chunks.
+    """
+
+    def __init__(self, store: Store, limits: TableLimits = DEFAULT_LIMITS,
+                 stop: threading.Event | None = None) -> None:
         self._store = store
+        self._limits = limits
+        self._stop = stop
         self._cache: OrderedDict[str, PredictionSet] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- staging ------------------------------------------------------------------
+    def read_file(self, path: Path, filename: str) -> LoadedTable:
+        """Parse an uploaded file within this service's limits."""
+        return load_table(path, filename, limits=self._limits, stop=self._stop)
+
     def stage_upload(self, path: Path, filename: str) -> dict[str, Any]:
         """Parse an uploaded file and keep it until the user confirms its roles."""
-        frame = read_table(path, filename)
+        table = self.read_file(path, filename)
+        frame = table.frame
         guess = infer_roles(frame)
         upload_id = new_id("up")
         self._store.write_table(upload_id, frame)
         meta = {"filename": filename, "n_rows": int(frame.shape[0]),
-                "columns": [str(c) for c in frame.columns]}
+                "columns": [str(c) for c in frame.columns],
+                "dropped_columns": list(table.dropped_columns),
+                "warnings": list(table.warnings)}
         self._store.put(Record("upload", upload_id, None, filename, now(), meta))
         return {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
                 "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
@@ -117,25 +136,29 @@ class DatasetService:
         record = self._store.get("upload", upload_id)
         if record is None:
             raise NotFound("upload", upload_id)
-        frame = self._store.read_table(upload_id)
-        summary = self._create(frame, overrides, name or record.name, record.meta["filename"])
+        table = LoadedTable(self._store.read_table(upload_id),
+                            tuple(record.meta.get("dropped_columns", ())),
+                            tuple(record.meta.get("warnings", ())))
+        summary = self._create(table, overrides, name or record.name, record.meta["filename"])
         self._store.delete("upload", upload_id)
         return summary
 
     def create_from_file(self, path: Path, filename: str, overrides: RoleOverrides,
                          name: str | None = None) -> dict[str, Any]:
         """Parse, infer roles (with overrides), validate and store in one step."""
-        frame = read_table(path, filename)
-        return self._create(frame, overrides, name or filename, filename)
+        table = self.read_file(path, filename)
+        return self._create(table, overrides, name or filename, filename)
 
-    def _create(self, frame: pd.DataFrame, overrides: RoleOverrides, name: str,
+    def _create(self, table: LoadedTable, overrides: RoleOverrides, name: str,
                 filename: str) -> dict[str, Any]:
+        frame = table.frame
         columns = [str(c) for c in frame.columns]
-        roles = apply_overrides(infer_roles(frame), overrides, columns)
+        roles = _roles(frame, overrides, columns, table.dropped_columns)
         prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize)
         dataset_id = new_id("ds")
         self._store.write_table(dataset_id, frame)
         meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns))
+        meta["warnings"] = [*table.warnings, *meta["warnings"]]
         self._store.put(Record("dataset", dataset_id, None, name, now(), meta))
         self._remember(dataset_id, prediction_set)
         return self.summary(dataset_id)
@@ -206,6 +229,28 @@ class DatasetService:
         summary = self.create_from_file(path, path.name, RoleOverrides(),
                                         name=f"{path.stem} (example)")
         return str(summary["id"])
+
+
+def _roles(frame: pd.DataFrame, overrides: RoleOverrides, columns: list[str],
+           dropped: tuple[str, ...]) -> ColumnRoles:
+    """The confirmed roles; a role given to a nested (dropped) column is refused by name."""
+    chosen = [overrides.label, *(overrides.probabilities or ()), *(overrides.features or ()),
+              overrides.split, overrides.id]
+    nested = [column for column in chosen if column is not None and column in dropped]
+    if nested:
+        raise CalibrationInputError(
+            f"column {nested[0]!r} holds nested values (lists, structs or maps), so it was "
+            "left out when the file was read; a label, probability, feature, split or id "
+            "column must hold plain numbers or text.", code="nested_columns", column=nested[0])
+    try:
+        return apply_overrides(infer_roles(frame), overrides, columns)
+    except CalibrationInputError as exc:
+        if not dropped:
+            raise
+        raise CalibrationInputError(
+            f"{exc.message} Columns of nested values were left out: "
+            f"{', '.join(map(repr, dropped[:10]))}; labels and probabilities must be plain "
+            "numbers or text.", code=exc.code, column=exc.column) from exc
 
 
 def _guess_dict(guess: RoleGuess) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from app.services.jsonable import jsonable
 from app.services.methods import MethodSpec, describe_params, make_recalibrator
 from app.services.row_columns import load_row_columns
 from app.services.saved_models import (
-    apply_model_to_file,
+    apply_model,
     corrected_column_names,
     load_model,
     model_document,
@@ -328,7 +328,8 @@ class RecalibrationService:
 
     def apply(self, recalibration_id: str, path: Path, filename: str) -> pd.DataFrame:
         """A new file with this recalibration's model applied (labels not needed)."""
-        return apply_model_to_file(load_model(self.model(recalibration_id)), path, filename)
+        model = load_model(self.model(recalibration_id))
+        return apply_model(model, self._datasets.read_file(path, filename).frame)
 
     def delete(self, recalibration_id: str) -> None:
         self.record(recalibration_id)

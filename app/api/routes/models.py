@@ -77,6 +77,7 @@ def apply_model(services: ServicesDep, model_id: str,
     model = saved_models.read_model(services.store, model_id)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
-        frame = saved_models.apply_model_to_file(model, path, file.filename or "upload")
+        table = services.datasets.read_file(path, file.filename or "upload")
+    frame = saved_models.apply_model(model, table.frame)
     return file_response(export_bytes(frame, format), format,
                          corrected_name(file.filename, format))

@@ -54,6 +54,7 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     columns = response["columns"]
     options = [{"label": c, "value": c} for c in columns]
     problems = [error_note(p) for p in inferred.get("problems", [])]
+    notes = [info_note(w) for w in response.get("warnings", [])]
     preview = dash_table.DataTable(  # type: ignore[attr-defined]
         id=ids.PREVIEW_TABLE, data=response["preview"],
         columns=[{"name": c, "id": c} for c in columns], page_size=10,
@@ -64,6 +65,7 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
         html.H2(f"Confirm the column roles of {response['filename']} "
                 f"({response['n_rows']:,} rows, {len(columns)} columns)"),
         *problems,
+        *notes,
         html.Div([
             _field("Label (true class)", dcc.Dropdown(id=ids.ROLE_LABEL, options=options,
                                                       value=inferred.get("label"))),

@@ -250,7 +250,8 @@ def _roles(frame: pd.DataFrame, overrides: RoleOverrides, columns: list[str],
         raise CalibrationInputError(
             f"{exc.message} Columns of nested values were left out: "
             f"{', '.join(map(repr, dropped[:10]))}; labels and probabilities must be plain "
-            "numbers or text.", code=exc.code, column=exc.column) from exc
+            "numbers or text.", code=exc.code, column=exc.column, rows=exc.rows,
+            count=exc.count) from exc
 
 
 def _guess_dict(guess: RoleGuess) -> dict[str, Any]:

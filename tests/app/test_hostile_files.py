@@ -271,6 +271,13 @@ def test_a_role_given_to_a_nested_column_is_refused_by_name(client) -> None:
     assert "'meta'" in error["message"]
 
 
+def test_a_nested_label_column_is_named_when_roles_are_not_found(client) -> None:
+    table = pa.table({"y_true": pa.array([[0], [1]] * 50), "y_prob": [0.2, 0.7] * 50})
+    error = assert_error(upload(client, parquet_bytes(table), "nested.parquet"), 422,
+                         "roles_not_found")
+    assert "Columns of nested values were left out: 'y_true'" in error["message"]
+
+
 # -- formula-like column names ----------------------------------------------------------
 def test_formula_like_column_names_are_escaped_in_downloads_and_apply(client) -> None:
     risky = '=HYPERLINK("http://x")'

@@ -34,6 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         ComputeGate.tune_interpreter()
+        services.stopping.clear()  # a lifespan may run again (test clients, schemathesis)
         if settings.load_example:
             loaded = services.datasets.ensure_example(example_path())
             if loaded:
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.warm_up:
             start_warm_up(services)
         yield
+        services.stopping.set()  # parses in progress stop at their next chunk
         services.jobs.shutdown()
 
     app = FastAPI(title="calibdash", version="0.1.0", lifespan=lifespan,

@@ -29,7 +29,6 @@ from app.services.saved_models import (
     load_model,
     model_document,
 )
-from app.services.tables import ExportFormat, export_bytes
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -321,10 +320,6 @@ class RecalibrationService:
             parts.append(extra.rename(columns={c: f"{c}_diagnostic" for c in extra.columns
                                                if c in taken}))
         return pd.concat(parts, axis=1)
-
-    def download(self, recalibration_id: str, export_format: ExportFormat,
-                 extra_columns: Sequence[str] = ()) -> bytes:
-        return export_bytes(self.corrected_frame(recalibration_id, extra_columns), export_format)
 
     def apply(self, recalibration_id: str, path: Path, filename: str) -> pd.DataFrame:
         """A new file with this recalibration's model applied (labels not needed)."""

@@ -12,7 +12,6 @@ from app.api.routes.recalibrations import FormatQuery, corrected_name, file_resp
 from app.api.uploads import saved_upload
 from app.schemas.models import ErrorResponse
 from app.services import saved_models
-from app.services.tables import export_bytes
 
 router = APIRouter(tags=["models"], responses={
     404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
@@ -79,5 +78,4 @@ def apply_model(services: ServicesDep, model_id: str,
                       services.settings.data_dir / "incoming") as path:
         table = services.datasets.read_file(path, file.filename or "upload")
     frame = saved_models.apply_model(model, table.frame)
-    return file_response(export_bytes(frame, format), format,
-                         corrected_name(file.filename, format))
+    return file_response(frame, format, corrected_name(file.filename, format))

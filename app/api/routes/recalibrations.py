@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
+import pandas as pd
 from fastapi import APIRouter, File, Query, Response, UploadFile, status
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.api.deps import ServicesDep
 from app.api.uploads import saved_upload
 from app.jobs import Progress
 from app.schemas.models import ErrorResponse, RecalibrationRequest
 from app.services.methods import MethodSpec, method_catalogue
-from app.services.tables import export_bytes
+from app.services.tables import export_chunks, release_memory
 
 router = APIRouter(tags=["recalibrations"], responses={
     404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
@@ -21,10 +23,24 @@ MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 FormatQuery = Annotated[Literal["csv", "parquet"], Query(description="csv or parquet")]
 
 
-def file_response(content: bytes, export_format: str, filename: str) -> Response:
-    """A download: the media type of the format and an attachment file name."""
-    return Response(content=content, media_type=MEDIA_TYPES[export_format],
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+def file_response(frame: pd.DataFrame, export_format: Literal["csv", "parquet"],
+                  filename: str) -> StreamingResponse:
+    """A download streamed in chunks, with the format's media type and a file name.
+
+    The table is dropped and freed memory handed back to the system once it is sent.
+    """
+    holder = [frame]
+    del frame
+
+    def body() -> Iterator[bytes]:
+        try:
+            yield from export_chunks(holder[0], export_format)
+        finally:
+            holder.clear()
+            release_memory()
+
+    return StreamingResponse(body(), media_type=MEDIA_TYPES[export_format],
+                             headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
 def _specs(request: RecalibrationRequest) -> list[MethodSpec]:
@@ -112,8 +128,8 @@ def download(services: ServicesDep, recalibration_id: str, format: FormatQuery =
                  "lce,hh,support (422 if not computed)")] = None) -> Response:
     """The dataset's columns plus one corrected probability column per class."""
     extra = [part.strip() for part in (columns or "").split(",") if part.strip()]
-    content = services.recalibrations.download(recalibration_id, format, extra)
-    return file_response(content, format, f"{recalibration_id}-calibrated.{format}")
+    frame = services.recalibrations.corrected_frame(recalibration_id, extra)
+    return file_response(frame, format, f"{recalibration_id}-calibrated.{format}")
 
 
 @router.get("/recalibrations/{recalibration_id}/model")
@@ -132,8 +148,7 @@ def apply(services: ServicesDep, recalibration_id: str,
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         frame = services.recalibrations.apply(recalibration_id, path, file.filename or "upload")
-    return file_response(export_bytes(frame, format), format,
-                         corrected_name(file.filename, format))
+    return file_response(frame, format, corrected_name(file.filename, format))
 
 
 def corrected_name(filename: str | None, export_format: str) -> str:

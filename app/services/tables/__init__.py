@@ -8,9 +8,15 @@ stops when the server does, and every decoding failure becomes a
 the server's temporary path.
 """
 
-from app.services.tables.export import ExportFormat, escape_formulas, export_bytes
+from app.services.tables.export import (
+    ExportFormat,
+    escape_formulas,
+    export_bytes,
+    export_chunks,
+    release_memory,
+)
 from app.services.tables.limits import DEFAULT_LIMITS, TableLimits
 from app.services.tables.reading import LoadedTable, load_table, read_table
 
 __all__ = ["DEFAULT_LIMITS", "ExportFormat", "LoadedTable", "TableLimits", "escape_formulas",
-           "export_bytes", "load_table", "read_table"]
+           "export_bytes", "export_chunks", "load_table", "read_table", "release_memory"]

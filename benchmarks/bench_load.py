@@ -127,7 +127,7 @@ def run(quick: bool = False) -> list[Row]:
                 seconds=seconds, target_seconds=None if quick else 8.0,
                 note=f"server RSS: idle {idle:.0f} MiB, before download {before:.0f}, "
                      f"peak {peak['mib']:.0f}, 2 s after {after:.0f} "
-                     f"(+{after - before:.0f} MiB kept)"))
+                     f"({after - before:+.0f} MiB against before)"))
     return rows
 
 

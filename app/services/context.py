@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -11,6 +12,12 @@ from app.jobs import JobRunner
 from app.services.datasets import DatasetService
 from app.services.recalibration import RecalibrationService
 from app.store import Store
+
+#: Folder of the data directory where uploads are spooled while they arrive
+#: (:func:`app.api.uploads.saved_upload`); nothing in it outlives its request.
+INCOMING = "incoming"
+
+logger = logging.getLogger("calibdash")
 
 
 @dataclass(frozen=True)
@@ -25,11 +32,34 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
+        """Open the store and clear what a killed server left behind.
+
+        Building removes spooled uploads, temporary files and orphan tables (the
+        store) and deletes expired staged uploads.
+        """
+        remove_incoming(settings.data_dir / INCOMING)
         store = Store(settings.data_dir)
-        datasets = DatasetService(store)
-        return cls(settings=settings, store=store, jobs=JobRunner(settings.job_workers),
+        datasets = DatasetService(store, settings.staged_upload_hours)
+        datasets.expire_uploads()
+        return cls(settings=settings, store=store,
+                   jobs=JobRunner(settings.job_workers),
                    datasets=datasets,
                    recalibrations=RecalibrationService(store, datasets, settings.random_state))
+
+
+def remove_incoming(folder: Path) -> list[Path]:
+    """Delete uploads a killed server was receiving (a server builds its services once)."""
+    if not folder.is_dir():
+        return []
+    removed = []
+    for path in folder.iterdir():
+        if path.is_file():
+            size = path.stat().st_size
+            path.unlink(missing_ok=True)
+            removed.append(path)
+            logger.warning("removed an upload left by an interrupted request: %s (%s bytes)",
+                           path, f"{size:,}")
+    return removed
 
 
 def example_path() -> Path:

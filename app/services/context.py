@@ -35,14 +35,15 @@ class Services:
         """Open the store and clear what a killed server left behind.
 
         Building removes spooled uploads, temporary files and orphan tables (the
-        store) and deletes expired staged uploads.
+        store), deletes expired staged uploads and marks jobs that were running as
+        interrupted (the job runner).
         """
         remove_incoming(settings.data_dir / INCOMING)
         store = Store(settings.data_dir)
         datasets = DatasetService(store, settings.staged_upload_hours)
         datasets.expire_uploads()
         return cls(settings=settings, store=store,
-                   jobs=JobRunner(settings.job_workers),
+                   jobs=JobRunner(settings.job_workers, store),
                    datasets=datasets,
                    recalibrations=RecalibrationService(store, datasets, settings.random_state))
 

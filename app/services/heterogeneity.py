@@ -196,7 +196,8 @@ def start_heterogeneity(services: Services, dataset_id: str,
     """Validate the request now (unknown dataset or features fail at once), then submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
     task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params)
-    return services.jobs.submit("heterogeneity", task.run)
+    return services.jobs.submit("heterogeneity", task.run,
+                                params={"dataset_id": dataset_id, **asdict(params)})
 
 
 @dataclass(frozen=True, eq=False)

@@ -67,7 +67,8 @@ def start_support(services: Services, dataset_id: str, params: SupportParams) ->
         batch_name = str(services.datasets.summary(params.batch_dataset_id)["name"])
     task = _SupportTask.prepare(services.store, dataset_id, prediction_set, params, batch,
                                 batch_name)
-    return services.jobs.submit("support", task.run)
+    return services.jobs.submit("support", task.run,
+                                params={"dataset_id": dataset_id, **asdict(params)})
 
 
 @dataclass(frozen=True, eq=False)

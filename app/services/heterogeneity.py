@@ -242,8 +242,9 @@ class _HeterogeneityTask:
                           random_state=self.params.random_state)
 
         def report(done: int, total: int) -> None:
-            progress.update(0.05 + 0.9 * done / max(total, 1),
-                            f"local forests: {done:,} of {total:,} distinct neighbourhoods")
+            message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods" if total
+                       else "finding the neighbourhoods of the test rows")
+            progress.update(0.05 + 0.9 * done / max(total, 1), message)
 
         cal, evaluated, proba = self.rows.calibration, self.evaluated, self.prediction_set.proba
         details = hidden_heterogeneity_details(

@@ -90,10 +90,12 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
         # umap-learn warns on import that its optional TensorFlow extra is absent.
         warnings.simplefilter("ignore", ImportWarning)
         import umap  # heavy (numba), so only when asked for
+        from tqdm.auto import tqdm  # the progress bar umap-learn uses
 
     n_fit = step.sample.size
     heartbeat = Heartbeat(step.report, 0.05, "fitting umap")
-    epochs = _EpochReports(heartbeat, start=0.05, stop=0.4)
+    lock = tqdm.get_lock()
+    epochs = _EpochReports(heartbeat, lock, start=0.05, stop=0.4)
     model = umap.UMAP(n_components=n_components, n_neighbors=min(15, n_fit - 1),
                       random_state=step.random_state, n_jobs=1, tqdm_kwds=epochs.tqdm_kwds())
     fitted = _quietly(lambda: model.fit_transform(step.encoded[step.sample]), step.notes)
@@ -115,7 +117,8 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
         chunk = rest[start:start + TRANSFORM_CHUNK]
         low, high = 0.4 + 0.5 * start / rest.size, 0.4 + 0.5 * (start + chunk.size) / rest.size
         heartbeat.now(low, f"UMAP {placement}: {start:,} of {rest.size:,} rows placed")
-        model.set_params(tqdm_kwds=_EpochReports(heartbeat, start=low, stop=high).tqdm_kwds())
+        model.set_params(
+            tqdm_kwds=_EpochReports(heartbeat, lock, start=low, stop=high).tqdm_kwds())
         place = _umap_transform if placement == "transform" else _umap_graph_mean
         coordinates[chunk] = _quietly(partial(place, model, step.encoded[chunk]), step.notes)
     if placement == "graph":
@@ -128,18 +131,25 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
 
 
 class _EpochReports:
-    """Where UMAP's epoch progress bar "writes": every write is a heartbeat.
+    """Where UMAP's epoch progress bar "writes": each refresh of the bar is a heartbeat.
 
     umap-learn optimizes the layout in a Python loop over epochs wrapped in a tqdm
     bar; pointing the bar at this object (refreshed every :data:`INTERVAL` s) reports
     the epochs done, mapped to ``start``..``stop``, and lets a cancelling callback
     raise between epochs. Nothing is printed and the computation is untouched.
+
+    tqdm writes a refresh holding its (process-wide, reentrant) write lock, which it
+    releases only if the write returns; so when the callback raises, the lock is
+    released here first, or the next progress bar in another thread would wait for
+    ever. Writes without counts (those of ``close``, under a ``with`` block) never
+    call the callback.
     """
 
     _COUNTS = re.compile(r"(\d+)/(\d+)")
 
-    def __init__(self, heartbeat: Heartbeat, *, start: float, stop: float) -> None:
+    def __init__(self, heartbeat: Heartbeat, lock: Any, *, start: float, stop: float) -> None:
         self._heartbeat = heartbeat
+        self._lock = lock
         self._start = start
         self._stop = stop
 
@@ -149,12 +159,14 @@ class _EpochReports:
 
     def write(self, text: str) -> int:
         counts = self._COUNTS.search(text)
-        if counts is None:
-            self._heartbeat()
-        else:
+        if counts is not None:  # a refresh, written holding tqdm's lock
             done, total = int(counts[1]), max(int(counts[2]), 1)
-            self._heartbeat(self._start + (self._stop - self._start) * done / total,
-                            f"UMAP: epoch {done} of {total}")
+            try:
+                self._heartbeat(self._start + (self._stop - self._start) * done / total,
+                                f"UMAP: epoch {done} of {total}")
+            except BaseException:
+                self._lock.release()
+                raise
         return len(text)
 
     def flush(self) -> None:

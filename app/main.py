@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         ComputeGate.tune_interpreter()
         services.stopping.clear()  # a lifespan may run again (test clients, schemathesis)
+        services.jobs.start()
         if settings.load_example:
             loaded = services.datasets.ensure_example(example_path())
             if loaded:

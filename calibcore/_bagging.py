@@ -38,6 +38,8 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.tree import DecisionTreeClassifier
 
+from calibcore._progress import Heartbeat, silent
+
 try:  # scikit-learn's tree builder without the per-fit validation (fallback below)
     from sklearn.tree._criterion import Gini
     from sklearn.tree._splitter import BestSplitter
@@ -130,6 +132,7 @@ def _grow_private(
     n_classes: int,
     weights: NDArray[np.float64],
     splitter_seeds: NDArray[np.int64],
+    heartbeat: Heartbeat,
 ) -> list[Any]:
     classes = np.array([n_classes], dtype=np.intp)
     draw = _PresetDraw()
@@ -139,6 +142,7 @@ def _grow_private(
     builder = DepthFirstTreeBuilder(splitter, 2, 1, 0.0, _INT32_MAX, 0.0)
     trees = []
     for tree_weights, seed in zip(weights, splitter_seeds, strict=True):
+        heartbeat()
         draw.value = int(seed)
         tree = Tree(features.shape[1], classes, 1)
         builder.build(tree, features, targets, tree_weights, None)
@@ -151,12 +155,14 @@ def _grow_public(
     labels: NDArray[np.intp],
     weights: NDArray[np.float64],
     seeds: NDArray[np.int64],
+    heartbeat: Heartbeat,
 ) -> list[Any]:
-    return [
-        DecisionTreeClassifier(max_features=None, random_state=int(seed))
-        .fit(features, labels, sample_weight=tree_weights).tree_
-        for tree_weights, seed in zip(weights, seeds, strict=True)
-    ]
+    trees = []
+    for tree_weights, seed in zip(weights, seeds, strict=True):
+        heartbeat()
+        tree = DecisionTreeClassifier(max_features=None, random_state=int(seed))
+        trees.append(tree.fit(features, labels, sample_weight=tree_weights).tree_)
+    return trees
 
 
 def grow_trees(
@@ -167,6 +173,7 @@ def grow_trees(
     seeds: TreeSeeds,
     *,
     use_private_builder: bool = True,
+    heartbeat: Heartbeat | None = None,
 ) -> list[Any]:
     """Grow one unpruned full-feature Gini tree per row of ``weights``.
 
@@ -181,18 +188,22 @@ def grow_trees(
     seeds : TreeSeeds
     use_private_builder : bool, default=True
         False forces the public ``DecisionTreeClassifier`` path (same trees).
+    heartbeat : Heartbeat, optional
+        Called before each tree (its callback may raise to cancel).
 
     Returns
     -------
     list of sklearn ``Tree`` objects, identical to the forest's ``estimators_[i].tree_``.
     """
+    heartbeat = heartbeat or silent()
     if use_private_builder and Tree is not None:
         targets = labels.astype(np.float64).reshape(-1, 1)
         try:
-            return _grow_private(features, targets, n_classes, weights, seeds.splitter_seeds)
+            return _grow_private(features, targets, n_classes, weights, seeds.splitter_seeds,
+                                 heartbeat)
         except TypeError:  # pragma: no cover - private signatures changed
             pass
-    return _grow_public(features, labels, weights, seeds.seeds)
+    return _grow_public(features, labels, weights, seeds.seeds, heartbeat)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from calibcore._progress import INTERVAL, Heartbeat
+
 #: Largest dimension for which the divide-and-conquer sweep beats direct sums.
 SWEEP_MAX_DIMENSION = 3
 #: Subproblems at most this large are summed pair by pair.
@@ -201,7 +203,10 @@ def kernel_sums(
     n_threads : int, optional
         Worker threads (the compiled kernels release the GIL); default: CPU count.
     progress : callable, optional
-        Called with the number of problems finished so far.
+        Called with the number of problems finished so far, when one finishes and
+        every 0.25 s or so while waiting for one. If it raises, the queued work is
+        dropped and the exception propagates at once (tasks already running finish
+        in the background; their results are discarded).
 
     Returns
     -------
@@ -231,18 +236,24 @@ def kernel_sums(
     remaining = np.bincount([index for index, _, _ in tasks], minlength=len(problems))
     results: list[NDArray[np.float64]] = [np.empty((0, 0))] * len(problems)
     workers = n_threads or os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [(index, pool.submit(task)) for index, _, task in tasks]
-        try:
-            finished = 0
-            for index, future in futures:
-                results[index] = future.result()
-                remaining[index] -= 1
-                if remaining[index] == 0:
-                    finished += 1
-                    if progress is not None:
-                        progress(finished)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    heartbeat = Heartbeat(progress, 0)
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = [(index, pool.submit(task)) for index, _, task in tasks]
+    try:
+        finished = 0
+        for index, future in futures:
+            while True:
+                try:
+                    results[index] = future.result(timeout=INTERVAL)
+                    break
+                except TimeoutError:
+                    heartbeat()
+            remaining[index] -= 1
+            if remaining[index] == 0:
+                finished += 1
+                heartbeat.now(finished)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return results

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibcore._encoding import Representation
+from calibcore._progress import INTERVAL, Heartbeat
 from calibcore.exceptions import CalibrationInputError
 
 #: ``progress(fraction, message)`` with a fraction in [0, 1].
@@ -88,10 +90,14 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
         # umap-learn warns on import that its optional TensorFlow extra is absent.
         warnings.simplefilter("ignore", ImportWarning)
         import umap  # heavy (numba), so only when asked for
+        from tqdm.auto import tqdm  # the progress bar umap-learn uses
 
     n_fit = step.sample.size
+    heartbeat = Heartbeat(step.report, 0.05, "fitting umap")
+    lock = tqdm.get_lock()
+    epochs = _EpochReports(heartbeat, lock, start=0.05, stop=0.4)
     model = umap.UMAP(n_components=n_components, n_neighbors=min(15, n_fit - 1),
-                      random_state=step.random_state, n_jobs=1)
+                      random_state=step.random_state, n_jobs=1, tqdm_kwds=epochs.tqdm_kwds())
     fitted = _quietly(lambda: model.fit_transform(step.encoded[step.sample]), step.notes)
     sample_map = np.asarray(fitted, dtype=np.float64)
     n_rest = step.encoded.shape[0] - n_fit
@@ -108,9 +114,11 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
     # New rows are placed independently of each other (UMAP moves only them, against the
     # fitted map), so chunks change nothing but allow progress reports and bound memory.
     for start in range(0, rest.size, TRANSFORM_CHUNK):
-        step.report(0.4 + 0.5 * start / rest.size,
-                    f"UMAP {placement}: {start:,} of {rest.size:,} rows placed")
         chunk = rest[start:start + TRANSFORM_CHUNK]
+        low, high = 0.4 + 0.5 * start / rest.size, 0.4 + 0.5 * (start + chunk.size) / rest.size
+        heartbeat.now(low, f"UMAP {placement}: {start:,} of {rest.size:,} rows placed")
+        model.set_params(
+            tqdm_kwds=_EpochReports(heartbeat, lock, start=low, stop=high).tqdm_kwds())
         place = _umap_transform if placement == "transform" else _umap_graph_mean
         coordinates[chunk] = _quietly(partial(place, model, step.encoded[chunk]), step.notes)
     if placement == "graph":
@@ -120,6 +128,49 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
             "(UMAP's transform without its refinement epochs)."
         )
     return ReducerOutput(coordinates, placement, None)
+
+
+class _EpochReports:
+    """Where UMAP's epoch progress bar "writes": each refresh of the bar is a heartbeat.
+
+    umap-learn optimizes the layout in a Python loop over epochs wrapped in a tqdm
+    bar; pointing the bar at this object (refreshed every :data:`INTERVAL` s) reports
+    the epochs done, mapped to ``start``..``stop``, and lets a cancelling callback
+    raise between epochs. Nothing is printed and the computation is untouched.
+
+    tqdm writes a refresh holding its (process-wide, reentrant) write lock, which it
+    releases only if the write returns; so when the callback raises, the lock is
+    released here first, or the next progress bar in another thread would wait for
+    ever. Writes without counts (those of ``close``, under a ``with`` block) never
+    call the callback.
+    """
+
+    _COUNTS = re.compile(r"(\d+)/(\d+)")
+
+    def __init__(self, heartbeat: Heartbeat, lock: Any, *, start: float, stop: float) -> None:
+        self._heartbeat = heartbeat
+        self._lock = lock
+        self._start = start
+        self._stop = stop
+
+    def tqdm_kwds(self) -> dict[str, Any]:
+        return {"disable": False, "file": self, "mininterval": INTERVAL, "leave": False,
+                "bar_format": "{n}/{total}"}
+
+    def write(self, text: str) -> int:
+        counts = self._COUNTS.search(text)
+        if counts is not None:  # a refresh, written holding tqdm's lock
+            done, total = int(counts[1]), max(int(counts[2]), 1)
+            try:
+                self._heartbeat(self._start + (self._stop - self._start) * done / total,
+                                f"UMAP: epoch {done} of {total}")
+            except BaseException:
+                self._lock.release()
+                raise
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
 
 
 def _umap_transform(model: Any, rows: NDArray[np.float64]) -> NDArray[np.float64]:

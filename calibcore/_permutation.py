@@ -11,6 +11,8 @@ columns) share one null, computed once per :class:`NullCache`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -32,11 +34,13 @@ class NullCache:
         sizes: NDArray[np.intp],
         n_permutations: int,
         random_state: int | None,
+        heartbeat: Callable[[], None] | None = None,
     ) -> NDArray[np.float64]:
         """Null VECE values for ``residual`` (the used rows) cut into bins of ``sizes``."""
         key = (np.packbits(used).tobytes(), tuple(int(size) for size in sizes))
         if key not in self._nulls:
-            self._nulls[key] = permuted_vece(residual, sizes, n_permutations, random_state)
+            self._nulls[key] = permuted_vece(residual, sizes, n_permutations, random_state,
+                                             heartbeat)
         return self._nulls[key]
 
 
@@ -45,18 +49,22 @@ def permuted_vece(
     sizes: NDArray[np.intp],
     n_permutations: int,
     random_state: int | None,
+    heartbeat: Callable[[], None] | None = None,
 ) -> NDArray[np.float64]:
     """VECE of ``n_permutations`` random assignments of rows to bins of ``sizes``.
 
     Each permutation is one in-place O(n) shuffle plus segment sums; a Python
     loop over permutations (not rows) is used because ``Generator.permuted`` on
     a 2-D block is about four times slower per element than ``shuffle``.
+    ``heartbeat`` is called before each permutation (it may raise to stop).
     """
     rng = np.random.default_rng(random_state)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
     shuffled = residual.copy()
     null = np.empty(n_permutations)
     for draw in range(n_permutations):
+        if heartbeat is not None:
+            heartbeat()
         rng.shuffle(shuffled)
         null[draw] = np.abs(np.add.reduceat(shuffled, starts)).sum()
     return null / residual.size

@@ -235,13 +235,16 @@ def warm_up(reducer: Reducer = "umap", *, random_state: int = 0) -> None:
 
     umap-learn compiles much of its code on first use in each process (about a
     minute on 2 cores), including the approximate nearest-neighbour path used from
-    4,096 rows on; this embeds 6,000 synthetic rows, fitting on 5,000, so that a
-    server can pay that cost at start-up in the background.
+    4,096 rows on and the exact one below; this embeds 6,000 synthetic rows, fitting
+    on 5,000, then 1,000 rows, so that a server can pay that cost at start-up in the
+    background (compiling cannot be interrupted, so a job that compiled would not
+    stop promptly when cancelled).
     """
     rng = np.random.default_rng(random_state)
     centers = rng.normal(size=(4, 5)) * 5
     data = centers[rng.integers(0, 4, size=6_000)] + rng.normal(size=(6_000, 5))
     embed(data, reducer=reducer, sample_size=5_000, random_state=random_state)
+    embed(data[:1_000], reducer=reducer, sample_size=None, random_state=random_state)
 
 
 def _ignore_progress(fraction: float, message: str) -> None:

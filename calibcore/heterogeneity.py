@@ -31,6 +31,7 @@ from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._bagging import GrownTrees, TreeSeeds, forest_proba, grow_trees, oob_correct
+from calibcore._progress import Heartbeat
 from calibcore._validation import (
     check_in_range,
     check_labels,
@@ -154,9 +155,11 @@ def hidden_heterogeneity(
     n_jobs : int or None, default=-1
         Threads over distinct neighbourhoods; results do not depend on it.
     progress : callable, optional
-        Called as ``progress(done, total)`` with counts of local forests, first
-        with ``done = 0``; an exception raised by it cancels the remaining work
-        and propagates.
+        Called as ``progress(done, total)`` with counts of local forests: first
+        with ``done = 0``, then after each parallel task; and in between at most
+        every 0.25 s (with ``(0, 0)`` while the neighbourhoods are found, then from
+        the worker threads between trees, with the last counts). An exception
+        raised by it cancels the remaining work and propagates.
 
     Returns
     -------
@@ -190,7 +193,8 @@ def hidden_heterogeneity_details(
     radius = check_in_range(radius, "radius", low=0.0, high=1.0)
     random_state = check_positive_int(random_state, "random_state", minimum=0)
 
-    members, groups = hellinger_neighbourhoods(proba_cal, proba_test, radius)
+    heartbeat = Heartbeat(progress, 0, 0)
+    members, groups = hellinger_neighbourhoods(proba_cal, proba_test, radius, heartbeat)
     n_groups = len(members)
     sizes = np.array([rows.size for rows in members], dtype=np.int64)
     fitted = np.flatnonzero([np.unique(labels[rows]).size > 1 for rows in members])
@@ -202,7 +206,7 @@ def hidden_heterogeneity_details(
     runner = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")
     outputs = runner(
         delayed(_score_neighbourhoods)(
-            features, labels, proba_cal, [members[group] for group in task], seeds
+            features, labels, proba_cal, [members[group] for group in task], seeds, heartbeat
         )
         for task in tasks
     )
@@ -213,14 +217,12 @@ def hidden_heterogeneity_details(
                                 category=UserWarning)
         try:
             done = 0
-            if progress is not None:
-                progress(done, len(fitted))
+            heartbeat.now(done, len(fitted))
             for task, output in zip(tasks, outputs, strict=True):
                 for name, values in output.items():
                     columns[name][task] = values
                 done += len(task)
-                if progress is not None:
-                    progress(done, len(fitted))
+                heartbeat.now(done, len(fitted))
         finally:
             outputs.close()
     single_class = (sizes > 0) & ~np.isin(np.arange(n_groups), fitted)
@@ -342,6 +344,7 @@ def _score_neighbourhoods(
     proba_cal: NDArray[np.float64],
     members: list[NDArray[np.intp]],
     seeds: TreeSeeds,
+    heartbeat: Heartbeat,
 ) -> dict[str, NDArray[np.float64]]:
     """HH and its parts for several neighbourhoods (one parallel task)."""
     samples = []
@@ -350,13 +353,15 @@ def _score_neighbourhoods(
         sample = _Neighbourhood.of(features, labels, rows, seeds)
         samples.append(sample)
         trees.extend(grow_trees(sample.features, sample.classes, sample.present.size,
-                                sample.weights, seeds))
+                                sample.weights, seeds, heartbeat=heartbeat))
     n_classes = max(sample.present.size for sample in samples)
     grown, offsets = GrownTrees.concatenate(trees, n_classes)
+    heartbeat()
     leaf_of = grown.pruned_leaves(CCP_ALPHAS)
     out = {name: np.empty(len(members)) for name in
            ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
     for position, (rows, sample) in enumerate(zip(members, samples, strict=True)):
+        heartbeat()
         own = slice(position * N_TREES, (position + 1) * N_TREES)
         leaves = np.stack([tree.apply(sample.features) for tree in trees[own]])
         leaves += offsets[own][:, None]

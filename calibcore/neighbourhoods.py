@@ -6,6 +6,8 @@ finds them exactly so that each distinct neighbourhood is processed once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.neighbors import KDTree
@@ -14,10 +16,15 @@ from sklearn.neighbors import KDTree
 #: (rows in index order) above 15 probability columns or at <= 11 rows.
 _KD_TREE_MAX_COLUMNS = 15
 _KD_TREE_MIN_ROWS = 12
+#: Items (row, neighbour pairs) sorted per block: bounds the time between heartbeats.
+_SORT_BLOCK_ITEMS = 1 << 20
 
 
 def hellinger_neighbourhoods(
-    proba_cal: NDArray[np.float64], proba_test: NDArray[np.float64], radius: float
+    proba_cal: NDArray[np.float64],
+    proba_test: NDArray[np.float64],
+    radius: float,
+    heartbeat: Callable[[], None] | None = None,
 ) -> tuple[list[NDArray[np.intp]], NDArray[np.intp]]:
     """Calibration rows within Hellinger distance ``radius`` of each query row (inclusive).
 
@@ -30,6 +37,8 @@ def hellinger_neighbourhoods(
     proba_cal : ndarray of shape (n_cal, K)
     proba_test : ndarray of shape (n, K)
     radius : float
+    heartbeat : callable, optional
+        Called with no arguments between steps (it may raise to stop).
 
     Returns
     -------
@@ -40,13 +49,15 @@ def hellinger_neighbourhoods(
     groups : ndarray of shape (n,)
         The distinct neighbourhood of each query row.
     """
+    heartbeat = heartbeat or _nothing
     index = KDTree(np.sqrt(proba_cal), leaf_size=30)
     found = index.query_radius(np.sqrt(proba_test), r=radius * np.sqrt(2))
     sizes = np.array([rows.size for rows in found], dtype=np.intp)
     flat = np.concatenate([*found, np.empty(0, dtype=np.intp)]).astype(np.intp)
-    owner = np.repeat(np.arange(sizes.size), sizes)
-    canonical = flat[np.lexsort((flat, owner))]
-    groups, first = group_identical_sets(canonical, sizes, proba_cal.shape[0])
+    heartbeat()
+    canonical = _sorted_within_rows(flat, sizes, heartbeat)
+    heartbeat()
+    groups, first = group_identical_sets(canonical, sizes, proba_cal.shape[0], heartbeat)
     n_cal, n_classes = proba_cal.shape
     kd_order = n_classes <= _KD_TREE_MAX_COLUMNS and n_cal >= _KD_TREE_MIN_ROWS
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
@@ -55,8 +66,37 @@ def hellinger_neighbourhoods(
     return members, groups
 
 
+def _nothing() -> None:
+    """The default heartbeat."""
+
+
+def _sorted_within_rows(
+    flat: NDArray[np.intp], sizes: NDArray[np.intp], heartbeat: Callable[[], None]
+) -> NDArray[np.intp]:
+    """Each row's items sorted (rows laid end to end), in blocks of whole rows."""
+    out = np.empty_like(flat)
+    ends = np.cumsum(sizes)
+    start_row, start = 0, 0
+    while start_row < sizes.size:
+        # whole rows up to about _SORT_BLOCK_ITEMS items (at least one row)
+        stop_row = max(start_row + 1,
+                       int(np.searchsorted(ends, start + _SORT_BLOCK_ITEMS, side="right")))
+        stop = int(ends[stop_row - 1])
+        owner = np.repeat(np.arange(stop_row - start_row, dtype=np.int64),
+                          sizes[start_row:stop_row])
+        span = int(flat[start:stop].max(initial=0)) + 1
+        keys = np.sort(owner * span + flat[start:stop])
+        out[start:stop] = keys - owner * span
+        start_row, start = stop_row, stop
+        heartbeat()
+    return out
+
+
 def group_identical_sets(
-    canonical: NDArray[np.intp], sizes: NDArray[np.intp], n_items: int
+    canonical: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    n_items: int,
+    heartbeat: Callable[[], None] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Group rows whose sets of items are identical, exactly.
 
@@ -66,6 +106,8 @@ def group_identical_sets(
         Each row's items, sorted, rows laid end to end.
     sizes : ndarray of shape (n,)
     n_items : int
+    heartbeat : callable, optional
+        Called with no arguments between steps (it may raise to stop).
 
     Returns
     -------
@@ -80,16 +122,20 @@ def group_identical_sets(
     compared item by item with its bucket's first row, and any row that
     differs (a hash collision) gets a group of its own, so grouping is exact.
     """
+    heartbeat = heartbeat or _nothing
     n_rows = sizes.size
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
     digests = _set_digests(canonical, starts, sizes, n_items)
+    heartbeat()
     table = np.column_stack([sizes.astype(np.uint64), digests])
     _, first, groups = np.unique(table, axis=0, return_index=True, return_inverse=True)
     groups = groups.ravel().astype(np.intp)
     within = np.arange(canonical.size) - np.repeat(starts, sizes)
     owner = np.repeat(np.arange(n_rows), sizes)
+    heartbeat()
     mine = canonical
     theirs = canonical[np.repeat(starts[first[groups]], sizes) + within]
+    heartbeat()
     differs = np.bincount(owner[mine != theirs], minlength=n_rows) > 0
     if differs.any():
         extra = np.flatnonzero(differs)

@@ -15,11 +15,14 @@ features with float64 thresholds exactly as scikit-learn does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import numbers
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from joblib import effective_n_jobs
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from sklearn.ensemble import RandomForestClassifier
@@ -27,6 +30,8 @@ from sklearn.preprocessing import StandardScaler
 
 #: Largest number of cells of a dense block of pairwise counts (32 MiB of int64).
 MAX_BLOCK_CELLS = 2**22
+#: Seconds of tree growing between two heartbeats of :func:`fit_proximity_forest`.
+CHUNK_SECONDS = 0.25
 _TRAVERSAL_BLOCK_ROWS = 16_384
 
 
@@ -98,18 +103,21 @@ class TreeEnsemble:
     def n_nodes(self) -> int:
         return int(self.left.size)
 
-    def apply(self, features: ArrayLike) -> NDArray[np.int64]:
+    def apply(
+        self, features: ArrayLike, heartbeat: Callable[[], None] | None = None
+    ) -> NDArray[np.int64]:
         """Global leaf id of every row in every tree, shape (n, n_trees).
 
         Equal to ``forest.apply(features)`` plus each tree's offset. The
         traversal advances all unfinished (row, tree) pairs one level at a
-        time, in blocks of rows.
+        time, in blocks of rows; ``heartbeat`` is called before each block.
         """
         values = np.ascontiguousarray(features, dtype=np.float32)
-        blocks = [
-            self._apply_block(values[start:start + _TRAVERSAL_BLOCK_ROWS])
-            for start in range(0, values.shape[0], _TRAVERSAL_BLOCK_ROWS)
-        ]
+        blocks = []
+        for start in range(0, values.shape[0], _TRAVERSAL_BLOCK_ROWS):
+            if heartbeat is not None:
+                heartbeat()
+            blocks.append(self._apply_block(values[start:start + _TRAVERSAL_BLOCK_ROWS]))
         if not blocks:
             return np.empty((0, self.n_trees), dtype=np.int64)
         return np.concatenate(blocks)
@@ -212,9 +220,42 @@ class ProximityForest:
         """The augmented rows [features, (p - mean) / scale], shape (n, d + K)."""
         return augmented_rows(features, proba, self.probability_mean, self.probability_scale)
 
-    def apply(self, features: NDArray[np.float64], proba: NDArray[np.float64]) -> NDArray[np.int64]:
+    def apply(
+        self,
+        features: NDArray[np.float64],
+        proba: NDArray[np.float64],
+        heartbeat: Callable[[], None] | None = None,
+    ) -> NDArray[np.int64]:
         """Global leaf ids of the augmented rows, shape (n, n_trees)."""
-        return self.trees.apply(self.augment(features, proba))
+        return self.trees.apply(self.augment(features, proba), heartbeat)
+
+
+def _grow_in_chunks(
+    forest: RandomForestClassifier,
+    augmented: NDArray[np.float64],
+    labels: NDArray[np.intp],
+    heartbeat: Callable[[], None],
+) -> None:
+    """Fit ``forest`` a few trees at a time (warm start), calling ``heartbeat`` in between.
+
+    A warm-started forest skips the seeds of the trees it has and draws the next
+    ones from the same integer ``random_state``, so the trees equal those of one fit.
+    Chunks grow or shrink to take about :data:`CHUNK_SECONDS` each (at least one tree
+    per thread).
+    """
+    n_estimators = int(forest.n_estimators)
+    threads = effective_n_jobs(forest.n_jobs)
+    forest.set_params(warm_start=True)
+    grown, chunk = 0, threads
+    while grown < n_estimators:
+        heartbeat()
+        size = min(chunk, n_estimators - grown)
+        started = time.perf_counter()
+        forest.set_params(n_estimators=grown + size).fit(augmented, labels)
+        seconds_per_tree = max(time.perf_counter() - started, 1e-4) / size
+        grown += size
+        chunk = max(threads, int(CHUNK_SECONDS / seconds_per_tree))
+    forest.set_params(warm_start=False)
 
 
 def fit_proximity_forest(
@@ -225,6 +266,7 @@ def fit_proximity_forest(
     n_estimators: int = 100,
     random_state: int = 0,
     n_jobs: int | None = None,
+    heartbeat: Callable[[], None] | None = None,
 ) -> ProximityForest:
     """Fit the proximity forest of SWC on calibration rows (paper 004, §4).
 
@@ -237,12 +279,22 @@ def fit_proximity_forest(
     random_state : int
     n_jobs : int or None
         Threads for fitting; the forest does not depend on it.
+    heartbeat : callable, optional
+        Called with no arguments between chunks of trees (it may raise to stop). With
+        it, the forest grows in chunks of about :data:`CHUNK_SECONDS` each; the trees
+        are the same.
     """
     scaler = StandardScaler().fit(proba)
     augmented = augmented_rows(features, proba, scaler.mean_, scaler.scale_)
     forest = RandomForestClassifier(
         n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs
-    ).fit(augmented, labels)
+    )
+    chunked = (heartbeat is not None and isinstance(random_state, numbers.Integral)
+               and isinstance(n_estimators, numbers.Integral) and n_estimators > 1)
+    if not chunked:  # (invalid parameters fail here, as scikit-learn words it)
+        forest.fit(augmented, labels)
+    else:
+        _grow_in_chunks(forest, augmented, labels, heartbeat)  # type: ignore[arg-type]
     return ProximityForest(
         trees=TreeEnsemble.from_forest(forest),
         probability_mean=scaler.mean_,

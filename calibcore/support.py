@@ -19,6 +19,7 @@ distribution, and a two-sample Kolmogorov-Smirnov test compares them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import ks_2samp
 from sklearn.model_selection import KFold
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int, check_probabilities
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import check_calibration_rows, check_features
@@ -103,6 +105,7 @@ def calibration_support(
     n_folds: int = 5,
     random_state: int = 0,
     n_jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CalibrationSupport:
     """Calibration support S_t of rows (X, p) and of the calibration rows (paper 004, eq. 6).
 
@@ -120,6 +123,10 @@ def calibration_support(
         Seeds the forests, the folds and the fold assignment of the rows.
     n_jobs : int or None
         Threads for the forest fits.
+    progress : callable, optional
+        Called as ``progress(done, total)`` with counts of forests fitted, also while
+        one grows (at most every 0.25 s, with the last counts); an exception raised by
+        it stops the work and propagates.
 
     Returns
     -------
@@ -137,21 +144,30 @@ def calibration_support(
     def new_model() -> SWC:
         return SWC(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs)
 
+    n_forests = n_folds + (1 if proba.shape[0] else 0)
+    heartbeat = Heartbeat(progress, 0, n_forests)
+
+    def beat(*_: object) -> None:
+        heartbeat.now()  # the forest's own heartbeat already keeps time
+
     values = np.empty(proba.shape[0])
     if values.size:
-        full = new_model().fit(proba_cal, labels, features=features_cal)
+        full = new_model().fit(proba_cal, labels, features=features_cal, progress=beat)
         values = full.calibration_support(proba, features)
+        heartbeat.now(1, n_forests)
     reference = np.empty(n_cal)
     held_out = np.empty(proba.shape[0])
     fold_of_row = np.random.default_rng(random_state).integers(n_folds, size=held_out.size)
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=random_state)
     for fold, (train, test) in enumerate(folds.split(features_cal)):
-        model = new_model().fit(proba_cal[train], labels[train], features=features_cal[train])
+        model = new_model().fit(proba_cal[train], labels[train], features=features_cal[train],
+                                progress=beat)
         scale = n_cal / train.size
         reference[test] = scale * model.calibration_support(proba_cal[test], features_cal[test])
         mine = fold_of_row == fold
         if mine.any():
             held_out[mine] = scale * model.calibration_support(proba[mine], features[mine])
+        heartbeat.now(n_forests - n_folds + fold + 1, n_forests)
     return CalibrationSupport(
         values=values, held_out=held_out, reference=reference, n_calibration=n_cal,
         n_folds=n_folds, n_estimators=n_estimators,

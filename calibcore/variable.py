@@ -29,6 +29,7 @@ from scipy.stats import t as student_t
 from statsmodels.stats.proportion import proportion_confint
 
 from calibcore._permutation import NullCache, permutation_p_value
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore._variable_binning import (
     Variable,
@@ -315,7 +316,9 @@ def rank_variables(
         Seed of the permutations (every variable uses the same seed, so a
         variable's p-value does not depend on the other columns).
     progress : callable, optional
-        Called as ``progress(done, total)`` after each variable.
+        Called as ``progress(done, total)`` after each variable, and with the last
+        counts at most every 0.25 s within one (permutations); an exception raised by
+        it stops the ranking and propagates.
 
     Returns
     -------
@@ -341,11 +344,12 @@ def rank_variables(
     table = feature_table(features, errors.predicted.size)
     nulls = NullCache()
     rows = []
+    heartbeat = Heartbeat(progress, 0, table.shape[1])
     for position in range(table.shape[1]):
         column = table.iloc[:, position]
-        rows.append(_rank_one(column, str(table.columns[position]), errors, settings, nulls))
-        if progress is not None:
-            progress(position + 1, table.shape[1])
+        rows.append(_rank_one(column, str(table.columns[position]), errors, settings, nulls,
+                              heartbeat))
+        heartbeat.now(position + 1, table.shape[1])
     ranking = pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
     ranking = ranking.sort_values("vece", ascending=False, kind="mergesort", na_position="last")
     return ranking.reset_index(drop=True)
@@ -362,7 +366,12 @@ class _RankSettings:
 
 
 def _rank_one(
-    column: pd.Series, name: str, errors: _Errors, settings: _RankSettings, nulls: NullCache
+    column: pd.Series,
+    name: str,
+    errors: _Errors,
+    settings: _RankSettings,
+    nulls: NullCache,
+    heartbeat: Heartbeat,
 ) -> dict[str, object]:
     variable = prepare_variable(column, errors.predicted.size, "auto", name)
     if variable.kind == "numeric" and np.unique(variable.values).size <= settings.max_categories:
@@ -383,6 +392,7 @@ def _rank_one(
     residual = (errors.predicted - errors.actual)[variable.used]
     vece = binned_vece(index, size, residual)
     row["vece"] = vece
+    heartbeat()
     row["vce_max"], row["v_star"] = _largest_gap(variable, errors, index, size, settings)
     if settings.n_permutations > 0:
         sizes = np.bincount(index, minlength=size)
@@ -392,6 +402,7 @@ def _rank_one(
             sizes[sizes > 0],
             settings.n_permutations,
             settings.random_state,
+            heartbeat,
         )
         row["p_value"] = permutation_p_value(vece, null)
     return row

@@ -1,5 +1,6 @@
-"""Background jobs with progress."""
+"""Background jobs with progress, cancellation and records that survive a restart."""
 
-from app.jobs.runner import Job, JobCancelled, JobRunner, Progress
+from app.jobs.job import INTERRUPTED_MESSAGE, Job, JobCancelled, JobStatus, Progress
+from app.jobs.runner import JobRunner
 
-__all__ = ["Job", "JobCancelled", "JobRunner", "Progress"]
+__all__ = ["INTERRUPTED_MESSAGE", "Job", "JobCancelled", "JobRunner", "JobStatus", "Progress"]

@@ -3,104 +3,91 @@
 Long computations run in a small thread pool; the REST API and the UI poll
 ``Job.snapshot()``. A job's function receives a :class:`Progress` to report
 fractions and check for cancellation.
+
+With a store, every job is also a record (:mod:`app.jobs.records`), written when it
+is submitted, starts and ends, and at most once a second while it reports progress.
+A server that dies mid-job leaves the record queued or running; the next start marks
+it ``interrupted``, so polling it says to run it again instead of answering 404.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from app.store import new_id, now
+from app.jobs.job import ACTIVE, INTERRUPTED_MESSAGE, Job, JobCancelled, Progress
+from app.jobs.records import JobRecords
+from app.store import Store, new_id, now
 from calibcore.exceptions import CalibrationInputError
-
-JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-
-
-class JobCancelled(Exception):
-    """Raised inside a job when the user cancelled it."""
-
-
-@dataclass
-class Progress:
-    """What a running job reports: a fraction in [0, 1] and a message."""
-
-    fraction: float = 0.0
-    message: str = "queued"
-    cancel_requested: threading.Event = field(default_factory=threading.Event)
-    #: Optional JSON-able structure, e.g. per-step progress of a multi-step job.
-    detail: Any = None
-
-    def update(self, fraction: float, message: str | None = None, *,
-               detail: Any = None) -> None:
-        """Report progress; raises :class:`JobCancelled` if the job was cancelled."""
-        if self.cancel_requested.is_set():
-            raise JobCancelled
-        self.fraction = min(max(float(fraction), 0.0), 1.0)
-        if message is not None:
-            self.message = message
-        if detail is not None:
-            self.detail = detail
-
-
-@dataclass
-class Job:
-    """A submitted computation and its outcome."""
-
-    id: str
-    kind: str
-    status: JobStatus = "queued"
-    progress: Progress = field(default_factory=Progress)
-    result: Any = None
-    error: dict[str, Any] | None = None
-    created: str = field(default_factory=now)
-    finished: str | None = None
-
-    def snapshot(self) -> dict[str, Any]:
-        """A JSON-able view of the job's state."""
-        return {
-            "id": self.id, "kind": self.kind, "status": self.status,
-            "progress": round(self.progress.fraction, 4), "message": self.progress.message,
-            "detail": self.progress.detail,
-            "result": self.result if self.status == "succeeded" else None,
-            "error": self.error, "created": self.created, "finished": self.finished,
-        }
 
 
 class JobRunner:
-    """Runs jobs on a thread pool and remembers them (in memory) for polling."""
+    """Runs jobs on a thread pool and remembers them for polling.
 
-    def __init__(self, workers: int = 2) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="calibdash-job")
+    Parameters
+    ----------
+    workers : int
+        Threads running jobs.
+    store : Store, optional
+        Where job records persist; without one, jobs live in memory only. Building
+        the runner marks the store's unfinished jobs as interrupted.
+    """
+
+    def __init__(self, workers: int = 2, store: Store | None = None) -> None:
+        self._workers = workers
+        self._executor = self._new_executor()
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._records = None if store is None else JobRecords(store)
+        if self._records is not None:
+            self._records.recover()
 
-    def submit(self, kind: str, function: Callable[[Progress], Any]) -> Job:
-        """Queue ``function(progress)``; its return value becomes the job's result."""
-        job = Job(id=new_id("job"), kind=kind)
+    def submit(self, kind: str, function: Callable[[Progress], Any], *,
+               params: dict[str, Any] | None = None) -> Job:
+        """Queue ``function(progress)``; its return value becomes the job's result.
+
+        ``params`` (small, JSON-able) says what was asked; it is kept with the record.
+        """
+        if params is not None:  # plain JSON from here on (tuples become lists, ...)
+            params = json.loads(json.dumps(params, default=str))
+        job = Job(id=new_id("job"), kind=kind, params=params)
+        if self._records is not None:
+            records = self._records
+            job.progress.listener = lambda _: records.save_quietly(job)
+            records.save(job)
         with self._lock:
             self._jobs[job.id] = job
         self._executor.submit(self._run, job, function)
         return job
 
     def _run(self, job: Job, function: Callable[[Progress], Any]) -> None:
-        if job.progress.cancel_requested.is_set():
-            job.status = "cancelled"
+        try:
+            self._execute(job, function)
+        finally:
             job.finished = now()
+            if self._records is not None:
+                self._records.save_quietly(job, final=True)
+
+    def _execute(self, job: Job, function: Callable[[Progress], Any]) -> None:
+        if job.progress.cancel_requested.is_set():
+            self._stopped(job)
             return
         job.status = "running"
         job.progress.message = "running"
+        if self._records is not None:
+            self._records.save_quietly(job)
         try:
             job.result = function(job.progress)
             job.progress.fraction = 1.0
             job.progress.message = "done"
             job.status = "succeeded"
         except JobCancelled:
-            job.status = "cancelled"
-            job.progress.message = "cancelled"
+            self._stopped(job)
         except CalibrationInputError as exc:
             job.status = "failed"
             job.error = {"code": exc.code, "message": exc.message, "details": exc.details()}
@@ -108,20 +95,48 @@ class JobRunner:
             job.status = "failed"
             job.error = {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}",
                          "details": {"traceback": traceback.format_exc(limit=5)}}
-        finally:
-            job.finished = now()
+
+    def _stopped(self, job: Job) -> None:
+        """Cancelled by the user, or interrupted by the server shutting down."""
+        if self._stopping.is_set():
+            job.status = "interrupted"
+            job.progress.message = INTERRUPTED_MESSAGE
+            job.error = {"code": "interrupted", "message": INTERRUPTED_MESSAGE,
+                         "details": {"params": job.params}}
+        else:
+            job.status = "cancelled"
+            job.progress.message = "cancelled"
 
     def get(self, job_id: str) -> Job | None:
+        """The job, from memory or (after a restart) as its stored record left it."""
         with self._lock:
-            return self._jobs.get(job_id)
+            job = self._jobs.get(job_id)
+        if job is None and self._records is not None:
+            job = self._records.load(job_id)
+        return job
 
     def cancel(self, job_id: str) -> Job | None:
         job = self.get(job_id)
-        if job is not None and job.status in ("queued", "running"):
+        if job is not None and job.status in ACTIVE:
             job.progress.cancel_requested.set()
         return job
 
+    def _new_executor(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="calibdash-job")
+
+    def start(self) -> None:
+        """Take jobs again after :meth:`shutdown`: an application's lifespan can run more
+        than once in one process (test clients, schemathesis), and a runner shut down by
+        the first would refuse every job after it."""
+        if self._stopping.is_set():
+            self._executor = self._new_executor()
+            self._stopping.clear()
+
     def shutdown(self) -> None:
-        for job in list(self._jobs.values()):
+        """Stop every job (they end as interrupted) without waiting for them."""
+        self._stopping.set()
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for job in jobs:
             job.progress.cancel_requested.set()
         self._executor.shutdown(wait=False, cancel_futures=True)

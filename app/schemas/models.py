@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from app.jobs import JobStatus
 
 #: Most rows a sample-size parameter may ask for (more than any accepted table holds by
 #: default, CALIBDASH_MAX_ROWS); larger values would only mean "every row".
@@ -99,7 +101,8 @@ class RecalibrationRequest(BaseModel):
 class JobResponse(BaseModel):
     id: str
     kind: str
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    status: JobStatus = Field(description="interrupted: the server restarted while the job "
+                              "ran; run it again")
     progress: float
     message: str
     detail: Any = Field(default=None, description="per-step progress, e.g. one entry per "
@@ -108,3 +111,6 @@ class JobResponse(BaseModel):
     error: dict[str, Any] | None = None
     created: str
     finished: str | None = None
+    params: dict[str, Any] | None = Field(
+        default=None, description="what was asked (dataset and request parameters), to run "
+        "the job again")

@@ -15,7 +15,7 @@ separate intervals.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from app.services.jsonable import jsonable
 from calibcore._encoding import fit_representation
 from calibcore.exceptions import CalibrationInputError
-from calibcore.local import maximum_local_calibration_error
+from calibcore.local import local_calibration
 from calibcore.metrics import NLL_CLIP
 from calibcore.reliability import binned_reliability
 from calibcore.uncertainty import MeasureName, global_measures, resample_blocks
@@ -84,7 +84,8 @@ class Candidate:
 
 def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
             feature_kinds: Mapping[str, str], *, n_bins: int = 15, n_bootstrap: int = 100,
-            random_state: int = 0) -> dict[str, Any]:
+            random_state: int = 0, heartbeat: Callable[[], None] | None = None
+            ) -> dict[str, Any]:
     """The comparison table, best marks, reliability diagrams and the recommendation.
 
     Parameters
@@ -97,7 +98,10 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         Feature columns of the held-out rows.
     feature_kinds : dict
         ``numeric`` or ``categorical`` per feature.
+    heartbeat : callable, optional
+        Called with no arguments between steps and resamples (it may raise to stop).
     """
+    heartbeat = heartbeat or _nothing
     phi, mlce_note = _mlce_space(features)
     numeric = [c for c, k in feature_kinds.items() if k == "numeric"]
     variables = sorted({c.variable for c in candidates if c.variable})
@@ -106,12 +110,15 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
                                for v in variables]
     rows = []
     for candidate in candidates:
-        values = _global_values(labels, candidate.proba, n_bins, n_bootstrap, random_state)
-        values["mlce"] = _mlce(phi, labels, candidate.proba, mlce_note)
+        heartbeat()
+        values = _global_values(labels, candidate.proba, n_bins, n_bootstrap, random_state,
+                                heartbeat)
+        values["mlce"] = _mlce(phi, labels, candidate.proba, mlce_note, heartbeat)
         values["max_vece"] = _max_vece(features, numeric, labels, candidate.proba)
         for variable in variables:
             values[f"vece:{variable}"] = _vece_interval(
-                features[variable], labels, candidate.proba, n_bootstrap, random_state)
+                features[variable], labels, candidate.proba, n_bootstrap, random_state,
+                heartbeat)
         rows.append({"id": candidate.id, "name": candidate.name, "method": candidate.method,
                      "values": values})
     _mark_best(rows, columns)
@@ -125,11 +132,16 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     })
 
 
+def _nothing() -> None:
+    """The default heartbeat."""
+
+
 def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
-                   n_bootstrap: int, random_state: int) -> dict[str, dict[str, Any]]:
+                   n_bootstrap: int, random_state: int,
+                   heartbeat: Callable[[], None]) -> dict[str, dict[str, Any]]:
     result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
                              random_state=random_state, measures=list(_GLOBAL_KEYS),
-                             interval="basic")
+                             interval="basic", progress=lambda _: heartbeat())
     return {m.key: {"value": m.value, "low": m.low, "high": m.high, "plug_in": m.plug_in,
                     "note": m.note} for m in result.measures}
 
@@ -147,10 +159,11 @@ def _mlce_space(features: pd.DataFrame) -> tuple[NDArray[np.float64] | None, str
 
 
 def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
-          proba: NDArray[np.float64], note: str) -> dict[str, Any]:
+          proba: NDArray[np.float64], note: str, heartbeat: Callable[[], None]) -> dict[str, Any]:
     if phi is None:
         return {"value": None, "low": None, "high": None, "note": note}
-    value = maximum_local_calibration_error(phi, labels, proba, gamma=MLCE_GAMMA)
+    value = local_calibration(phi, labels, proba, gamma=MLCE_GAMMA,
+                              progress=lambda *_: heartbeat()).mlce
     return {"value": value, "low": None, "high": None, "note": note}
 
 
@@ -171,7 +184,8 @@ def _max_vece(features: pd.DataFrame, numeric: list[str], labels: NDArray[np.int
 
 
 def _vece_interval(values: pd.Series, labels: NDArray[np.intp], proba: NDArray[np.float64],
-                   n_bootstrap: int, random_state: int) -> dict[str, Any]:
+                   n_bootstrap: int, random_state: int,
+                   heartbeat: Callable[[], None]) -> dict[str, Any]:
     v = values.to_numpy(dtype=np.float64, na_value=np.nan)
     estimate = variable_ece(v, labels, proba, kind="numeric")
     if not n_bootstrap:
@@ -182,16 +196,18 @@ def _vece_interval(values: pd.Series, labels: NDArray[np.intp], proba: NDArray[n
     def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
         return variable_ece(rows[:, -1], y, rows[:, :-1], kind="numeric")
 
-    interval = _row_bootstrap(measure, labels, stacked, n_bootstrap, random_state)
+    interval = _row_bootstrap(measure, labels, stacked, n_bootstrap, random_state, heartbeat)
     return {"value": estimate, "low": interval[0], "high": interval[1], "note": ""}
 
 
 def _row_bootstrap(measure: Any, labels: NDArray[np.intp], rows: NDArray[np.float64],
-                     n_bootstrap: int, random_state: int) -> tuple[float, float]:
+                   n_bootstrap: int, random_state: int,
+                   heartbeat: Callable[[], None]) -> tuple[float, float]:
     """Percentile interval of ``measure`` over row resamples (rows carry v in the last column)."""
     rng = np.random.default_rng(random_state)
     values = np.empty(n_bootstrap)
     for resample in range(n_bootstrap):
+        heartbeat()
         chosen = rng.integers(0, labels.size, size=labels.size)
         values[resample] = measure(labels[chosen], rows[chosen])
     low, high = np.quantile(values, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2])

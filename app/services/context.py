@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
@@ -13,6 +14,12 @@ from app.services.datasets import DatasetService
 from app.services.recalibration import RecalibrationService
 from app.services.tables import TableLimits
 from app.store import Store
+
+#: Folder of the data directory where uploads are spooled while they arrive
+#: (:func:`app.api.uploads.saved_upload`); nothing in it outlives its request.
+INCOMING = "incoming"
+
+logger = logging.getLogger("calibdash")
 
 
 @dataclass(frozen=True)
@@ -31,13 +38,38 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
+        """Open the store and clear what a killed server left behind.
+
+        Building removes spooled uploads, temporary files and orphan tables (the
+        store), deletes expired staged uploads and marks jobs that were running as
+        interrupted (the job runner).
+        """
+        remove_incoming(settings.data_dir / INCOMING)
         store = Store(settings.data_dir)
         stopping = threading.Event()
-        datasets = DatasetService(store, TableLimits.from_settings(settings), stopping)
-        return cls(settings=settings, store=store, jobs=JobRunner(settings.job_workers),
+        datasets = DatasetService(store, TableLimits.from_settings(settings), stopping,
+                                  staged_upload_hours=settings.staged_upload_hours)
+        datasets.expire_uploads()
+        return cls(settings=settings, store=store,
+                   jobs=JobRunner(settings.job_workers, store),
                    datasets=datasets,
                    recalibrations=RecalibrationService(store, datasets, settings.random_state),
                    stopping=stopping)
+
+
+def remove_incoming(folder: Path) -> list[Path]:
+    """Delete uploads a killed server was receiving (a server builds its services once)."""
+    if not folder.is_dir():
+        return []
+    removed = []
+    for path in folder.iterdir():
+        if path.is_file():
+            size = path.stat().st_size
+            path.unlink(missing_ok=True)
+            removed.append(path)
+            logger.warning("removed an upload left by an interrupted request: %s (%s bytes)",
+                           path, f"{size:,}")
+    return removed
 
 
 def example_path() -> Path:

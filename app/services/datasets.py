@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,14 @@ from calibcore.exceptions import CalibrationInputError
 PREVIEW_ROWS = 10
 _CACHE_SIZE = 8
 
+logger = logging.getLogger("calibdash")
+
 
 class NotFound(LookupError):
     """A dataset, upload or recalibration id that the store does not hold."""
 
-    def __init__(self, kind: str, record_id: str) -> None:
-        super().__init__(f"no {kind} with id {record_id!r}; it may have been deleted.")
+    def __init__(self, kind: str, record_id: str, reason: str = "it may have been deleted") -> None:
+        super().__init__(f"no {kind} with id {record_id!r}; {reason}.")
         self.kind = kind
         self.record_id = record_id
 
@@ -99,13 +103,17 @@ class DatasetService:
         Largest uploaded table (decompressed bytes, rows, columns).
     stop : threading.Event, optional
         Set when the server shuts down: files being parsed stop between chunks.
+    staged_upload_hours : float
+        Staged uploads older than this are deleted.
     """
 
     def __init__(self, store: Store, limits: TableLimits = DEFAULT_LIMITS,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, *,
+                 staged_upload_hours: float = 24.0) -> None:
         self._store = store
         self._limits = limits
         self._stop = stop
+        self._staged_upload_hours = staged_upload_hours
         self._cache: OrderedDict[str, PredictionSet] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -115,7 +123,11 @@ class DatasetService:
         return load_table(path, filename, limits=self._limits, stop=self._stop)
 
     def stage_upload(self, path: Path, filename: str) -> dict[str, Any]:
-        """Parse an uploaded file and keep it until the user confirms its roles."""
+        """Parse an uploaded file and keep it until the user confirms its roles.
+
+        Staged uploads older than ``staged_upload_hours`` are deleted first.
+        """
+        self.expire_uploads()
         table = self.read_file(path, filename)
         frame = table.frame
         guess = infer_roles(frame)
@@ -135,13 +147,31 @@ class DatasetService:
         """Confirm roles of a staged upload and store it as a dataset."""
         record = self._store.get("upload", upload_id)
         if record is None:
-            raise NotFound("upload", upload_id)
-        table = LoadedTable(self._store.read_table(upload_id),
-                            tuple(record.meta.get("dropped_columns", ())),
+            raise NotFound("upload", upload_id, "it expired (staged uploads are kept "
+                           f"{self._staged_upload_hours:g} hours) or was never staged: "
+                           "upload the file again")
+        try:
+            frame = self._store.read_table(upload_id)
+        except FileNotFoundError:  # expired meanwhile
+            raise NotFound("upload", upload_id, "it expired meanwhile: upload the file "
+                           "again") from None
+        table = LoadedTable(frame, tuple(record.meta.get("dropped_columns", ())),
                             tuple(record.meta.get("warnings", ())))
         summary = self._create(table, overrides, name or record.name, record.meta["filename"])
         self._store.delete("upload", upload_id)
         return summary
+
+    def expire_uploads(self) -> list[str]:
+        """Delete staged uploads older than ``staged_upload_hours``; returns their ids."""
+        cutoff = datetime.now(UTC) - timedelta(hours=self._staged_upload_hours)
+        expired = [record.id for record in self._store.find("upload")
+                   if datetime.fromisoformat(record.created) < cutoff]
+        for upload_id in expired:
+            self._store.delete("upload", upload_id)
+        if expired:
+            logger.info("deleted %d staged upload(s) not confirmed within %g hours",
+                        len(expired), self._staged_upload_hours)
+        return expired
 
     def create_from_file(self, path: Path, filename: str, overrides: RoleOverrides,
                          name: str | None = None) -> dict[str, Any]:

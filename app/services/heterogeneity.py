@@ -196,7 +196,8 @@ def start_heterogeneity(services: Services, dataset_id: str,
     """Validate the request now (unknown dataset or features fail at once), then submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
     task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params)
-    return services.jobs.submit("heterogeneity", task.run)
+    return services.jobs.submit("heterogeneity", task.run,
+                                params={"dataset_id": dataset_id, **asdict(params)})
 
 
 @dataclass(frozen=True, eq=False)
@@ -241,8 +242,9 @@ class _HeterogeneityTask:
                           random_state=self.params.random_state)
 
         def report(done: int, total: int) -> None:
-            progress.update(0.05 + 0.9 * done / max(total, 1),
-                            f"local forests: {done:,} of {total:,} distinct neighbourhoods")
+            message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods" if total
+                       else "finding the neighbourhoods of the test rows")
+            progress.update(0.05 + 0.9 * done / max(total, 1), message)
 
         cal, evaluated, proba = self.rows.calibration, self.evaluated, self.prediction_set.proba
         details = hidden_heterogeneity_details(

@@ -201,7 +201,7 @@ def start_landscape(services: Services, dataset_id: str, params: LandscapeParams
         return _assemble(task, params, embedding, gamma, signed, exact,
                          {"embedding": embedding.cached, "lce": cached})
 
-    return services.jobs.submit("lce", run)
+    return services.jobs.submit("lce", run, params={"dataset_id": dataset_id, **asdict(params)})
 
 
 def landscape_result(services: Services, dataset_id: str,
@@ -432,4 +432,5 @@ def start_curve(services: Services, dataset_id: str, params: CurveParams) -> Job
             task.store.write_document(key, document)
         return {**document, "cached": False}
 
-    return services.jobs.submit("lce_curve", run)
+    return services.jobs.submit("lce_curve", run,
+                                params={"dataset_id": dataset_id, **asdict(params)})

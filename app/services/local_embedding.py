@@ -94,7 +94,8 @@ def start_warm_up(services: Services) -> Job | None:
             _UMAP.ready.set()
             return {"reducer": "umap", "status": "compiled"}
 
-        _UMAP.job = services.jobs.submit("umap_warm_up", compile_umap)
+        _UMAP.job = services.jobs.submit("umap_warm_up", compile_umap,
+                                         params={"reducer": "umap"})
         return _UMAP.job
 
 

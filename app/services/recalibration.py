@@ -78,8 +78,17 @@ def heldout_rows(prediction_set: PredictionSet) -> NDArray[np.bool_]:
     return np.ones(prediction_set.n_rows, dtype=bool)
 
 
+def _within(report: Report, start: float, stop: float, label: str) -> Report:
+    """``report`` for a step spanning ``start``..``stop`` of a method's progress, saying
+    what the step is doing (the recalibrator's own message in brackets, if any)."""
+    def step(fraction: float, message: str) -> None:
+        report(start + (stop - start) * fraction, f"{label} ({message})" if message else label)
+
+    return step
+
+
 def _fit_rows(estimator: Recalibrator, prediction_set: PredictionSet, columns: tuple[str, ...],
-              rows: NDArray[Any]) -> FittedModel:
+              rows: NDArray[Any], report: Report = _silent) -> FittedModel:
     encoder = None
     features = None
     if estimator.needs_features:
@@ -87,15 +96,16 @@ def _fit_rows(estimator: Recalibrator, prediction_set: PredictionSet, columns: t
         encoder = fit_feature_encoder(estimator, table, columns)
         features = encoder.transform(table)
     model = clone(estimator).fit(prediction_set.proba[rows], prediction_set.y_true[rows],
-                                 features=features)
+                                 features=features, progress=report)
     return FittedModel(model, encoder)
 
 
 def _predict_rows(fitted: FittedModel, prediction_set: PredictionSet,
-                  rows: NDArray[Any]) -> NDArray[np.float64]:
+                  rows: NDArray[Any], report: Report = _silent) -> NDArray[np.float64]:
     features = (None if fitted.encoder is None
                 else fitted.encoder.transform(prediction_set.features.iloc[rows]))
-    return fitted.recalibrator.predict_proba(prediction_set.proba[rows], features=features)
+    return fitted.recalibrator.predict_proba(prediction_set.proba[rows], features=features,
+                                             progress=report)
 
 
 def fit_heldout(estimator: Recalibrator, prediction_set: PredictionSet,
@@ -110,21 +120,32 @@ def fit_heldout(estimator: Recalibrator, prediction_set: PredictionSet,
     labels, proba = prediction_set.y_true, prediction_set.proba
     if prediction_set.split is not None:
         calibration, test = prediction_set.mask("calibration"), prediction_set.mask("test")
-        report(0.05, "fitting on the calibration rows")
-        fitted = _fit_rows(estimator, prediction_set, columns, calibration)
+        label = "fitting on the calibration rows"
+        report(0.05, label)
+        fitted = _fit_rows(estimator, prediction_set, columns, calibration,
+                           _within(report, 0.05, 0.45, label))
         corrected = np.empty_like(proba)
-        report(0.45, "correcting the test rows")
-        corrected[test] = _predict_rows(fitted, prediction_set, test)
-        report(0.75, "correcting the calibration rows (for the download)")
-        corrected[calibration] = _predict_rows(fitted, prediction_set, calibration)
+        label = "correcting the test rows"
+        report(0.45, label)
+        corrected[test] = _predict_rows(fitted, prediction_set, test,
+                                        _within(report, 0.45, 0.75, label))
+        label = "correcting the calibration rows (for the download)"
+        report(0.75, label)
+        corrected[calibration] = _predict_rows(fitted, prediction_set, calibration,
+                                               _within(report, 0.75, 0.85, label))
         return HeldOut(corrected, test, "fitted on the calibration rows, scored on the test "
                        "rows", fitted)
     corrected = np.empty_like(proba)
     folds = _folds(labels, random_state)
     for number, (fit_rows, score_rows) in enumerate(folds, start=1):
-        report(0.75 * (number - 1) / len(folds), f"cross-fitting fold {number}/{len(folds)}")
-        fitted = _fit_rows(estimator, prediction_set, columns, fit_rows)
-        corrected[score_rows] = _predict_rows(fitted, prediction_set, score_rows)
+        label = f"cross-fitting fold {number}/{len(folds)}"
+        start, stop = 0.75 * (number - 1) / len(folds), 0.75 * number / len(folds)
+        report(start, label)
+        middle = (start + stop) / 2
+        fitted = _fit_rows(estimator, prediction_set, columns, fit_rows,
+                           _within(report, start, middle, label))
+        corrected[score_rows] = _predict_rows(fitted, prediction_set, score_rows,
+                                              _within(report, middle, stop, label))
     return HeldOut(corrected, np.ones(labels.size, dtype=bool),
                    f"{len(folds)}-fold cross-fitting: every row scored by a model fitted "
                    "without it")
@@ -144,13 +165,13 @@ def _folds(labels: NDArray[np.intp], random_state: int) -> list[tuple[NDArray[np
 
 
 def fit_final(estimator: Recalibrator, prediction_set: PredictionSet, columns: tuple[str, ...],
-              heldout: HeldOut | None = None) -> FittedModel:
+              heldout: HeldOut | None = None, report: Report = _silent) -> FittedModel:
     """The model users export: fitted on the calibration rows, or on every row without a split."""
     if heldout is not None and heldout.model is not None:
         return heldout.model
     rows = (prediction_set.mask("calibration") if prediction_set.split is not None
             else np.ones(prediction_set.n_rows, dtype=bool))
-    return _fit_rows(estimator, prediction_set, columns, rows)
+    return _fit_rows(estimator, prediction_set, columns, rows, report)
 
 
 def _method_progress(specs: list[MethodSpec]) -> list[dict[str, Any]]:
@@ -196,8 +217,10 @@ class RecalibrationService:
             raise CalibrationInputError(
                 f"{spec.method} could not be fitted with parameters "
                 f"{describe_params(estimator)}: {exc}", code="invalid_parameters") from exc
-        report(0.85, "fitting the model to export" if heldout.model is None else "storing")
-        final = fit_final(estimator, prediction_set, columns, heldout)
+        label = "fitting the model to export" if heldout.model is None else "storing"
+        report(0.85, label)
+        final = fit_final(estimator, prediction_set, columns, heldout,
+                          _within(report, 0.85, 0.95, label))
         renormalized = bool(self._datasets.record(dataset_id).meta.get("renormalized", False))
         recalibration_id = new_id("rc")
         names = corrected_column_names(prediction_set.classes, [])
@@ -249,12 +272,16 @@ class RecalibrationService:
         progress.update(0.92, "comparing on held-out rows",
                         detail=[dict(step) for step in steps])
         table = self.compare(dataset_id, [r["id"] for r in results], n_bins=n_bins,
-                             n_bootstrap=n_bootstrap)
+                             n_bootstrap=n_bootstrap, heartbeat=progress.check)
         return {"recalibrations": results, "comparison": table, "failed": failed}
 
     def compare(self, dataset_id: str, recalibration_ids: list[str], *, n_bins: int = 15,
-                n_bootstrap: int = COMPARISON_BOOTSTRAP) -> dict[str, Any]:
-        """The comparison table of stored recalibrations of one dataset (cached)."""
+                n_bootstrap: int = COMPARISON_BOOTSTRAP,
+                heartbeat: Callable[[], None] | None = None) -> dict[str, Any]:
+        """The comparison table of stored recalibrations of one dataset (cached).
+
+        ``heartbeat`` is called between steps of the computation (it may raise to stop).
+        """
         records = [self.record(rid) for rid in recalibration_ids]
         others = [r.id for r in records if r.meta["dataset_id"] != dataset_id]
         if others:
@@ -264,10 +291,10 @@ class RecalibrationService:
         key = cache_key(dataset_id, "recalibration_comparison", ids=recalibration_ids,
                         n_bins=n_bins, n_bootstrap=n_bootstrap, seed=self._random_state)
         return dict(cached(self._store, key, lambda: self._compare(
-            dataset_id, records, n_bins, n_bootstrap)))
+            dataset_id, records, n_bins, n_bootstrap, heartbeat)))
 
     def _compare(self, dataset_id: str, records: list[Record], n_bins: int,
-                 n_bootstrap: int) -> dict[str, Any]:
+                 n_bootstrap: int, heartbeat: Callable[[], None] | None) -> dict[str, Any]:
         prediction_set = self._datasets.prediction_set(dataset_id)
         rows = heldout_rows(prediction_set)
         candidates = [comparison.Candidate("uncalibrated", prediction_set.proba[rows])]
@@ -280,7 +307,7 @@ class RecalibrationService:
         table = comparison.compare(
             prediction_set.y_true[rows], candidates, prediction_set.features[rows].reset_index(
                 drop=True), prediction_set.feature_kinds, n_bins=n_bins,
-            n_bootstrap=n_bootstrap, random_state=self._random_state)
+            n_bootstrap=n_bootstrap, random_state=self._random_state, heartbeat=heartbeat)
         scheme = records[0].meta["scheme"] if records else ""
         return {"dataset_id": dataset_id, "scheme": scheme, **table}
 

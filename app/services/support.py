@@ -67,7 +67,8 @@ def start_support(services: Services, dataset_id: str, params: SupportParams) ->
         batch_name = str(services.datasets.summary(params.batch_dataset_id)["name"])
     task = _SupportTask.prepare(services.store, dataset_id, prediction_set, params, batch,
                                 batch_name)
-    return services.jobs.submit("support", task.run)
+    return services.jobs.submit("support", task.run,
+                                params={"dataset_id": dataset_id, **asdict(params)})
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,9 +133,15 @@ class _SupportTask:
             query_p = np.vstack([data.proba[test], self.batch.proba])
         elif test.size == 0:
             query_x = query_p = None  # every row is a calibration row: nothing else to score
+
+        def report(done: int, total: int) -> None:
+            progress.update(0.05 + 0.85 * done / total,
+                            f"proximity forests: {done} of {total} fitted")
+
         support = calibration_support(
             self.features.values[cal], data.y_true[cal], data.proba[cal], query_x, query_p,
-            n_folds=self.params.n_folds, random_state=self.params.random_state)
+            n_folds=self.params.n_folds, random_state=self.params.random_state,
+            progress=report)
         progress.update(0.9, "comparing distributions")
         tested = _part(support, slice(0, test.size))
         batched = _part(support, slice(test.size, None)) if self.batch is not None else None

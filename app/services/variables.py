@@ -187,7 +187,7 @@ def request_ranking(store: Store, datasets: DatasetService, jobs: JobRunner, dat
     def work(progress: Progress) -> dict[str, Any]:
         return _compute_and_cache(store, datasets, dataset_id, params, progress)
 
-    job = jobs.submit("variables", work)
+    job = jobs.submit("variables", work, params={"dataset_id": dataset_id, **asdict(params)})
     store.write_document(f"{key}.job", {"job_id": job.id})
     return RankingRequest(job=job)
 

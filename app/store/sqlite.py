@@ -3,13 +3,17 @@
 Every file is written to a temporary name in the same directory and then
 renamed over its final name (``os.replace`` is atomic on POSIX), and metadata
 rows are inserted only after their files exist, so a crash mid-write leaves
-either the old state or the new one, never a half-written dataset.
+either the old state or the new one, never a half-written dataset. What a crash
+can leave is garbage: temporary files, and tables or documents whose record was
+never inserted (or was deleted before its files). Opening the store removes both.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import secrets
 import sqlite3
 import tempfile
@@ -35,6 +39,10 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_parent ON records (kind, parent);
 """
+#: Ids made by :func:`new_id`: a lower-case prefix and 22 URL-safe characters.
+_ID = re.compile(r"[a-z]+_[A-Za-z0-9_-]{22}")
+
+logger = logging.getLogger("calibdash")
 
 
 @dataclass(frozen=True)
@@ -84,15 +92,37 @@ class Store:
         (self.root / "tables").mkdir(exist_ok=True)
         (self.root / "documents").mkdir(exist_ok=True)
         self._lock = threading.Lock()
-        self._clean_temporaries()
         with self._connect() as connection:
             connection.executescript(_SCHEMA)
+        self.removed_leftovers = self._remove_leftovers()
 
-    def _clean_temporaries(self) -> None:
-        """Remove temporary files left by a crash mid-write."""
-        for pattern in ("tables/.*.tmp", "documents/.*.tmp"):
-            for leftover in self.root.glob(pattern):
-                leftover.unlink(missing_ok=True)
+    def _remove_leftovers(self) -> list[Path]:
+        """Remove temporary files and orphans left by a crash; log and return them.
+
+        A table or document belongs to the record whose id starts its name
+        (``<id>.parquet``, ``<id>.<what>.<hash>.json``); one whose record does not exist
+        is an orphan. Names that do not start with an id are left alone.
+        """
+        with self._connect() as connection:
+            ids = {row[0] for row in connection.execute("SELECT id FROM records")}
+        leftovers = []
+        for folder in ("tables", "documents"):
+            for path in (self.root / folder).iterdir():
+                owner = path.name.split(".", 1)[0]
+                temporary = path.name.startswith(".") and path.name.endswith(".tmp")
+                if path.is_file() and (temporary or (_ID.fullmatch(owner) and owner not in ids)):
+                    leftovers.append(path)
+        removed = []
+        for path in leftovers:
+            try:
+                size = path.stat().st_size
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+            logger.warning("removed a leftover of an interrupted write: %s (%s bytes)",
+                           path.relative_to(self.root), f"{size:,}")
+        return removed
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

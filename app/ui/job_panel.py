@@ -1,8 +1,11 @@
 """Polling and cancelling a background job from a page: one mechanism for every panel.
 
-A panel has a job-id store, an interval that polls, a progress bar (and its wrapper), a
-status line, a cancel button and a results container. ``register_job_panel`` wires the
-poll and cancel callbacks; the page keeps its own start callback (its inputs differ).
+A panel has a run button, a job-id store, an interval that polls, a progress bar (and its
+wrapper), a status line, a cancel button and a results container. ``register_job_panel``
+wires the poll and cancel callbacks; the page keeps its own start callback (its inputs
+differ). While a job is queued or running the run button is disabled; when it ends, for
+whatever reason, it is enabled again. A job the server was running when it restarted is
+``interrupted``: the panel says so and the user runs it again.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
+from app.jobs import INTERRUPTED_MESSAGE
 from app.services.context import Services
 from app.ui.components import error_note, info_note, progress_bar
 
@@ -23,6 +27,7 @@ HIDDEN = {"display": "none"}
 class JobPanel:
     """Component ids of one job panel (the wrapper id is ``<progress>-wrapper``)."""
 
+    run: str
     job: str
     poll: str
     progress: str
@@ -35,11 +40,11 @@ class JobPanel:
         return f"{self.progress}-wrapper"
 
 
-def job_panel_layout(panel: JobPanel, *, run_id: str, run_label: str) -> list[Any]:
+def job_panel_layout(panel: JobPanel, *, run_label: str) -> list[Any]:
     """Run and Cancel buttons, the progress bar, status line, job store, poll interval and
     results container of one panel."""
     return [
-        html.Div([html.Button(run_label, id=run_id, className="button"),
+        html.Div([html.Button(run_label, id=panel.run, className="button"),
                   html.Button("Cancel", id=panel.cancel, disabled=True,
                               className="button button-secondary")], className="job-buttons"),
         progress_bar(panel.progress, panel.wrapper),
@@ -57,9 +62,14 @@ def job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, st
 
 
 def failure_note(what: str, snapshot: dict[str, Any]) -> html.Div:
-    """Cancelled or failed: say so, with the job's message."""
+    """Cancelled, interrupted by a restart of the server, or failed: say so and why."""
     if snapshot["status"] == "cancelled":
         return info_note(f"{what} cancelled; nothing was saved.")
+    if snapshot["status"] == "interrupted":
+        return html.Div(f"{what}: {INTERRUPTED_MESSAGE}.", className="note note-warning",
+                        role="alert")
+    if snapshot["status"] == "succeeded":  # done before a restart, result not kept
+        return info_note(f"{what}: {snapshot['message']}.")
     message = (snapshot.get("error") or {}).get("message", snapshot["status"])
     return error_note(f"{what} failed: {message}")
 
@@ -84,21 +94,22 @@ def register_job_panel(app: Dash, services: Services, panel: JobPanel, *, what: 
                   Output(panel.poll, "disabled", allow_duplicate=True),
                   Output(panel.cancel, "disabled", allow_duplicate=True),
                   Output(panel.results, "children", allow_duplicate=True),
+                  Output(panel.run, "disabled"),
                   Input(panel.poll, "n_intervals"), State(panel.job, "data"),
                   prevent_initial_call=True)
     def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
         job = services.jobs.get(job_id) if job_id else None
         if job is None:
-            return no_update, HIDDEN, no_update, True, True, no_update
+            return no_update, HIDDEN, no_update, True, True, no_update, False
         snapshot = job.snapshot()
         bar, wrapper = job_progress(snapshot)
         if snapshot["status"] in ("queued", "running"):
             status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return bar, wrapper, status, False, False, no_update
-        if snapshot["status"] != "succeeded":
-            return bar, wrapper, failure_note(what, snapshot), True, True, no_update
+            return bar, wrapper, status, False, False, no_update, True
         result = snapshot["result"]
-        return bar, wrapper, info_note(done(result)), True, True, render(result)
+        if snapshot["status"] != "succeeded" or result is None:
+            return bar, wrapper, failure_note(what, snapshot), True, True, no_update, False
+        return bar, wrapper, info_note(done(result)), True, True, render(result), False
 
     @app.callback(Output(panel.status, "children", allow_duplicate=True),
                   Input(panel.cancel, "n_clicks"), State(panel.job, "data"),

@@ -8,7 +8,9 @@ corrected class probabilities. It is a scikit-learn estimator:
   attributes and returns ``self``;
 * ``predict_proba(y_prob, features=None)`` starts with ``check_is_fitted`` and
   returns rows on the probability simplex, shape (n, K) (binary input of shape
-  (n,) gives (n, 2)).
+  (n,) gives (n, 2));
+* both take ``progress=``, a callback ``progress(fraction, message)`` that the
+  long loops call every 0.25 s or so; raising from it stops the work.
 
 Fitted recalibrators serialize to plain JSON (``to_json``/``from_json``),
 never pickle. Floats survive the round trip exactly because Python writes the
@@ -17,6 +19,7 @@ shortest repr that reads back to the same double.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -24,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_predictions, check_probabilities
 from calibcore.exceptions import CalibrationInputError
 
@@ -32,6 +36,9 @@ _ARRAY_TAG = "__ndarray__"
 _ESTIMATOR_TAG = "__recalibrator__"
 #: An unfitted recalibrator (e.g. a step of a composition given as a parameter).
 _UNFITTED_TAG = "__unfitted_recalibrator__"
+
+#: ``progress(fraction, message)`` of a fit or a prediction.
+ProgressCallback = Callable[[float, str], None]
 
 #: method name -> class; filled by ``register``.
 REGISTRY: dict[str, type[Recalibrator]] = {}
@@ -105,7 +112,8 @@ class Recalibrator(BaseEstimator):
     needs_features: ClassVar[bool] = False
     fitted_attributes: ClassVar[tuple[str, ...]] = ()
 
-    def fit(self, y_prob: ArrayLike, y_true: ArrayLike, features: ArrayLike | None = None) -> Self:
+    def fit(self, y_prob: ArrayLike, y_true: ArrayLike, features: ArrayLike | None = None, *,
+            progress: ProgressCallback | None = None) -> Self:
         """Fit on calibration rows.
 
         Parameters
@@ -116,6 +124,10 @@ class Recalibrator(BaseEstimator):
             Class indices 0..K-1.
         features : array-like of shape (n, d), optional
             Required by recalibrators with ``needs_features``.
+        progress : callable, optional
+            ``progress(fraction, message)``, called from the long loops of methods that
+            have them (forests, neighbour searches, cross-validation) at most every
+            0.25 s; an exception raised by it stops the fit and propagates.
 
         Returns
         -------
@@ -126,16 +138,21 @@ class Recalibrator(BaseEstimator):
         checked = self._check_features(features, proba.shape[0])
         self.n_classes_ = proba.shape[1]
         try:
-            self._fit(proba, labels, checked)
+            self._fit(proba, labels, checked, _heartbeat(progress))
         except BaseException:
             del self.n_classes_  # a failed fit must not look fitted
             raise
         return self
 
     def predict_proba(
-        self, y_prob: ArrayLike, features: ArrayLike | None = None
+        self, y_prob: ArrayLike, features: ArrayLike | None = None, *,
+        progress: ProgressCallback | None = None,
     ) -> NDArray[np.float64]:
-        """Corrected probabilities, shape (n, K), each row on the simplex."""
+        """Corrected probabilities, shape (n, K), each row on the simplex.
+
+        ``progress`` is as in :meth:`fit` (only the slow methods call it: SWC-HH's
+        hidden heterogeneity, neighbour searches).
+        """
         check_is_fitted(self, "n_classes_")
         proba = check_probabilities(y_prob)
         if proba.shape[1] != self.n_classes_:
@@ -144,7 +161,7 @@ class Recalibrator(BaseEstimator):
                 f"y_prob has {proba.shape[1]}."
             )
         checked = self._check_features(features, proba.shape[0])
-        return _to_simplex(self._predict(proba, checked))
+        return _to_simplex(self._predict(proba, checked, _heartbeat(progress)))
 
     def _check_features(
         self, features: ArrayLike | None, n_rows: int
@@ -174,11 +191,15 @@ class Recalibrator(BaseEstimator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         raise NotImplementedError
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         raise NotImplementedError
 
@@ -229,6 +250,14 @@ class Recalibrator(BaseEstimator):
                 raise
             raise CalibrationInputError(f"malformed recalibrator document: {exc}") from exc
         return estimator
+
+
+def _heartbeat(progress: ProgressCallback | Heartbeat | None) -> Heartbeat:
+    """The callback as a throttled heartbeat (a step of a composition passes its own on);
+    until a method reports a fraction and a message, it is called with (0.0, "")."""
+    if isinstance(progress, Heartbeat):
+        return progress
+    return Heartbeat(progress, 0.0, "")
 
 
 def _check_two_classes(labels: NDArray[np.intp], n_classes: int) -> None:

@@ -20,6 +20,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit, log_softmax
 from threadpoolctl import threadpool_limits
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range
 from calibcore.recalibration._base import (
     Recalibrator,
@@ -115,6 +116,7 @@ class BetaCalibration(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         columns = one_vs_rest_columns(proba.shape[1])
         nonnegative = np.array([True, True])
@@ -124,7 +126,10 @@ class BetaCalibration(Recalibrator):
         ])
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         columns = one_vs_rest_columns(proba.shape[1])
         return combine_one_vs_rest(proba, [
@@ -187,6 +192,7 @@ class DirichletCalibration(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         reg_lambda = check_in_range(self.reg_lambda, "reg_lambda", low=0.0, high=np.inf)
         reg_mu = check_in_range(self.reg_mu, "reg_mu", low=0.0, high=np.inf)
@@ -218,7 +224,10 @@ class DirichletCalibration(Recalibrator):
         self.intercepts_ = result.x[n_weights:].copy()
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         return np.exp(log_softmax(log_probabilities(proba) @ self.weights_.T + self.intercepts_,
                                   axis=1))

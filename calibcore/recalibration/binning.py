@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
 from calibcore.binning import assign_bins
 from calibcore.recalibration._base import (
@@ -114,6 +115,7 @@ class HistogramBinning(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
         strength = check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
@@ -131,7 +133,10 @@ class HistogramBinning(Recalibrator):
             self.bin_values_.append((hits + strength * prior) / (sizes + strength))
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         columns = one_vs_rest_columns(proba.shape[1])
         mapped = [
@@ -184,6 +189,7 @@ class ScalingBinning(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
         columns = one_vs_rest_columns(proba.shape[1])
@@ -206,7 +212,10 @@ class ScalingBinning(Recalibrator):
         ]
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         columns = one_vs_rest_columns(proba.shape[1])
         mapped = [

@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.isotonic import IsotonicRegression
 
+from calibcore._progress import Heartbeat
 from calibcore.recalibration._base import (
     Recalibrator,
     combine_one_vs_rest,
@@ -37,6 +38,7 @@ class IsotonicCalibration(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         columns = one_vs_rest_columns(proba.shape[1])
         self.knots_x_, self.knots_y_ = [], []
@@ -47,7 +49,10 @@ class IsotonicCalibration(Recalibrator):
             self.knots_y_.append(np.asarray(model.y_thresholds_, dtype=np.float64))
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         columns = one_vs_rest_columns(proba.shape[1])
         return combine_one_vs_rest(proba, [

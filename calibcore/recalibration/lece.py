@@ -23,7 +23,7 @@ every q off prefix sums of the sorted neighbours' targets.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -33,6 +33,7 @@ from sklearn.base import clone
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import NLL_CLIP
@@ -140,6 +141,8 @@ def neighbour_means(
     reference: FloatArray,
     targets: FloatArray,
     counts: Sequence[int] | NDArray[np.intp],
+    *,
+    heartbeat: Callable[[], None] | None = None,
 ) -> FloatArray:
     """Mean of ``targets`` over the k nearest reference rows (by KL) for each k in ``counts``.
 
@@ -153,6 +156,9 @@ def neighbour_means(
         Values averaged over each neighbourhood.
     counts : sequence of int
         Neighbourhood sizes, strictly increasing, each in 1..n_reference.
+    heartbeat : callable, optional
+        Called with no arguments before each block of query rows (it may raise to
+        stop the search).
 
     Returns
     -------
@@ -177,6 +183,8 @@ def neighbour_means(
     # (about twice the CPU time for the same wall time on two cores).
     with threadpool_limits(limits=1, user_api="blas"):
         for start in range(0, query.shape[0], block):
+            if heartbeat is not None:
+                heartbeat()
             rows = slice(start, start + block)
             distances = _cross_entropy(query[rows], negative_log_reference)
             sums[: partial.size, rows] = _nearest_sums(distances, targets, partial)
@@ -215,11 +223,14 @@ def cross_validated_log_loss(
     thresholds: Sequence[float],
     n_folds: int,
     random_state: int | np.random.RandomState | None,
+    heartbeat: Callable[[], None] | None = None,
 ) -> FloatArray:
     """Mean over folds of the held-out log-loss for every (q, t) pair.
 
     Folds are ``KFold(n_folds, shuffle=True, random_state)``, as in the authors'
     code; k = int(q * n_fold_train). Probabilities are clipped at 1e-12 in the loss.
+    ``heartbeat`` is called between blocks of the neighbour searches (see
+    :func:`neighbour_means`).
 
     Returns
     -------
@@ -232,7 +243,8 @@ def cross_validated_log_loss(
     for train, held_out in folds.split(proba):
         counts = [neighbour_count(q, train.size) for q in neighborhood_sizes]
         unique_counts, position = np.unique(counts, return_inverse=True)
-        means = neighbour_means(proba[held_out], proba[train], targets[train], unique_counts)
+        means = neighbour_means(proba[held_out], proba[train], targets[train], unique_counts,
+                                heartbeat=heartbeat)
         calibrated = weight * proba[held_out] + means[position]
         rows = np.arange(held_out.size)
         for column, threshold in enumerate(thresholds):
@@ -271,7 +283,11 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         self.random_state = random_state
 
     def _fit(
-        self, proba: FloatArray, labels: NDArray[np.intp], features: FloatArray | None
+        self,
+        proba: FloatArray,
+        labels: NDArray[np.intp],
+        features: FloatArray | None,
+        heartbeat: Heartbeat,
     ) -> None:
         sizes = _search_grid(self.neighborhood_size, NEIGHBORHOOD_SIZE_GRID,
                              "neighborhood_size", allow_zero=False)
@@ -289,6 +305,7 @@ class _NeighbourhoodRecalibrator(Recalibrator):
             self.cv_log_loss_ = cross_validated_log_loss(
                 proba, labels, assumption=self.assumption, neighborhood_sizes=sizes,
                 thresholds=thresholds, n_folds=n_folds, random_state=self.random_state,
+                heartbeat=heartbeat,
             )
             # The first minimum in q-major order, as the authors' grid search takes it.
             best = np.unravel_index(int(np.argmin(self.cv_log_loss_)), self.cv_log_loss_.shape)
@@ -298,11 +315,16 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         self.calibration_proba_ = proba.copy()
         self.calibration_labels_ = labels.copy()
 
-    def _predict(self, proba: FloatArray, features: FloatArray | None) -> FloatArray:
+    def _predict(
+        self,
+        proba: FloatArray,
+        features: FloatArray | None,
+        heartbeat: Heartbeat,
+    ) -> FloatArray:
         reference = self.calibration_proba_
         targets = _neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
         count = neighbour_count(self.neighborhood_size_, reference.shape[0])
-        means = neighbour_means(proba, reference, targets, [count])[0]
+        means = neighbour_means(proba, reference, targets, [count], heartbeat=heartbeat)[0]
         calibrated = _PREDICTION_WEIGHT[self.assumption] * proba + means
         return apply_threshold(proba, calibrated, self.threshold_)
 
@@ -411,18 +433,28 @@ class Composed(Recalibrator):
         return needing[0]._check_features(features, n_rows) if needing else None
 
     def _fit(
-        self, proba: FloatArray, labels: NDArray[np.intp], features: FloatArray | None
+        self,
+        proba: FloatArray,
+        labels: NDArray[np.intp],
+        features: FloatArray | None,
+        heartbeat: Heartbeat,
     ) -> None:
         self.steps_ = [clone(step) for step in self._template_steps()]
         current = proba
         for position, step in enumerate(self.steps_):
             step_features = features if step.needs_features else None
-            step.fit(current, labels, step_features)
+            step.fit(current, labels, step_features, progress=heartbeat)
             if position < len(self.steps_) - 1:
-                current = step.predict_proba(current, step_features)
+                current = step.predict_proba(current, step_features, progress=heartbeat)
 
-    def _predict(self, proba: FloatArray, features: FloatArray | None) -> FloatArray:
+    def _predict(
+        self,
+        proba: FloatArray,
+        features: FloatArray | None,
+        heartbeat: Heartbeat,
+    ) -> FloatArray:
         current = proba
         for step in self.steps_:
-            current = step.predict_proba(current, features if step.needs_features else None)
+            current = step.predict_proba(current, features if step.needs_features else None,
+                                         progress=heartbeat)
         return current

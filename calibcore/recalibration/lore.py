@@ -24,6 +24,7 @@ saved or applied reproducibly to new rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -114,7 +115,7 @@ class LoRe(Recalibrator):
             )
         return table
 
-    def _fit(self, proba, labels, features):
+    def _fit(self, proba, labels, features, heartbeat):
         check_gamma(self.gamma)
         n_bins = check_positive_int(self.n_bins, "n_bins")
         representation = fit_representation(
@@ -128,17 +129,20 @@ class LoRe(Recalibrator):
         self.bin_index_ = assign_bins(confidence, equal_width_edges(n_bins))
         self.correct_ = (predicted == labels).astype(np.float64)
 
-    def _predict(self, proba, features):
+    def _predict(self, proba, features, heartbeat):
         representation = Representation.from_dict(self.representation_)
         coordinates = representation.transform(features)
         rows = np.arange(proba.shape[0])
         predicted = proba.argmax(axis=1)
         confidence = proba[rows, predicted]
-        new_confidence = self._local_accuracy(coordinates, confidence)
+        new_confidence = self._local_accuracy(coordinates, confidence, heartbeat)
         return redistribute(proba, predicted, new_confidence)
 
     def _local_accuracy(
-        self, coordinates: NDArray[np.float64], confidence: NDArray[np.float64]
+        self,
+        coordinates: NDArray[np.float64],
+        confidence: NDArray[np.float64],
+        heartbeat: Callable[[], None] | None = None,
     ) -> NDArray[np.float64]:
         """Eq. 6 for every row, bin by bin."""
         scale = self.coordinates_.shape[1] * float(self.gamma)
@@ -154,7 +158,8 @@ class LoRe(Recalibrator):
             if sources.size:
                 groups.append((np.flatnonzero(bins == b), sources))
         sums = kernel_sums([(targets[rows], calibration[sources], weights[sources])
-                            for rows, sources in groups])
+                            for rows, sources in groups],
+                           progress=None if heartbeat is None else lambda _: heartbeat())
         for (rows, sources), total in zip(groups, sums, strict=True):
             tiny = total[:, 1] < _UNDERFLOW
             result[rows[~tiny]] = total[~tiny, 0] / total[~tiny, 1]

@@ -7,6 +7,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit, log_expit
 
+from calibcore._progress import Heartbeat
 from calibcore.recalibration._base import (
     Recalibrator,
     combine_one_vs_rest,
@@ -96,6 +97,7 @@ class PlattScaling(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         columns = one_vs_rest_columns(proba.shape[1])
         fits = [
@@ -105,7 +107,10 @@ class PlattScaling(Recalibrator):
         self.intercepts_ = np.array([b for _, b in fits])
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         columns = one_vs_rest_columns(proba.shape[1])
         return combine_one_vs_rest(proba, list(
@@ -192,10 +197,14 @@ class TemperatureScaling(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         self.temperature_ = fit_temperature(log_probabilities(proba), labels)
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         return softmax(log_probabilities(proba) / self.temperature_)

@@ -14,12 +14,14 @@ which HH needs); leaves of new rows come from a vectorized traversal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import check_is_fitted
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_probabilities
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import check_features, hidden_heterogeneity
@@ -78,26 +80,31 @@ class SWC(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         features = check_features(features, proba.shape[0])
         forest = fit_proximity_forest(
             features, proba, labels, n_estimators=self.n_estimators,
-            random_state=self.random_state, n_jobs=self.n_jobs,
+            random_state=self.random_state, n_jobs=self.n_jobs, heartbeat=heartbeat,
         )
         self.forest_ = {
             **forest.trees.to_arrays(),
             "probability_mean": forest.probability_mean,
             "probability_scale": forest.probability_scale,
         }
-        self.calibration_leaves_ = forest.apply(features, proba).astype(np.int32)
+        self.calibration_leaves_ = forest.apply(features, proba, heartbeat).astype(np.int32)
         self.calibration_labels_ = labels.astype(np.int32)
         self.n_features_in_ = int(features.shape[1])
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         forest = self._proximity_forest()
-        leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba)
+        leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba,
+                              heartbeat)
         votes = (leaf_indicator(leaves, forest.trees.n_nodes) @ self._node_counts()).astype(float)
         return _normalize_votes(votes, proba)
 
@@ -203,23 +210,37 @@ class SWCHH(SWC):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
-        super()._fit(proba, labels, features)
+        super()._fit(proba, labels, features, heartbeat)
         self.calibration_features_ = check_features(features, proba.shape[0])
         self.calibration_probabilities_ = proba
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
-        return self._filtered_votes(proba, features, self.heterogeneity(proba))
+        def report(done: int, total: int) -> None:
+            heartbeat.now(done / max(total, 1),
+                          f"hidden heterogeneity: {done:,} of {total:,} local forests")
 
-    def heterogeneity(self, proba: ArrayLike) -> NDArray[np.float64]:
-        """HH_t of each row against the stored calibration rows."""
+        hh = self.heterogeneity(proba, progress=report)
+        return self._filtered_votes(proba, features, hh, heartbeat)
+
+    def heterogeneity(
+        self, proba: ArrayLike, *, progress: Callable[[int, int], None] | None = None
+    ) -> NDArray[np.float64]:
+        """HH_t of each row against the stored calibration rows.
+
+        ``progress`` is passed to :func:`~calibcore.heterogeneity.hidden_heterogeneity`.
+        """
         check_is_fitted(self, "forest_")
         return hidden_heterogeneity(
             self.calibration_features_, self.calibration_labels_,
             self.calibration_probabilities_, proba, radius=self.radius,
-            random_state=self.random_state, n_jobs=self.n_jobs,
+            random_state=self.random_state, n_jobs=self.n_jobs, progress=progress,
         )
 
     def predict_with_heterogeneity(
@@ -234,7 +255,8 @@ class SWCHH(SWC):
         return _to_simplex(self._filtered_votes(proba, features, hh))
 
     def _filtered_votes(
-        self, proba: NDArray[np.float64], features: ArrayLike | None, hh: ArrayLike
+        self, proba: NDArray[np.float64], features: ArrayLike | None, hh: ArrayLike,
+        heartbeat: Callable[[], None] | None = None,
     ) -> NDArray[np.float64]:
         checked = self._check_features_like_fit(features, proba.shape[0])
         thresholds = np.asarray(hh, dtype=np.float64) / 2.0
@@ -243,11 +265,13 @@ class SWCHH(SWC):
                 f"hh must have shape ({proba.shape[0]},); got {thresholds.shape}."
             )
         forest = self._proximity_forest()
-        leaves = forest.apply(checked, proba)
+        leaves = forest.apply(checked, proba, heartbeat)
         one_hot = np.eye(self.n_classes_)[np.asarray(self.calibration_labels_, dtype=np.intp)]
         votes = np.empty_like(proba)
         reference = np.asarray(self.calibration_leaves_, dtype=np.int64)
         for rows, shared in shared_leaf_blocks(leaves, reference, forest.trees.n_nodes):
+            if heartbeat is not None:
+                heartbeat()
             similarity = shared / forest.trees.n_trees
             kept = similarity >= thresholds[rows, None]
             nobody = ~kept.any(axis=1)

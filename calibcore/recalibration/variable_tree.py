@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from sklearn.base import clone
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration._base import Recalibrator, register
@@ -173,6 +174,7 @@ class VariableTreeCalibration(Recalibrator):
         proba: NDArray[np.float64],
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         variable = _variable(features)
         max_depth = check_positive_int(self.max_depth, "max_depth")
@@ -210,7 +212,10 @@ class VariableTreeCalibration(Recalibrator):
             )
 
     def _predict(
-        self, proba: NDArray[np.float64], features: NDArray[np.float64] | None
+        self,
+        proba: NDArray[np.float64],
+        features: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         variable = _variable(features)
         known = np.isfinite(variable)

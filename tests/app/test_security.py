@@ -225,3 +225,20 @@ def test_a_streamed_body_is_cut_off_at_the_limit(settings_factory) -> None:
                                headers={"Content-Type": "application/json"})
         assert_error(response, 413, "too_large")
     assert not list((settings.data_dir / "incoming").glob("*"))
+
+
+def test_a_second_lifespan_still_runs_jobs(settings_factory) -> None:
+    """Test clients and schemathesis start and stop an app's lifespan more than once."""
+    app = create_app(settings_factory())
+    for _ in range(2):
+        with TestClient(app) as client:
+            dataset = _upload(client).json()
+            started = client.post(f"/api/v1/datasets/{dataset['id']}/recalibrations",
+                                  json={"method": "platt", "async": True})
+            assert started.status_code == 202, started.text
+            for _ in range(100):
+                state = client.get(f"/api/v1/jobs/{started.json()['job_id']}").json()
+                if state["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.1)
+            assert state["status"] in ("succeeded", "failed"), state

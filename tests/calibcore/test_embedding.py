@@ -239,3 +239,44 @@ def test_umap_on_a_sample_transforms_the_rest(rng: np.random.Generator) -> None:
 def placed_sample(size: int, n_rows: int = 600, random_state: int = 0) -> np.ndarray:
     """The rows embed() fits the reducer on (seeded as documented)."""
     return np.sort(np.random.default_rng(random_state).choice(n_rows, size=size, replace=False))
+
+
+@pytest.mark.slow
+def test_umap_reports_epochs_stops_on_a_raise_and_frees_the_bar_lock(
+        rng: np.random.Generator) -> None:
+    """A callback raising between layout epochs (in a worker thread) stops the fit and
+    leaves tqdm's write lock free, so UMAP in other threads does not wait for ever; the
+    embedding does not depend on the callback."""
+    import threading
+
+    from tqdm.auto import tqdm
+
+    data = rng.normal(size=(1500, 5))
+    messages: list[str] = []
+
+    class Stop(Exception):
+        pass
+
+    def cancel(fraction: float, message: str) -> None:
+        messages.append(message)
+        if "epoch" in message:
+            raise Stop
+
+    def stopped() -> None:
+        with pytest.raises(Stop):
+            embed(data, reducer="umap", sample_size=None, random_state=3, progress=cancel)
+
+    worker = threading.Thread(target=stopped)
+    worker.start()
+    worker.join()
+    assert messages[-1].startswith("UMAP: epoch ")
+    free = []
+    for lock in tqdm.get_lock().locks:  # held by no thread: this one can take it at once
+        free.append(lock.acquire(False))
+        if free[-1]:
+            lock.release()
+    assert free and all(free)
+    quiet = embed(data, reducer="umap", sample_size=None, random_state=3)
+    reported = embed(data, reducer="umap", sample_size=None, random_state=3,
+                     progress=lambda fraction, message: None)
+    np.testing.assert_array_equal(quiet.coordinates, reported.coordinates)

@@ -426,10 +426,10 @@ class _ShiftByFeature(Recalibrator):
     method = "test_shift_by_feature"
     needs_features = True
 
-    def _fit(self, proba, labels, features):
+    def _fit(self, proba, labels, features, heartbeat):
         self.seen_ = features.copy()
 
-    def _predict(self, proba, features):
+    def _predict(self, proba, features, heartbeat):
         shifted = proba.copy()
         shifted[:, 0] += features[:, 0]
         return shifted

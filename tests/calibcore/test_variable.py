@@ -318,7 +318,8 @@ def test_rank_variables_columns_kinds_and_values():
         "n",
         "n_missing",
     ]
-    assert calls == [(i, 5) for i in range(1, 6)]
+    # after each variable, and perhaps in between (when one takes over 0.25 s)
+    assert calls == sorted(calls) and sorted(set(calls) - {(0, 5)}) == [(i, 5) for i in range(1, 6)]
     assert ranking["vece"].is_monotonic_decreasing
     assert ranking["variable"].iloc[0] == "signal"
     rows = ranking.set_index("variable")

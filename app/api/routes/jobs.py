@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from app.api.deps import ServicesDep
 from app.api.errors import ApiError
+from app.jobs.records import KEEP_RECORDS
 from app.schemas.models import ErrorResponse, JobResponse
 
 router = APIRouter(tags=["jobs"], responses={404: {"model": ErrorResponse}})
@@ -17,8 +18,8 @@ router = APIRouter(tags=["jobs"], responses={404: {"model": ErrorResponse}})
 def get_job(services: ServicesDep, job_id: str) -> dict[str, Any]:
     job = services.jobs.get(job_id)
     if job is None:
-        raise ApiError(404, "not_found", f"no job with id {job_id!r} (jobs are kept in memory "
-                       "until the server restarts).")
+        raise ApiError(404, "not_found", f"no job with id {job_id!r} (the newest "
+                       f"{KEEP_RECORDS} jobs are kept).")
     return job.snapshot()
 
 

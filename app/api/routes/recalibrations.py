@@ -87,7 +87,9 @@ def create_recalibration(services: ServicesDep, dataset_id: str,
         return result
 
     if request.run_async:
-        job = services.jobs.submit("recalibration", work)
+        body = request.model_dump(mode="json", by_alias=True, exclude_none=True)
+        job = services.jobs.submit("recalibration", work,
+                                   params={"dataset_id": dataset_id, **body})
         return JSONResponse(status_code=202, content={"job_id": job.id, **job.snapshot()})
     return work(Progress())
 

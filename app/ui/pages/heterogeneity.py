@@ -28,9 +28,9 @@ from app.ui.figures.heterogeneity import (
 from app.ui.job_panel import JobPanel, job_panel_layout, register_job_panel
 from calibcore.exceptions import CalibrationInputError
 
-HH_PANEL = JobPanel(job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS,
+HH_PANEL = JobPanel(run=ids.HH_RUN, job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS,
                     status=ids.HH_STATUS, cancel=ids.HH_CANCEL, results=ids.HH_RESULTS)
-SUPPORT_PANEL = JobPanel(job=ids.SUPPORT_JOB, poll=ids.SUPPORT_POLL,
+SUPPORT_PANEL = JobPanel(run=ids.SUPPORT_RUN, job=ids.SUPPORT_JOB, poll=ids.SUPPORT_POLL,
                          progress=ids.SUPPORT_PROGRESS, status=ids.SUPPORT_STATUS,
                          cancel=ids.SUPPORT_CANCEL, results=ids.SUPPORT_RESULTS)
 
@@ -69,7 +69,7 @@ def layout(services: Services) -> html.Div:
                                    placeholder="all feature columns")],
                      className="control control-wide"),
         ], className="controls"),
-        *job_panel_layout(HH_PANEL, run_id=ids.HH_RUN, run_label="Compute HH"),
+        *job_panel_layout(HH_PANEL, run_label="Compute HH"),
         html.H2("Calibration support"),
         html.Div([
             html.Div([html.Label("Compare a batch (another stored dataset with the same "
@@ -82,7 +82,7 @@ def layout(services: Services) -> html.Div:
                                className="card-note")],
                      className="control control-wide"),
         ], className="controls"),
-        *job_panel_layout(SUPPORT_PANEL, run_id=ids.SUPPORT_RUN, run_label="Compute support"),
+        *job_panel_layout(SUPPORT_PANEL, run_label="Compute support"),
     ])
 
 

@@ -151,7 +151,8 @@ def _start_interval_job(services: Services, dataset_id: str,
     def work(progress: Progress) -> dict[str, Any]:
         return diagnostics.metrics_for(services, dataset_id, request, progress=progress)
 
-    return services.jobs.submit("metrics", work).id
+    return services.jobs.submit("metrics", work,
+                                params={"dataset_id": dataset_id, **asdict(request)}).id
 
 
 def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:

@@ -10,6 +10,7 @@ apply a saved recalibrator to a new file (``assets/apply.js``).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
@@ -209,7 +210,8 @@ def register(app: Dash, services: Services) -> None:
         def work(progress: Progress) -> dict[str, Any]:
             return services.recalibrations.fit_many(dataset_id, specs, progress=progress)
 
-        job = services.jobs.submit("recalibration", work)
+        job = services.jobs.submit("recalibration", work, params={
+            "dataset_id": dataset_id, "methods": [asdict(spec) for spec in specs]})
         return job.id, False, info_note(f"Fitting {len(specs)} method(s)…")
 
     @app.callback(Output(ids.FIT_PROGRESS, "style"), Output(f"{ids.FIT_PROGRESS}-wrapper", "style"),

@@ -108,7 +108,9 @@ def test_finished_jobs_keep_their_status_and_small_results(services, settings_fa
         raise ValueError("boom")
 
     failed = services.jobs.submit("support", failing)
-    wait_until(lambda: all(services.jobs.get(j.id).finished for j in (small, large, failed)))
+    # the record is written just after the job object says it finished: wait for both
+    wait_until(lambda: all(services.store.get("job", j.id).meta.get("finished")
+                           for j in (small, large, failed)))
     restarted = Services.build(settings_factory())
     kept = restarted.jobs.get(small.id).snapshot()
     assert kept["status"] == "succeeded" and kept["result"] == {"ece": 0.25}

@@ -262,10 +262,11 @@ def _free_port() -> int:
 def _serve(port: int, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("CALIBDASH_")}
     env.update(CALIBDASH_WARM_UP="false", PYTHONWARNINGS="ignore")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
-         str(data_dir), "--no-example"], cwd=REPO, env=env, stdout=log.open("ab"),
-        stderr=subprocess.STDOUT)
+    with log.open("ab") as output:  # the server writes to its own copy of the descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
+             str(data_dir), "--no-example"], cwd=REPO, env=env, stdout=output,
+            stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

@@ -30,15 +30,19 @@ class _ThreadedDash(Dash):
     :func:`asyncio.to_thread` keeps the loop free; ``to_thread`` copies the context
     variables, so ``dash.ctx`` works inside the thread. Callbacks wait for a slot of
     the compute gate (:mod:`app.gate`), except pollers (triggered by an interval),
-    which only read a job's state and must keep the progress moving.
+    which only read a job's state and must keep the progress moving, and callbacks
+    registered with ``light=True``.
     """
 
     gate: ComputeGate
 
-    def callback(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+    def callback(self, *args: Any, light: bool = False,
+                 **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+        """Dash's ``callback``; ``light=True`` marks one that never waits for a slot (page
+        routing: the navigation must appear while a heavy figure is computed)."""
         register = super().callback(*args, **kwargs)
-        poller = any(isinstance(item, Input) and item.component_property == "n_intervals"
-                     for item in _flat(args))
+        poller = light or any(isinstance(item, Input) and item.component_property ==
+                              "n_intervals" for item in _flat(args))
 
         def decorate(function: Callable[..., Any]) -> Any:
             if inspect.iscoroutinefunction(function):

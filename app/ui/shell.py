@@ -52,7 +52,7 @@ def register(app: Dash, services: Services) -> None:
     """Routing, navigation and dataset-picker callbacks, then each page's callbacks."""
 
     @app.callback(Output(ids.PAGE, "children"), Output(ids.NAV, "children"),
-                  Input(ids.URL, "pathname"))
+                  Input(ids.URL, "pathname"), light=True)
     def route(pathname: str | None) -> tuple[Any, list[Any]]:
         path = pathname if pathname in PAGES else "/"
         nav = [dcc.Link(label, href=href, className="nav-link active" if href == path
@@ -72,7 +72,8 @@ def register(app: Dash, services: Services) -> None:
                 return options, candidate
         return options, None
 
-    @app.callback(Output(ids.DATASET_STORE, "data"), Input(ids.DATASET_PICKER, "value"))
+    @app.callback(Output(ids.DATASET_STORE, "data"), Input(ids.DATASET_PICKER, "value"),
+                  light=True)
     def remember(dataset_id: str | None) -> Any:
         return dataset_id if dataset_id else no_update
 

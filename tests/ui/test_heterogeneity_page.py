@@ -22,7 +22,8 @@ def text_of(browser, selector: str) -> str:  # type: ignore[no-untyped-def]
 def test_hh_heatmap_and_support_histogram_render(server, browser) -> None:
     browser.get(server + "/overview")
     wait(browser).until(lambda b: "default_nb" in text_of(b, "#dataset-picker"))
-    browser.find_element(By.LINK_TEXT, "Heterogeneity").click()
+    # the navigation is rendered by its own callback, which may answer after the picker
+    wait(browser).until(ec.element_to_be_clickable((By.LINK_TEXT, "Heterogeneity"))).click()
     wait(browser).until(lambda b: "Compute HH" in text_of(b, "#hh-results"))
     sample = wait(browser).until(ec.element_to_be_clickable((By.ID, "hh-sample")))
     sample.send_keys(Keys.CONTROL, "a")

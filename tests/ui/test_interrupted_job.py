@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.app.test_job_persistence import _free_port, _serve, _upload
@@ -25,7 +26,8 @@ def test_the_hh_panel_shows_an_interrupted_job_and_enables_run(
         browser.get(f"http://127.0.0.1:{port}/overview")
         wait = WebDriverWait(browser, 60)
         wait.until(lambda b: "default_nb" in b.find_element(By.ID, "dataset-picker").text)
-        browser.find_element(By.LINK_TEXT, "Heterogeneity").click()
+        # the navigation is rendered by its own callback, which may answer after the picker
+        wait.until(ec.element_to_be_clickable((By.LINK_TEXT, "Heterogeneity"))).click()
         wait.until(lambda b: "Compute HH" in b.find_element(By.ID, "hh-results").text)
         browser.find_element(By.CSS_SELECTOR, "#hh-all-rows input").click()
         browser.find_element(By.ID, "hh-run").click()

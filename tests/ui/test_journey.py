@@ -58,7 +58,7 @@ def test_upload_digits_see_reliability_fit_temperature_and_download(
     assert len(points) >= 5
     assert "digits_svm" in browser.find_element(By.ID, "dataset-picker").text
 
-    browser.find_element(By.LINK_TEXT, "Recalibrate").click()
+    wait(browser).until(ec.element_to_be_clickable((By.LINK_TEXT, "Recalibrate"))).click()
     fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
     fit.click()
     table = wait(browser, 60).until(ec.presence_of_element_located((By.ID, "recal-comparison")))

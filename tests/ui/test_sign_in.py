@@ -66,7 +66,7 @@ def test_sign_in_then_upload_fit_download_and_apply(guarded, browser, shared_dat
         By.CSS_SELECTOR, "#reliability-graph .gtitle").text)
 
     # fitting (a Dash callback and a job), then both download links
-    browser.find_element(By.LINK_TEXT, "Recalibrate").click()
+    wait(browser).until(ec.element_to_be_clickable((By.LINK_TEXT, "Recalibrate"))).click()
     wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button"))).click()
     wait(browser, 60).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
     browser.find_element(By.CSS_SELECTOR, "#recal-downloads a.download-csv").click()

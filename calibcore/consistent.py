@@ -27,7 +27,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
-from calibcore.binning import Binning, assign_bins, bin_edges, equal_width_edges
+from calibcore.binning import (
+    Binning,
+    assign_bins,
+    equal_width_edges,
+    sorted_weighted_equal_mass_edges,
+)
 from calibcore.smooth_calibration import smooth_calibration_rows
 from calibcore.smooth_ece import smooth_ece_rows
 from calibcore.views import View, score_outcome
@@ -170,13 +175,10 @@ def binned_rows(
     """
     if binning == "equal_width":
         return _binned_with_edges(scores, residuals, weights, equal_width_edges(n_bins))
+    order = np.argsort(scores, kind="stable")  # once for every row of weights
     pairs = [
-        _binned_with_edges(
-            scores,
-            residuals,
-            row[None, :],
-            bin_edges(np.repeat(scores, row.astype(np.intp)), n_bins, binning),
-        )
+        _binned_with_edges(scores, residuals, row[None, :],
+                           sorted_weighted_equal_mass_edges(scores[order], row[order], n_bins))
         for row in weights
     ]
     return np.concatenate([ece for ece, _ in pairs]), np.concatenate([mce for _, mce in pairs])

@@ -9,6 +9,8 @@ averages the per-class values.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -83,6 +85,42 @@ def expected_calibration_error(
         for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True)
     ]
     return float(np.mean(values))
+
+
+def ece_by_bin_count(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    bin_counts: Sequence[int],
+    *,
+    binning: Binning = "equal_width",
+    view: View = "top_label",
+) -> NDArray[np.float64]:
+    """:func:`expected_calibration_error` for each number of bins in ``bin_counts``.
+
+    One sort serves every bin count: with scores sorted and R the running sum of the
+    residuals (score - outcome), a bin's gap times its share is |R(last) - R(first)| / n,
+    so each bin count costs O(bins log n).
+
+    Returns
+    -------
+    ndarray of shape (len(bin_counts),)
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    counts = [check_positive_int(count, "n_bins") for count in bin_counts]
+    binning = _check_binning(binning)
+    problems = score_outcome(labels, proba, view)
+    values = np.zeros(len(counts))
+    for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True):
+        order = np.argsort(scores, kind="stable")
+        sorted_scores = scores[order]
+        running = np.concatenate([[0.0], np.cumsum(sorted_scores - outcomes[order])])
+        for position, n_bins in enumerate(counts):
+            edges = bin_edges(sorted_scores, n_bins, binning)
+            # bins are right-closed: a bin ends after the last score <= its right edge
+            ends = np.searchsorted(sorted_scores, edges[1:-1], side="right")
+            bounds = np.concatenate([[0], ends, [scores.size]])
+            values[position] += np.abs(np.diff(running[bounds])).sum() / scores.size
+    return values / problems.scores.shape[0]
 
 
 def maximum_calibration_error(

@@ -10,46 +10,40 @@ evaluates a block of resamples as one array operation (binned sums through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calibcore._validation import check_in_range, check_positive_int, check_predictions
-from calibcore.binning import Binning
-from calibcore.consistent import (
-    Vector,
-    ViewProblem,
-    binned_rows,
-    interval_rows,
-    laplace_kernel_rows,
-    view_problems,
+from calibcore._resampling import (
+    BLOCK_ELEMENTS,
+    resample_blocks,
+    resample_counts,
+    resampling_plan,
 )
+from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore._weighted_measures import MeasureName, WeightedMeasures
+from calibcore.binning import Binning
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics import NLL_CLIP, _check_binning
-from calibcore.smooth_calibration import smooth_calibration_rows
-from calibcore.smooth_ece import smooth_ece_rows
+from calibcore.metrics import _check_binning
 from calibcore.views import View
 
-#: Resamples are drawn in blocks of about this many row weights (bounds memory).
-BLOCK_ELEMENTS = 1 << 22
-
-MeasureName = Literal[
-    "ece",
-    "mce",
-    "classwise_ece",
-    "brier",
-    "binary_brier",
-    "nll",
-    "accuracy",
-    "binned_ece_plus_width",
-    "interval_calibration_error",
-    "laplace_kernel_calibration_error",
-    "smooth_calibration_error",
-    "smooth_ece",
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "CALIBRATION_ERRORS",
+    "MEASURES",
+    "GlobalMeasures",
+    "Interval",
+    "MeasureEstimate",
+    "MeasureName",
+    "bootstrap_interval",
+    "global_measures",
+    "resample_blocks",
+    "resample_counts",
 ]
+
 
 
 @dataclass(frozen=True)
@@ -146,7 +140,8 @@ class MeasureEstimate:
 
 @dataclass(frozen=True)
 class GlobalMeasures:
-    """All global measures of one view, with the settings they were computed with."""
+    """All global measures of one view, with the settings they were computed with and
+    ``resampling``, how the bootstrap resamples were drawn (one line)."""
 
     measures: tuple[MeasureEstimate, ...]
     view: View
@@ -156,29 +151,13 @@ class GlobalMeasures:
     binning: Binning
     n_bootstrap: int
     confidence_level: float
+    resampling: str = ""
 
     def __getitem__(self, key: str) -> MeasureEstimate:
         for measure in self.measures:
             if measure.key == key:
                 return measure
         raise KeyError(key)
-
-
-def resample_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
-    """``size`` bootstrap resamples of n rows as count weights, shape (size, n)."""
-    draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
-    return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
-
-
-def resample_blocks(
-    n: int, n_resamples: int, random_state: int | np.random.Generator | None
-) -> Iterator[NDArray[np.float64]]:
-    """``n_resamples`` bootstrap resamples as count weights, in blocks of bounded size
-    (generated lazily, so memory stays at one block)."""
-    rng = np.random.default_rng(random_state)
-    block = max(1, BLOCK_ELEMENTS // n)
-    for start in range(0, n_resamples, block):
-        yield resample_counts(rng, n, min(block, n_resamples - start))
 
 
 IntervalMethod = Literal["percentile", "basic"]
@@ -267,86 +246,6 @@ def bootstrap_interval(
     return Interval(float(measure(raw_labels, raw_proba)), low, high, n_resamples, level)
 
 
-class _WeightedMeasures:
-    """Every global measure of one data set as a function of (b, n) row weights."""
-
-    def __init__(
-        self,
-        labels: NDArray[np.intp],
-        proba: NDArray[np.float64],
-        view: View,
-        n_bins: int,
-        binning: Binning,
-    ) -> None:
-        self.n_bins, self.binning = n_bins, binning
-        rows = np.arange(labels.size)
-        true_class = proba[rows, labels]
-        self.losses: dict[MeasureName, NDArray[np.float64]] = {
-            "brier": np.square(proba).sum(axis=1) - 2.0 * true_class + 1.0,
-            "nll": -np.log(np.clip(true_class, NLL_CLIP, 1.0)),
-            "accuracy": (proba.argmax(axis=1) == labels).astype(np.float64),
-        }
-        if proba.shape[1] == 2:
-            self.losses["binary_brier"] = np.square(proba[:, 1] - (labels == 1))
-        self.problems = view_problems(labels, proba, view)
-        self.classwise = view_problems(labels, proba, "classwise", sort=False)
-
-    @staticmethod
-    def _average(
-        problems: list[ViewProblem],
-        weights: list[NDArray[np.float64]],
-        kernel: Callable[..., NDArray[np.float64]],
-    ) -> NDArray[np.float64]:
-        per_problem = [
-            kernel(problem.scores, problem.residuals, problem_weights)
-            for problem, problem_weights in zip(problems, weights, strict=True)
-        ]
-        return np.mean(per_problem, axis=0)
-
-    def _binned(self, binning: Binning) -> Callable[..., NDArray[np.float64]]:
-        def kernel(scores: Vector, residuals: Vector, weights: Vector) -> Vector:
-            return np.stack(binned_rows(scores, residuals, weights, self.n_bins, binning))
-
-        return kernel
-
-    def rows(
-        self, keys: Sequence[MeasureName], weights: NDArray[np.float64], skip_smce: bool
-    ) -> dict[MeasureName, NDArray[np.float64]]:
-        """Each requested measure for each row of ``weights``, shape (b,)."""
-        out: dict[MeasureName, NDArray[np.float64]] = {}
-        totals = weights.sum(axis=1)
-        for key, loss in self.losses.items():
-            if key in keys:
-                # einsum, not BLAS gemv: the latter stalls waking threads on a busy machine.
-                out[key] = np.einsum("bi,i->b", weights, loss) / totals
-        view_weights = [problem.reorder(weights) for problem in self.problems]
-        if {"ece", "mce"} & set(keys):
-            binned = self._average(self.problems, view_weights, self._binned(self.binning))
-            out["ece"], out["mce"] = binned
-        if "classwise_ece" in keys:
-            class_weights = [weights] * len(self.classwise)
-            out["classwise_ece"] = self._average(
-                self.classwise, class_weights, self._binned(self.binning)
-            )[0]
-        if "binned_ece_plus_width" in keys:
-            ece = (
-                out["ece"]
-                if self.binning == "equal_width" and "ece" in out
-                else self._average(self.problems, view_weights, self._binned("equal_width"))[0]
-            )
-            out["binned_ece_plus_width"] = ece + 1.0 / self.n_bins
-        kernels: dict[MeasureName, Callable[..., NDArray[np.float64]]] = {
-            "interval_calibration_error": interval_rows,
-            "laplace_kernel_calibration_error": laplace_kernel_rows,
-            "smooth_ece": lambda s, r, w: smooth_ece_rows(s, r, w)[0],
-            "smooth_calibration_error": smooth_calibration_rows,
-        }
-        for key, kernel in kernels.items():
-            if key in keys and not (skip_smce and key == "smooth_calibration_error"):
-                out[key] = self._average(self.problems, view_weights, kernel)
-        return out
-
-
 def _check_measures(measures: Sequence[str] | None) -> tuple[MeasureName, ...]:
     if measures is None:
         return tuple(MEASURES)
@@ -433,19 +332,15 @@ def global_measures(
     if interval not in ("percentile", "basic"):
         raise CalibrationInputError(f"interval must be 'percentile' or 'basic', got {interval!r}.")
     n_rows, n_classes = proba.shape
-    context = _WeightedMeasures(labels, proba, view, n_bins, binning)
+    context = WeightedMeasures.of_rows(labels, proba, view, n_bins, binning)
     skip_smce = n_rows > smce_max_rows
     values = context.rows(keys, np.ones((1, n_rows)), skip_smce)
     smce_interval = not skip_smce and n_rows * len(context.problems) <= smce_bootstrap_max_rows
     samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in values}
+    resampling = ""
     if n_bootstrap:
-        done = 0
-        for weights in resample_blocks(n_rows, n_bootstrap, random_state):
-            for key, block in context.rows(keys, weights, not smce_interval).items():
-                samples[key].append(block)
-            done += weights.shape[0]
-            if progress is not None:
-                progress(done / n_bootstrap)
+        resampling = _bootstrap(context, labels, proba, view, keys, values, samples,
+                                n_bootstrap, random_state, not smce_interval, progress)
     results = []
     for key in keys:
         info = MEASURES[key]
@@ -473,5 +368,45 @@ def global_measures(
             )
         results.append(estimate)
     return GlobalMeasures(
-        tuple(results), view, n_rows, n_classes, n_bins, binning, n_bootstrap, level
+        tuple(results), view, n_rows, n_classes, n_bins, binning, n_bootstrap, level, resampling
     )
+
+
+def _bootstrap(
+    context: WeightedMeasures,
+    labels: NDArray[np.intp],
+    proba: NDArray[np.float64],
+    view: View,
+    keys: Sequence[MeasureName],
+    values: dict[MeasureName, NDArray[np.float64]],
+    samples: dict[MeasureName, list[NDArray[np.float64]]],
+    n_bootstrap: int,
+    random_state: int | np.random.Generator | None,
+    skip_smce: bool,
+    progress: Callable[[float], None] | None,
+) -> str:
+    """Append each measure's resampled values to ``samples``; return how they were drawn.
+
+    On a summary (:mod:`calibcore._resampling`), a resample's value is the data's value
+    plus the resample's scaled deviation from the summary's own value, so the summary's
+    small displacement of the scores cancels out of the point estimate.
+    """
+    plan = resampling_plan(labels, proba, context.n_bins, random_state)
+    resampled, base = context, values
+    if plan.method == "cells" and plan.groups is not None and plan.counts is not None:
+        resampled = context.grouped(plan.groups, plan.counts)
+        base = resampled.rows(keys, plan.counts[None, :], skip_smce)
+    elif plan.method == "subsample" and plan.groups is not None:
+        resampled = WeightedMeasures.of_rows(labels[plan.groups], proba[plan.groups],
+                                             view, context.n_bins, context.binning)
+        base = resampled.rows(keys, np.ones((1, plan.groups.size)), skip_smce)
+    done = 0
+    for weights in plan.blocks(n_bootstrap, random_state):
+        for key, block in resampled.rows(keys, weights, skip_smce).items():
+            if plan.method != "rows":
+                block = values[key][0] + plan.scale * (block - base[key][0])
+            samples[key].append(block)
+        done += weights.shape[0]
+        if progress is not None:
+            progress(done / n_bootstrap)
+    return plan.note

@@ -1,13 +1,23 @@
-"""Results cached in the store per dataset and parameter set."""
+"""Results cached in the store per dataset and parameter set, computed once.
+
+Concurrent requests for the same result share one computation: the first computes
+while the others wait for it and then read what it stored ("single flight"), so
+twenty users opening the same overview cost one bootstrap, not twenty.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from app.store import Store
+
+_flights: dict[str, tuple[threading.Lock, int]] = {}
+_flights_guard = threading.Lock()
 
 
 def cache_key(dataset_id: str, kind: str, **params: Any) -> str:
@@ -17,9 +27,31 @@ def cache_key(dataset_id: str, kind: str, **params: Any) -> str:
 
 
 def cached(store: Store, key: str, compute: Callable[[], Any]) -> Any:
-    """The stored document under ``key``, computing and storing it first if missing."""
+    """The stored document under ``key``, computing and storing it first if missing;
+    while one caller computes it, the others with the same key wait for its result."""
     if store.has_document(key):
         return store.read_document(key)
-    result = compute()
-    store.write_document(key, result)
-    return result
+    with _single_flight(key):
+        if store.has_document(key):  # computed while this caller waited
+            return store.read_document(key)
+        result = compute()
+        store.write_document(key, result)
+        return result
+
+
+@contextmanager
+def _single_flight(key: str) -> Iterator[None]:
+    """Hold the lock of ``key``; the lock lives while someone holds or waits for it."""
+    with _flights_guard:
+        lock, users = _flights.get(key, (threading.Lock(), 0))
+        _flights[key] = (lock, users + 1)
+    try:
+        with lock:
+            yield
+    finally:
+        with _flights_guard:
+            lock, users = _flights[key]
+            if users == 1:
+                del _flights[key]
+            else:
+                _flights[key] = (lock, users - 1)

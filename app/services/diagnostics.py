@@ -17,7 +17,7 @@ from calibcore.binning import Binning
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
 from calibcore.reliability import binned_reliability, smooth_reliability
-from calibcore.uncertainty import global_measures
+from calibcore.uncertainty import MeasureName, global_measures
 from calibcore.views import View
 
 if TYPE_CHECKING:
@@ -29,6 +29,10 @@ Subset = Literal["all", "calibration", "test"]
 INTERVAL_NOTE = ("calibration errors are bias-corrected (2 x plug-in - mean of the bootstrap "
                  "resamples; the plug-in value, which sampling noise inflates, is shown beside) "
                  "with the basic bootstrap interval around them; seeded")
+
+#: The measures drawn beside the bin-sensitivity curve: they have no bins.
+BIN_FREE: list[MeasureName] = ["smooth_ece", "smooth_calibration_error",
+                               "interval_calibration_error"]
 
 #: Bin counts of the bin-sensitivity curve.
 BIN_COUNTS = (5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
@@ -67,7 +71,7 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
         "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,
         "confidence_level": result.confidence_level,
-        "interval": INTERVAL_NOTE,
+        "interval": INTERVAL_NOTE, "resampling": result.resampling,
         "metrics": {m.key: m.plug_in for m in result.measures if m.plug_in is not None},
         "measures": {m.key: {"name": m.name, "value": m.value, "low": m.low, "high": m.high,
                              "plug_in": m.plug_in, "consistent": m.consistent,
@@ -76,27 +80,30 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
 
 
 def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
-                    subset: Subset = "all",
-                    bin_counts: tuple[int, ...] = BIN_COUNTS) -> dict[str, Any]:
+                    subset: Subset = "all", bin_counts: tuple[int, ...] = BIN_COUNTS,
+                    bin_free: dict[str, Any] | None = None) -> dict[str, Any]:
     """Binned ECE for many bin counts beside the bin-free consistent measures.
 
     Shows users that binned ECE depends on an arbitrary choice while smooth ECE, smCE
-    and intCE (paper 001) do not.
+    and intCE (paper 001) do not. ``bin_free`` takes those values from a measures
+    result of the same view and subset (:func:`global_metrics`) instead of computing
+    them again.
     """
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
-    curves = {binning: [metrics.expected_calibration_error(labels, proba, n_bins=count,
-                                                           binning=binning, view=view)
-                        for count in bin_counts]
+    curves = {binning: metrics.ece_by_bin_count(labels, proba, bin_counts, binning=binning,
+                                                view=view).tolist()
               for binning in ("equal_width", "equal_mass")}
-    fixed = global_measures(labels, proba, view=view, n_bootstrap=0,
-                            measures=["smooth_ece", "smooth_calibration_error",
-                                      "interval_calibration_error"])
+    if bin_free is None:
+        fixed = global_measures(labels, proba, view=view, n_bootstrap=0, measures=BIN_FREE)
+        bin_free = {m.key: {"name": m.name, "value": m.value} for m in fixed.measures
+                    if m.value is not None}
     return jsonable({
         "view": view, "subset": subset, "n": int(mask.sum()), "n_bins": list(bin_counts),
         "ece": curves,
-        "bin_free": {m.key: {"name": m.name, "value": m.value} for m in fixed.measures
-                     if m.value is not None},
+        "bin_free": {key: {"name": bin_free[key]["name"], "value": bin_free[key]["value"]}
+                     for key in BIN_FREE if key in bin_free
+                     and bin_free[key]["value"] is not None},
     })
 
 
@@ -171,6 +178,35 @@ def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
                                  progress=report)}
 
     return dict(cached(services.store, _metrics_key(services, dataset_id, request), compute))
+
+
+def reliability_for(services: Services, dataset_id: str,
+                    request: MetricsRequest) -> dict[str, Any]:
+    """:func:`reliability` of a stored dataset, cached per parameter set."""
+    key = cache_key(dataset_id, "reliability", **asdict(request),
+                    random_state=services.settings.random_state)
+
+    def compute() -> dict[str, Any]:
+        prediction_set = services.datasets.prediction_set(dataset_id)
+        return {"dataset_id": dataset_id,
+                **reliability(prediction_set, **asdict(request),
+                              random_state=services.settings.random_state)}
+
+    return dict(cached(services.store, key, compute))
+
+
+def bin_sensitivity_for(services: Services, dataset_id: str, *, view: View, subset: Subset,
+                        bin_free: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`bin_sensitivity` of a stored dataset, cached per view and subset."""
+    key = cache_key(dataset_id, "bins", view=view, subset=subset)
+
+    def compute() -> dict[str, Any]:
+        prediction_set = services.datasets.prediction_set(dataset_id)
+        return {"dataset_id": dataset_id,
+                **bin_sensitivity(prediction_set, view=view, subset=subset,
+                                  bin_free=bin_free)}
+
+    return dict(cached(services.store, key, compute))
 
 
 def cached_metrics(services: Services, dataset_id: str,

@@ -148,3 +148,26 @@ def test_perfectly_calibrated_bins_have_zero_ece() -> None:
     correct = np.array([1, 1, 1, 0] + [1] * 19 + [0])
     labels = np.where(correct == 1, 1, 0)
     assert metrics.expected_calibration_error(labels, confidence) == pytest.approx(0, abs=1e-12)
+
+
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**31), n_rows=st.integers(1, 400), n_classes=st.integers(2, 4),
+       binning=st.sampled_from(["equal_width", "equal_mass"]),
+       view=st.sampled_from(["top_label", "classwise"]), rounded=st.booleans())
+def test_ece_by_bin_count_equals_ece_for_each_count(
+        seed, n_rows, n_classes, binning, view, rounded) -> None:
+    rng = np.random.default_rng(seed)
+    proba = rng.dirichlet(np.ones(n_classes), size=n_rows)
+    if rounded:  # scores on bin edges, as decision trees give
+        proba = np.round(proba, 1)
+        proba[:, -1] = 1.0 - proba[:, :-1].sum(axis=1)
+        proba = np.clip(proba, 0.0, 1.0)
+        proba /= proba.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, n_classes, n_rows)
+    counts = [1, 2, 5, 10, 15, 20, 100]
+    expected = [metrics.expected_calibration_error(labels, proba, n_bins=count,
+                                                   binning=binning, view=view)
+                for count in counts]
+    np.testing.assert_allclose(
+        metrics.ece_by_bin_count(labels, proba, counts, binning=binning, view=view),
+        expected, rtol=0, atol=1e-12)

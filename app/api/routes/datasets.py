@@ -117,10 +117,8 @@ def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_l
 @router.get("/datasets/{dataset_id}/metrics/bins")
 def get_bin_sensitivity(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
                         subset: SubsetQuery = "all") -> dict[str, Any]:
-    """Binned ECE for 5-100 bins beside the bin-free consistent measures."""
-    prediction_set = services.datasets.prediction_set(dataset_id)
-    return {"dataset_id": dataset_id,
-            **diagnostics.bin_sensitivity(prediction_set, view=view, subset=subset)}
+    """Binned ECE for 5-100 bins beside the bin-free consistent measures (cached)."""
+    return diagnostics.bin_sensitivity_for(services, dataset_id, view=view, subset=subset)
 
 
 @router.get("/datasets/{dataset_id}/reliability")
@@ -128,9 +126,8 @@ def get_reliability(services: ServicesDep, dataset_id: str, view: ViewQuery = "t
                     n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
                     subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
                     ) -> dict[str, Any]:
-    """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (bootstrap band)."""
-    prediction_set = services.datasets.prediction_set(dataset_id)
-    result = diagnostics.reliability(prediction_set, view=view, n_bins=n_bins, binning=binning,
-                                     subset=subset, n_bootstrap=n_bootstrap,
-                                     random_state=services.settings.random_state)
-    return {"dataset_id": dataset_id, **result}
+    """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (bootstrap band),
+    cached per parameter set."""
+    request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
+                                         subset=subset, n_bootstrap=n_bootstrap)
+    return diagnostics.reliability_for(services, dataset_id, request)

@@ -4,7 +4,7 @@ and how binned ECE moves with the bin count while the consistent measures do not
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
@@ -88,15 +88,18 @@ def register(app: Dash, services: Services) -> None:
             return [], blank, blank, blank, info_note("No dataset selected."), None, None, True
         request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
                                              subset=subset)
+        # the intervals (the longest part) start first, on the job runner, so they are
+        # computed while this thread draws the figures
+        full = diagnostics.cached_metrics(services, dataset_id, request)
+        job_id = None if full is not None else _start_interval_job(services, dataset_id,
+                                                                     request)
         try:
-            quick, diagram, sensitivity, summary, full = await asyncio.to_thread(
+            quick, diagram, sensitivity, summary = await asyncio.to_thread(
                 _compute, services, dataset_id, request)
         except CalibrationInputError as exc:
             blank = empty_figure(str(exc))
             return [], blank, blank, blank, error_note(str(exc)), None, None, True
-        job_id, table = None, measures_table(full or quick, with_intervals=full is not None)
-        if full is None:
-            job_id = _start_interval_job(services, dataset_id, request)
+        table = measures_table(full or quick, with_intervals=full is not None)
         return (_cards(full or quick, summary), reliability_figure(diagram),
                 smooth_reliability_figure(diagram), bin_sensitivity_figure(sensitivity, n_bins),
                 _note(summary, quick), table, job_id, full is not None)
@@ -126,24 +129,19 @@ def register(app: Dash, services: Services) -> None:
             {"display": "none"}, True
 
 
-Computed = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any],
-                 dict[str, Any] | None]
+Computed = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]
 
 
 def _compute(services: Services, dataset_id: str,
              request: diagnostics.MetricsRequest) -> Computed:
-    """Values without intervals (fast), both diagrams, bin sensitivity, and any cached
-    full result with intervals."""
-    prediction_set = services.datasets.prediction_set(dataset_id)
-    options = asdict(request)
-    options.pop("n_bootstrap")
-    quick = diagnostics.global_metrics(prediction_set, n_bootstrap=0, **options)
-    diagram = diagnostics.reliability(prediction_set, **options,
-                                      random_state=services.settings.random_state)
-    sensitivity = diagnostics.bin_sensitivity(prediction_set, view=request.view,
-                                              subset=request.subset)
-    full = diagnostics.cached_metrics(services, dataset_id, request)
-    return quick, diagram, sensitivity, services.datasets.summary(dataset_id), full
+    """Values without intervals (fast), both diagrams and the bin sensitivity: each
+    cached, so a second visit draws at once."""
+    quick = diagnostics.metrics_for(services, dataset_id, replace(request, n_bootstrap=0))
+    diagram = diagnostics.reliability_for(services, dataset_id, request)
+    sensitivity = diagnostics.bin_sensitivity_for(services, dataset_id, view=request.view,
+                                                  subset=request.subset,
+                                                  bin_free=quick["measures"])
+    return quick, diagram, sensitivity, services.datasets.summary(dataset_id)
 
 
 def _start_interval_job(services: Services, dataset_id: str,
@@ -177,7 +175,8 @@ def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
                                        item["low"] is not None else "")),
         ], id=f"measure-{key}"))
     caption = (f"n = {result['n']:,} rows. "
-               + (f"Estimates: {result['interval']}, {result['n_bootstrap']} resamples."
+               + (f"Estimates: {result['interval']}, {result['n_bootstrap']} resamples"
+                  f"{' (' + result['resampling'] + ')' if result.get('resampling') else ''}."
                   if with_intervals else "Intervals are being computed in the background."))
     return html.Div([html.Table([html.Thead(header), html.Tbody(rows)], className="table"),
                      html.Div(caption, className="caption")])

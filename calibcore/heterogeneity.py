@@ -24,13 +24,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
 
-from calibcore._bagging import GrownTrees, TreeSeeds, forest_proba, grow_trees, oob_correct
+from calibcore._bagging import TreeSeeds
+from calibcore._local_forest import score_forests
 from calibcore._progress import Heartbeat
 from calibcore._validation import (
     check_in_range,
@@ -347,68 +348,29 @@ def _score_neighbourhoods(
     heartbeat: Heartbeat,
 ) -> dict[str, NDArray[np.float64]]:
     """HH and its parts for several neighbourhoods (one parallel task)."""
-    samples = []
-    trees: list[Any] = []
-    for rows in members:
-        sample = _Neighbourhood.of(features, labels, rows, seeds)
-        samples.append(sample)
-        trees.extend(grow_trees(sample.features, sample.classes, sample.present.size,
-                                sample.weights, seeds, heartbeat=heartbeat))
-    n_classes = max(sample.present.size for sample in samples)
-    grown, offsets = GrownTrees.concatenate(trees, n_classes)
-    heartbeat()
-    leaf_of = grown.pruned_leaves(CCP_ALPHAS)
     out = {name: np.empty(len(members)) for name in
            ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
-    for position, (rows, sample) in enumerate(zip(members, samples, strict=True)):
+    for position, rows in enumerate(members):
         heartbeat()
-        own = slice(position * N_TREES, (position + 1) * N_TREES)
-        leaves = np.stack([tree.apply(sample.features) for tree in trees[own]])
-        leaves += offsets[own][:, None]
-        correct = oob_correct(grown.value, leaf_of, leaves, sample.weights == 0, sample.classes)
-        best = int(np.argmax(correct))  # the first of the best: only strictly better wins
+        present, classes = np.unique(labels[rows], return_inverse=True)
+        forests = score_forests(features[rows], classes.ravel(), present.size, seeds, CCP_ALPHAS,
+                                heartbeat)
+        best = int(np.argmax(forests.oob_correct))  # the first best: only strictly better wins
         brier_original = _brier(proba_cal[rows], labels[rows])
         out["brier_original"][position] = brier_original
-        if correct[best] == 0:  # the reference keeps no forest: HH = 0
+        if forests.oob_correct[best] == 0:  # the reference keeps no forest: HH = 0
             out["hh"][position] = 0.0
             out["ccp_alpha"][position] = out["oob_accuracy"][position] = np.nan
             out["brier_local"][position] = np.nan
             continue
         local = np.zeros_like(proba_cal[rows])
-        in_sample = forest_proba(grown.value, leaf_of[:, best], leaves)
-        local[:, sample.present] = in_sample[:, :sample.present.size]
+        local[:, present] = forests.in_sample[best]
         brier_local = _brier(local, labels[rows])
         out["hh"][position] = max(brier_original - brier_local, 0.0)
         out["ccp_alpha"][position] = CCP_ALPHAS[best]
-        out["oob_accuracy"][position] = correct[best] / rows.size
+        out["oob_accuracy"][position] = forests.oob_correct[best] / rows.size
         out["brier_local"][position] = brier_local
     return out
-
-
-@dataclass(frozen=True)
-class _Neighbourhood:
-    """The training set of one local forest."""
-
-    features: NDArray[np.float32]
-    classes: NDArray[np.intp]
-    present: NDArray[np.intp]
-    weights: NDArray[np.float64]
-
-    @classmethod
-    def of(
-        cls,
-        features: NDArray[np.float64],
-        labels: NDArray[np.intp],
-        rows: NDArray[np.intp],
-        seeds: TreeSeeds,
-    ) -> _Neighbourhood:
-        present, classes = np.unique(labels[rows], return_inverse=True)
-        return cls(
-            features=np.ascontiguousarray(features[rows], dtype=np.float32),
-            classes=classes.ravel().astype(np.intp),
-            present=present.astype(np.intp),
-            weights=seeds.bootstrap_counts(rows.size),
-        )
 
 
 def _brier(proba: NDArray[np.float64], labels: NDArray[np.intp]) -> float:

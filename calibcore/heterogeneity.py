@@ -21,6 +21,7 @@ so bootstrap samples, forests and HH values equal the reference's.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +52,9 @@ N_TREES = 100
 _ROWS_PER_TASK = 2_000
 
 ProgressCallback = Callable[[int, int], None]
+#: Results of one local forest by neighbourhood (valid for one set of calibration rows).
+NeighbourhoodCache = dict[bytes, tuple[float, ...]]
+_PARTS = ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")
 
 
 @dataclass(frozen=True)
@@ -183,8 +187,16 @@ def hidden_heterogeneity_details(
     random_state: int = 0,
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
+    cache: NeighbourhoodCache | None = None,
 ) -> HiddenHeterogeneity:
-    """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores."""
+    """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores.
+
+    ``cache`` (a dict, initially empty) keeps each local forest's results by its
+    neighbourhood's rows and seed: a later call with the same calibration rows
+    reuses them instead of refitting (SWC-HH scores test and calibration rows,
+    whose neighbourhoods are largely the same sets). Progress counts the forests
+    still to fit.
+    """
     features, labels, proba_cal = check_calibration_rows(X_cal, y_cal, p_cal)
     proba_test = check_probabilities(p_test, name="p_test")
     if proba_test.shape[1] != proba_cal.shape[1]:
@@ -199,9 +211,17 @@ def hidden_heterogeneity_details(
     n_groups = len(members)
     sizes = np.array([rows.size for rows in members], dtype=np.int64)
     fitted = np.flatnonzero([np.unique(labels[rows]).size > 1 for rows in members])
-    columns = {name: np.full(n_groups, np.nan) for name in
-               ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
+    columns = {name: np.full(n_groups, np.nan) for name in _PARTS}
     columns["hh"][:] = 0.0
+    n_forests = int(fitted.size)
+    keys: dict[int, bytes] = {}
+    if cache is not None:
+        keys = {int(group): _cache_key(members[group], random_state) for group in fitted}
+        for group, key in keys.items():
+            for name, value in zip(_PARTS, cache.get(key, ()), strict=False):
+                columns[name][group] = value
+        fitted = np.array([group for group, key in keys.items() if key not in cache],
+                          dtype=np.intp)
     seeds = TreeSeeds.draw(random_state, N_TREES, n_raw=2 * int(sizes.max(initial=1)) + 256)
     tasks = _balanced_tasks(fitted, sizes)
     runner = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")
@@ -222,11 +242,15 @@ def hidden_heterogeneity_details(
             for task, output in zip(tasks, outputs, strict=True):
                 for name, values in output.items():
                     columns[name][task] = values
+                if cache is not None:
+                    for group in task:
+                        cache[keys[int(group)]] = tuple(float(columns[name][group])
+                                                   for name in _PARTS)
                 done += len(task)
                 heartbeat.now(done, len(fitted))
         finally:
             outputs.close()
-    single_class = (sizes > 0) & ~np.isin(np.arange(n_groups), fitted)
+    single_class = (sizes > 0) & np.isnan(columns["brier_original"])
     columns["brier_original"][single_class] = [
         _brier(proba_cal[members[g]], labels[members[g]]) for g in np.flatnonzero(single_class)
     ]
@@ -240,7 +264,7 @@ def hidden_heterogeneity_details(
         brier_local=columns["brier_local"][groups],
         radius=radius,
         n_calibration=int(labels.size),
-        n_forests=int(fitted.size),
+        n_forests=n_forests,
     )
 
 
@@ -327,6 +351,13 @@ def check_features(
             count=int(bad.sum()),
         )
     return features
+
+
+def _cache_key(rows: NDArray[np.intp], random_state: int) -> bytes:
+    """The neighbourhood's rows in order (they fix the bootstrap draws) and the seed, hashed."""
+    digest = hashlib.sha256(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    digest.update(str(random_state).encode())
+    return digest.digest()
 
 
 def _balanced_tasks(fitted: NDArray[np.intp], sizes: NDArray[np.int64]) -> list[NDArray[np.intp]]:

@@ -21,16 +21,18 @@ so bootstrap samples, forests and HH values equal the reference's.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
 
-from calibcore._bagging import GrownTrees, TreeSeeds, forest_proba, grow_trees, oob_correct
+from calibcore._bagging import TreeSeeds
+from calibcore._local_forest import score_forests
 from calibcore._progress import Heartbeat
 from calibcore._validation import (
     check_in_range,
@@ -50,6 +52,9 @@ N_TREES = 100
 _ROWS_PER_TASK = 2_000
 
 ProgressCallback = Callable[[int, int], None]
+#: Results of one local forest by neighbourhood (valid for one set of calibration rows).
+NeighbourhoodCache = dict[bytes, tuple[float, ...]]
+_PARTS = ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")
 
 
 @dataclass(frozen=True)
@@ -182,8 +187,16 @@ def hidden_heterogeneity_details(
     random_state: int = 0,
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
+    cache: NeighbourhoodCache | None = None,
 ) -> HiddenHeterogeneity:
-    """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores."""
+    """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores.
+
+    ``cache`` (a dict, initially empty) keeps each local forest's results by its
+    neighbourhood's rows and seed: a later call with the same calibration rows
+    reuses them instead of refitting (SWC-HH scores test and calibration rows,
+    whose neighbourhoods are largely the same sets). Progress counts the forests
+    still to fit.
+    """
     features, labels, proba_cal = check_calibration_rows(X_cal, y_cal, p_cal)
     proba_test = check_probabilities(p_test, name="p_test")
     if proba_test.shape[1] != proba_cal.shape[1]:
@@ -198,9 +211,17 @@ def hidden_heterogeneity_details(
     n_groups = len(members)
     sizes = np.array([rows.size for rows in members], dtype=np.int64)
     fitted = np.flatnonzero([np.unique(labels[rows]).size > 1 for rows in members])
-    columns = {name: np.full(n_groups, np.nan) for name in
-               ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
+    columns = {name: np.full(n_groups, np.nan) for name in _PARTS}
     columns["hh"][:] = 0.0
+    n_forests = int(fitted.size)
+    keys: dict[int, bytes] = {}
+    if cache is not None:
+        keys = {int(group): _cache_key(members[group], random_state) for group in fitted}
+        for group, key in keys.items():
+            for name, value in zip(_PARTS, cache.get(key, ()), strict=False):
+                columns[name][group] = value
+        fitted = np.array([group for group, key in keys.items() if key not in cache],
+                          dtype=np.intp)
     seeds = TreeSeeds.draw(random_state, N_TREES, n_raw=2 * int(sizes.max(initial=1)) + 256)
     tasks = _balanced_tasks(fitted, sizes)
     runner = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")
@@ -221,11 +242,15 @@ def hidden_heterogeneity_details(
             for task, output in zip(tasks, outputs, strict=True):
                 for name, values in output.items():
                     columns[name][task] = values
+                if cache is not None:
+                    for group in task:
+                        cache[keys[int(group)]] = tuple(float(columns[name][group])
+                                                   for name in _PARTS)
                 done += len(task)
                 heartbeat.now(done, len(fitted))
         finally:
             outputs.close()
-    single_class = (sizes > 0) & ~np.isin(np.arange(n_groups), fitted)
+    single_class = (sizes > 0) & np.isnan(columns["brier_original"])
     columns["brier_original"][single_class] = [
         _brier(proba_cal[members[g]], labels[members[g]]) for g in np.flatnonzero(single_class)
     ]
@@ -239,7 +264,7 @@ def hidden_heterogeneity_details(
         brier_local=columns["brier_local"][groups],
         radius=radius,
         n_calibration=int(labels.size),
-        n_forests=int(fitted.size),
+        n_forests=n_forests,
     )
 
 
@@ -328,6 +353,13 @@ def check_features(
     return features
 
 
+def _cache_key(rows: NDArray[np.intp], random_state: int) -> bytes:
+    """The neighbourhood's rows in order (they fix the bootstrap draws) and the seed, hashed."""
+    digest = hashlib.sha256(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    digest.update(str(random_state).encode())
+    return digest.digest()
+
+
 def _balanced_tasks(fitted: NDArray[np.intp], sizes: NDArray[np.int64]) -> list[NDArray[np.intp]]:
     """Split the neighbourhoods to fit into tasks of about ``_ROWS_PER_TASK`` rows."""
     if fitted.size == 0:
@@ -347,68 +379,29 @@ def _score_neighbourhoods(
     heartbeat: Heartbeat,
 ) -> dict[str, NDArray[np.float64]]:
     """HH and its parts for several neighbourhoods (one parallel task)."""
-    samples = []
-    trees: list[Any] = []
-    for rows in members:
-        sample = _Neighbourhood.of(features, labels, rows, seeds)
-        samples.append(sample)
-        trees.extend(grow_trees(sample.features, sample.classes, sample.present.size,
-                                sample.weights, seeds, heartbeat=heartbeat))
-    n_classes = max(sample.present.size for sample in samples)
-    grown, offsets = GrownTrees.concatenate(trees, n_classes)
-    heartbeat()
-    leaf_of = grown.pruned_leaves(CCP_ALPHAS)
     out = {name: np.empty(len(members)) for name in
            ("hh", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local")}
-    for position, (rows, sample) in enumerate(zip(members, samples, strict=True)):
+    for position, rows in enumerate(members):
         heartbeat()
-        own = slice(position * N_TREES, (position + 1) * N_TREES)
-        leaves = np.stack([tree.apply(sample.features) for tree in trees[own]])
-        leaves += offsets[own][:, None]
-        correct = oob_correct(grown.value, leaf_of, leaves, sample.weights == 0, sample.classes)
-        best = int(np.argmax(correct))  # the first of the best: only strictly better wins
+        present, classes = np.unique(labels[rows], return_inverse=True)
+        forests = score_forests(features[rows], classes.ravel(), present.size, seeds, CCP_ALPHAS,
+                                heartbeat)
+        best = int(np.argmax(forests.oob_correct))  # the first best: only strictly better wins
         brier_original = _brier(proba_cal[rows], labels[rows])
         out["brier_original"][position] = brier_original
-        if correct[best] == 0:  # the reference keeps no forest: HH = 0
+        if forests.oob_correct[best] == 0:  # the reference keeps no forest: HH = 0
             out["hh"][position] = 0.0
             out["ccp_alpha"][position] = out["oob_accuracy"][position] = np.nan
             out["brier_local"][position] = np.nan
             continue
         local = np.zeros_like(proba_cal[rows])
-        in_sample = forest_proba(grown.value, leaf_of[:, best], leaves)
-        local[:, sample.present] = in_sample[:, :sample.present.size]
+        local[:, present] = forests.in_sample[best]
         brier_local = _brier(local, labels[rows])
         out["hh"][position] = max(brier_original - brier_local, 0.0)
         out["ccp_alpha"][position] = CCP_ALPHAS[best]
-        out["oob_accuracy"][position] = correct[best] / rows.size
+        out["oob_accuracy"][position] = forests.oob_correct[best] / rows.size
         out["brier_local"][position] = brier_local
     return out
-
-
-@dataclass(frozen=True)
-class _Neighbourhood:
-    """The training set of one local forest."""
-
-    features: NDArray[np.float32]
-    classes: NDArray[np.intp]
-    present: NDArray[np.intp]
-    weights: NDArray[np.float64]
-
-    @classmethod
-    def of(
-        cls,
-        features: NDArray[np.float64],
-        labels: NDArray[np.intp],
-        rows: NDArray[np.intp],
-        seeds: TreeSeeds,
-    ) -> _Neighbourhood:
-        present, classes = np.unique(labels[rows], return_inverse=True)
-        return cls(
-            features=np.ascontiguousarray(features[rows], dtype=np.float32),
-            classes=classes.ravel().astype(np.intp),
-            present=present.astype(np.intp),
-            weights=seeds.bootstrap_counts(rows.size),
-        )
 
 
 def _brier(proba: NDArray[np.float64], labels: NDArray[np.intp]) -> float:

@@ -24,7 +24,11 @@ from sklearn.utils.validation import check_is_fitted
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_probabilities
 from calibcore.exceptions import CalibrationInputError
-from calibcore.heterogeneity import check_features, hidden_heterogeneity
+from calibcore.heterogeneity import (
+    NeighbourhoodCache,
+    check_features,
+    hidden_heterogeneity_details,
+)
 from calibcore.proximity import (
     ProximityForest,
     TreeEnsemble,
@@ -213,6 +217,7 @@ class SWCHH(SWC):
         heartbeat: Heartbeat,
     ) -> None:
         super()._fit(proba, labels, features, heartbeat)
+        self.__dict__.pop("_neighbourhood_results", None)  # results of an earlier fit
         self.calibration_features_ = check_features(features, proba.shape[0])
         self.calibration_probabilities_ = proba
 
@@ -237,11 +242,24 @@ class SWCHH(SWC):
         ``progress`` is passed to :func:`~calibcore.heterogeneity.hidden_heterogeneity`.
         """
         check_is_fitted(self, "forest_")
-        return hidden_heterogeneity(
+        return hidden_heterogeneity_details(
             self.calibration_features_, self.calibration_labels_,
             self.calibration_probabilities_, proba, radius=self.radius,
             random_state=self.random_state, n_jobs=self.n_jobs, progress=progress,
-        )
+            cache=self._local_forests(),
+        ).values
+
+    def _local_forests(self) -> NeighbourhoodCache:
+        """Local-forest results by neighbourhood, kept between predictions (not serialized).
+
+        Rows of the same neighbourhood get the same HH in every call, so scoring
+        the calibration rows after the test rows fits only the forests of
+        neighbourhoods not seen yet.
+        """
+        cache: NeighbourhoodCache | None = self.__dict__.get("_neighbourhood_results")
+        if cache is None:
+            cache = self.__dict__["_neighbourhood_results"] = {}
+        return cache
 
     def predict_with_heterogeneity(
         self, y_prob: ArrayLike, features: ArrayLike, hh: ArrayLike

@@ -410,3 +410,20 @@ def test_moons_mean_hh_matches_the_paper_and_the_reference():
         result.values[sample], reference_hh(X_cal, y_cal, p_cal, p_test[sample])
     )
     assert recommend_calibration(result.values, y_cal.size).recommend == "local"
+
+
+def test_cache_reuses_local_forests_and_changes_nothing():
+    X_cal, y_cal, p_cal, p_test = small_problem(12, n_cal=120, n_test=30)
+    cache: dict = {}
+    first = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3, cache=cache)
+    assert len(cache) == first.n_forests > 0
+    calls = []
+    again = hidden_heterogeneity_details(X_cal, y_cal, p_cal, np.vstack([p_test, p_cal[:10]]),
+                                         radius=0.3, cache=cache,
+                                         progress=lambda done, total: calls.append(total))
+    fresh = hidden_heterogeneity_details(X_cal, y_cal, p_cal, np.vstack([p_test, p_cal[:10]]),
+                                         radius=0.3)
+    for name in ("values", "ccp_alpha", "oob_accuracy", "brier_original", "brier_local"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name))
+    assert again.n_forests == fresh.n_forests
+    assert calls[-1] == len(cache) - first.n_forests  # only the new neighbourhoods are fitted

@@ -1,0 +1,238 @@
+"""The path a user walks, end to end through a running server (issue 13).
+
+``calibdash serve`` in a subprocess on loopback; every step goes through REST as the
+pages' callbacks do (the same services), timed from the request to the last byte or
+to the job's end:
+
+* a 1.5M-row binary CSV with 6 features and no split column: upload; the overview
+  (every measure with its 95% interval, both reliability diagrams and the bin
+  sensitivity, requested together as the page does); temperature recalibration with
+  the held-out comparison; the corrected CSV download and the server's RSS after it;
+  20 concurrent identical overview requests (they share one computation); the
+  variable ranking of the 6 variables;
+* default_nb (3,474 test rows): hidden heterogeneity on every test row; SWC-HH;
+* a 300k-row file: HH on a sample of 3,000 rows; LECE + SWC recalibration; the UMAP
+  landscape.
+
+Every job's progress is polled every 0.25 s; the note gives the longest time it
+stood still (the target is 2 s). The last row is the server's peak RSS (VmHWM).
+
+Run: ``python -m benchmarks.bench_path`` (about 10 minutes; ``--quick`` for tiny sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.bench_load import _get, _post, _rss_mib, _upload
+from benchmarks.table import Row
+from tests.live_server import LiveServer, live_server
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def path_csv(n_rows: int, path: Path, n_features: int = 6, seed: int = 0) -> Path:
+    """A binary prediction file: label, probability, ``n_features`` features, no split."""
+    rng = np.random.default_rng(seed)
+    features = rng.normal(size=(n_rows, n_features))
+    positive = 1.0 / (1.0 + np.exp(-(features[:, 0] + 0.5 * features[:, 1]
+                                      + 0.5 * np.sin(2 * features[:, 2]))))
+    frame = pd.DataFrame(features.round(5), columns=[f"x{i}" for i in range(n_features)])
+    frame.insert(0, "y_prob", np.round(positive, 6))
+    frame.insert(0, "y_true", (rng.uniform(size=n_rows) < positive**1.2).astype(int))
+    frame.to_csv(path, index=False)
+    return path
+
+
+class Client:
+    """REST calls against one server, with job polling that records progress stalls."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.server = server
+        self.api = f"{server.url}/api/v1"
+
+    def get(self, path: str, **query: Any) -> Any:
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return json.loads(_get(f"{self.api}{path}{suffix}"))
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return _post(f"{self.api}{path}", json.dumps(body).encode(), "application/json")
+
+    def wait(self, job_id: str, timeout: float = 1800) -> tuple[dict[str, Any], float]:
+        """The finished job and the longest time its progress stood still (s)."""
+        last_change, last_seen, longest = time.perf_counter(), None, 0.0
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get(f"/jobs/{job_id}")
+            now = time.perf_counter()
+            seen = (job["progress"], job["message"])
+            if seen != last_seen:
+                longest, last_change, last_seen = max(longest, now - last_change), now, seen
+            if job["status"] not in ("queued", "running"):
+                longest = max(longest, now - last_change) if job["status"] != "succeeded" \
+                    else longest
+                if job["status"] != "succeeded":
+                    raise RuntimeError(f"job {job_id} {job['status']}: {job.get('error')}")
+                return job, longest
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} still {job['status']} after {timeout} s")
+            time.sleep(0.25)
+
+    def job(self, start: Callable[[], dict[str, Any]]) -> tuple[float, dict[str, Any], float]:
+        """Seconds from submitting a job to its end, its result and its longest stall."""
+        began = time.perf_counter()
+        job, stall = self.wait(start()["job_id"])
+        return time.perf_counter() - began, job["result"], stall
+
+
+def _overview(client: Client, dataset: str, **query: Any) -> None:
+    """What the overview page asks for: measures with intervals, diagrams, bins."""
+    with ThreadPoolExecutor(3) as pool:
+        for future in [pool.submit(client.get, f"/datasets/{dataset}/metrics", **query),
+                       pool.submit(client.get, f"/datasets/{dataset}/reliability", **query),
+                       pool.submit(client.get, f"/datasets/{dataset}/metrics/bins")]:
+            future.result()
+
+
+def _stall_note(stall: float) -> str:
+    return f"progress still for at most {stall:.1f} s"
+
+
+def _million_rows(root: Path, quick: bool) -> list[Row]:
+    n_rows = 20_000 if quick else 1_500_000
+    path = path_csv(n_rows, root / "million.csv")
+    rows = []
+    with live_server(root / "store-million") as server:
+        client = Client(server)
+        upload, dataset = _timed(lambda: _upload(server, path))
+        rows.append(Row(f"upload, {n_rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB)",
+                        upload))
+        overview, _ = _timed(lambda: _overview(client, dataset))
+        rows.append(Row("overview: measures with 95% intervals, diagrams, bins", overview))
+        rows.append(Row("upload + overview", upload + overview, target_seconds=10.0))
+
+        seconds, fitted, stall = client.job(lambda: client.post(
+            f"/datasets/{dataset}/recalibrations", {"method": "temperature", "async": True}))
+        rows.append(Row("temperature recalibration with held-out comparison", seconds,
+                        target_seconds=8.0, note=_stall_note(stall)))
+
+        before = _rss_mib(server)
+        download, size = _timed(lambda: len(_get(
+            f"{client.api}/recalibrations/{fitted['id']}/download?format=csv")))
+        time.sleep(2.0)
+        after = _rss_mib(server)
+        rows.append(Row(f"corrected CSV download ({size / 2**20:.0f} MiB)", download,
+                        target_seconds=8.0, note=f"RSS {before:.0f} MiB before, {after:.0f} "
+                                                 f"2 s after ({after - before:+.0f}; target "
+                                                 "within 200)"))
+
+        def one() -> float:
+            began = time.perf_counter()
+            client.get(f"/datasets/{dataset}/metrics", n_bins=20)
+            return time.perf_counter() - began
+
+        with ThreadPoolExecutor(20) as pool:
+            began = time.perf_counter()
+            latencies = list(pool.map(lambda _: one(), range(20)))
+            wall = time.perf_counter() - began
+        alone, _ = _timed(lambda: client.get(f"/datasets/{dataset}/metrics", n_bins=25))
+        rows.append(Row("20 concurrent identical overview requests (slowest)", max(latencies),
+                        note=f"all done in {wall:.1f} s; one alone, other bins: {alone:.1f} s; "
+                             f"target: no one waits for another's identical work"))
+
+        seconds, ranking, stall = client.job(lambda: client.get(
+            f"/datasets/{dataset}/variables", **{"async": "true"}))
+        rows.append(Row(f"variable ranking ({len(ranking['variables'])} variables)", seconds,
+                        target_seconds=30.0, note=_stall_note(stall)))
+        rows.append(_peak(server, "server peak RSS, million-row path"))
+    return rows
+
+
+def _default_nb(root: Path, quick: bool) -> list[Row]:
+    rows = []
+    source = SHARED_DATA / "default_nb.csv"
+    if quick:  # a slice, so the smoke test stays short
+        source = root / "default_nb_head.csv"
+        pd.read_csv(SHARED_DATA / "default_nb.csv").sample(600, random_state=0).to_csv(
+            source, index=False)
+    with live_server(root / "store-nb") as server:
+        client = Client(server)
+        dataset = _upload(server, source)
+        sample: Any = 100 if quick else "all"
+        seconds, _, stall = client.job(lambda: client.post(
+            f"/datasets/{dataset}/heterogeneity", {"sample": sample}))
+        rows.append(Row(f"HH on {'100' if quick else 'every'} test row of default_nb",
+                        seconds, target_seconds=30.0, note=_stall_note(stall)))
+        seconds, _, stall = client.job(lambda: client.post(
+            f"/datasets/{dataset}/recalibrations", {"method": "swc_hh", "async": True,
+                                                    "n_bootstrap": 0}))
+        rows.append(Row("SWC-HH fit on default_nb", seconds, target_seconds=10.0,
+                        note=_stall_note(stall)))
+    return rows
+
+
+def _three_hundred_thousand(root: Path, quick: bool) -> list[Row]:
+    n_rows = 5_000 if quick else 300_000
+    path = path_csv(n_rows, root / "large.csv", seed=1)
+    rows = []
+    with live_server(root / "store-300k") as server:
+        client = Client(server)
+        dataset = _upload(server, path)
+        sample = 300 if quick else 3_000
+        seconds, _, stall = client.job(lambda: client.post(
+            f"/datasets/{dataset}/heterogeneity", {"sample": sample}))
+        rows.append(Row(f"HH, sample of {sample:,} rows of {n_rows:,}", seconds,
+                        target_seconds=60.0, note=_stall_note(stall)))
+        seconds, _, stall = client.job(lambda: client.post(
+            f"/datasets/{dataset}/recalibrations", {"methods": ["lece", "swc"], "async": True}))
+        rows.append(Row(f"LECE + SWC recalibration, {n_rows:,} rows", seconds,
+                        target_seconds=60.0, note=_stall_note(stall)))
+        seconds, _, stall = client.job(lambda: client.post(
+            f"/datasets/{dataset}/lce", {"reducer": "umap"}))
+        rows.append(Row(f"UMAP landscape, {n_rows:,} rows", seconds, target_seconds=20.0,
+                        note=_stall_note(stall)))
+        rows.append(_peak(server, "server peak RSS, 300k-row path"))
+    return rows
+
+
+def _timed(function: Callable[[], Any]) -> tuple[float, Any]:
+    began = time.perf_counter()
+    result = function()
+    return time.perf_counter() - began, result
+
+
+def _peak(server: LiveServer, case: str) -> Row:
+    status = Path(f"/proc/{server.process.pid}/status").read_text().splitlines()
+    peak = next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:"))
+    return Row(case, 0.0, note=f"{peak:,.0f} MiB")
+
+
+def run(quick: bool = False) -> list[Row]:
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        return [*_million_rows(root, quick), *_default_nb(root, quick),
+                *_three_hundred_thousand(root, quick)]
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    for row in run(quick=quick):
+        status = "ok" if row.passed else "MISS"
+        target = "" if row.target_seconds is None else f" (target {row.target_seconds:g} s)"
+        print(f"{status:4} {row.seconds:8.2f} s{target}  {row.case}  [{row.note}]", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Cached results: computed once per key, even when many requests ask at the same time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.services import cache
+from app.store import Store
+
+
+def test_concurrent_callers_of_one_key_share_one_computation(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    calls = []
+    entered = threading.Event()
+
+    def compute() -> dict[str, int]:
+        calls.append(threading.get_ident())
+        entered.set()
+        time.sleep(0.3)  # long enough for every other caller to arrive and wait
+        return {"value": 42}
+
+    with ThreadPoolExecutor(12) as pool:
+        results = list(pool.map(lambda _: cache.cached(store, "d.kind.1", compute), range(12)))
+    assert results == [{"value": 42}] * 12
+    assert len(calls) == 1
+    assert cache._flights == {}  # no lock is left behind
+
+
+def test_different_keys_do_not_wait_for_each_other(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    release = threading.Event()
+
+    def blocked() -> int:
+        release.wait(10)
+        return 1
+
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(cache.cached, store, "d.kind.slow", blocked)
+        began = time.perf_counter()
+        assert cache.cached(store, "d.kind.fast", lambda: 2) == 2
+        assert time.perf_counter() - began < 1.0
+        release.set()
+        assert slow.result() == 1
+
+
+def test_a_failed_computation_is_not_cached_and_the_next_caller_retries(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+
+    def failing() -> int:
+        raise ValueError("boom")
+
+    for _ in range(2):
+        try:
+            cache.cached(store, "d.kind.x", failing)
+        except ValueError:
+            pass
+    assert not store.has_document("d.kind.x")
+    assert cache.cached(store, "d.kind.x", lambda: 3) == 3
+    assert cache._flights == {}
+
+
+def test_twenty_identical_overview_requests_compute_the_intervals_once(
+        settings_factory, shared_data, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.services import diagnostics
+
+    computed = []
+    original = diagnostics.global_metrics
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        computed.append(kwargs.get("n_bootstrap"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(diagnostics, "global_metrics", counting)
+    with TestClient(create_app(settings_factory(compute_slots=4))) as client:
+        with open(shared_data / "digits_svm.csv", "rb") as stream:
+            dataset = client.post("/api/v1/datasets",
+                                  files={"file": ("digits.csv", stream)}).json()["id"]
+        url = f"/api/v1/datasets/{dataset}/metrics?n_bootstrap=50"
+        with ThreadPoolExecutor(20) as pool:
+            responses = list(pool.map(lambda _: client.get(url), range(20)))
+    assert {r.status_code for r in responses} == {200}
+    assert len({r.text for r in responses}) == 1
+    assert computed == [50]

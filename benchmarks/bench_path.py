@@ -30,6 +30,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -222,8 +223,10 @@ def _peak(server: LiveServer, case: str) -> Row:
 def run(quick: bool = False) -> list[Row]:
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
-        return [*_million_rows(root, quick), *_default_nb(root, quick),
+        rows = [*_million_rows(root, quick), *_default_nb(root, quick),
                 *_three_hundred_thousand(root, quick)]
+    # the targets are for the real sizes; tiny ones only check that every step runs
+    return [replace(row, target_seconds=None) for row in rows] if quick else rows
 
 
 def main() -> None:

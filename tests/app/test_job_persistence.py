@@ -62,6 +62,7 @@ def blocking_job(services: Services, *, fraction: float = 0.4):  # type: ignore[
         started.set()
         while True:
             progress.update(fraction)
+            progress.loops = getattr(progress, "loops", 0) + 1  # type: ignore[attr-defined]
             time.sleep(0.01)
 
     job = services.jobs.submit("heterogeneity", work,
@@ -70,10 +71,19 @@ def blocking_job(services: Services, *, fraction: float = 0.4):  # type: ignore[
     return job
 
 
+def as_if_killed(job) -> None:  # type: ignore[no-untyped-def]
+    """Stop a job's record writes, as kill -9 would: a restarted server in the same test
+    process must not see the "killed" one write 'running' over its 'interrupted'."""
+    job.progress.listener = None
+    seen = getattr(job.progress, "loops", 0)
+    wait_until(lambda: getattr(job.progress, "loops", 0) >= seen + 2)  # no write in flight
+
+
 # -- job records -------------------------------------------------------------------------------
 def test_a_running_job_is_interrupted_after_a_restart(services, settings_factory) -> None:
     job = blocking_job(services)
     assert services.jobs.get(job.id).status == "running"
+    as_if_killed(job)
 
     restarted = Services.build(settings_factory())  # the first server "was killed"
     again = restarted.jobs.get(job.id)
@@ -89,6 +99,7 @@ def test_a_running_job_is_interrupted_after_a_restart(services, settings_factory
 
 def test_rest_reports_an_interrupted_job_instead_of_404(services, settings_factory) -> None:
     job = blocking_job(services)
+    as_if_killed(job)
     with TestClient(create_app(settings_factory())) as client:
         response = client.get(f"/api/v1/jobs/{job.id}")
         assert response.status_code == 200, response.text

@@ -95,8 +95,8 @@ class ResamplingPlan:
     def note(self) -> str:
         """One line saying how the resamples were drawn."""
         if self.method == "cells" and self.counts is not None:
-            return (f"resampled through {self.counts.size:,} cells of the probabilities "
-                    f"(exact counts, scores within 1/{GRID_CELLS:,})")
+            return (f"resampled through {self.counts.size:,} cells of the probabilities: "
+                    f"exact counts, scores within 1/{GRID_CELLS:,}")
         if self.method == "subsample" and self.groups is not None:
             return (f"m-out-of-n bootstrap: {self.groups.size:,} of {self.n_rows:,} rows, "
                     "spread scaled by sqrt(m/n)")

@@ -25,6 +25,10 @@ def test_hh_heatmap_and_support_histogram_render(server, browser) -> None:
     # the navigation is rendered by its own callback, which may answer after the picker
     wait(browser).until(ec.element_to_be_clickable((By.LINK_TEXT, "Heterogeneity"))).click()
     wait(browser).until(lambda b: "Compute HH" in text_of(b, "#hh-results"))
+    assert "evaluate all 3,474 test rows" in text_of(browser, "#hh-results")
+    every_row = browser.find_element(By.CSS_SELECTOR, "#hh-all-rows input")
+    assert every_row.is_selected()  # a file this small gets every row by default
+    every_row.click()  # a sample of 20 keeps the test short
     sample = wait(browser).until(ec.element_to_be_clickable((By.ID, "hh-sample")))
     sample.send_keys(Keys.CONTROL, "a")
     sample.send_keys("20", Keys.ENTER)

@@ -29,7 +29,7 @@ def test_the_hh_panel_shows_an_interrupted_job_and_enables_run(
         # the navigation is rendered by its own callback, which may answer after the picker
         wait.until(ec.element_to_be_clickable((By.LINK_TEXT, "Heterogeneity"))).click()
         wait.until(lambda b: "Compute HH" in b.find_element(By.ID, "hh-results").text)
-        browser.find_element(By.CSS_SELECTOR, "#hh-all-rows input").click()
+        assert browser.find_element(By.CSS_SELECTOR, "#hh-all-rows input").is_selected()
         browser.find_element(By.ID, "hh-run").click()
         wait.until(lambda b: "local forests" in b.find_element(By.ID, "hh-status").text)
         assert not browser.find_element(By.ID, "hh-run").is_enabled()  # one run at a time

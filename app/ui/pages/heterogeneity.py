@@ -59,7 +59,8 @@ def layout(services: Services) -> html.Div:
                       dcc.Input(id=ids.HH_SAMPLE, type="number", value=DEFAULT_SAMPLE, min=1,
                                 step=1, debounce=True, className="text-input"),
                       dcc.Checklist(id=ids.HH_ALL_ROWS, className="checklist",
-                                    options=[{"label": "all test rows (slow on large data)",
+                                    options=[{"label": "all test rows (the default up to "
+                                                       f"{ALL_ROWS_DEFAULT_MAX:,})",
                                               "value": "all"}], value=[])],
                      className="control"),
             _number("Random seed", ids.HH_SEED, 0, min=0, step=1),
@@ -86,28 +87,39 @@ def layout(services: Services) -> html.Div:
     ])
 
 
+#: Up to this many test rows, the page evaluates every row by default (default_nb's
+#: 3,474 take about 20 s on two cores; benchmarks/bench_path.py).
+ALL_ROWS_DEFAULT_MAX = 4_000
+
+
 def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.HH_FEATURES, "options"), Output(ids.HH_FEATURES, "value"),
                   Output(ids.SUPPORT_BATCH, "options"), Output(ids.SUPPORT_BATCH, "value"),
                   Output(ids.HH_RESULTS, "children"), Output(ids.SUPPORT_RESULTS, "children"),
                   Output(ids.HH_JOB, "data"), Output(ids.SUPPORT_JOB, "data"),
+                  Output(ids.HH_ALL_ROWS, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         if not dataset_id:
             note = info_note("Choose or upload a dataset.")
-            return [], [], [], None, note, None, None, None
+            return [], [], [], None, note, None, None, None, []
         try:
             summary, listed = await asyncio.to_thread(_dataset_choices, services, dataset_id)
         except NotFound as exc:
-            return [], [], [], None, error_note(str(exc)), None, None, None
+            return [], [], [], None, error_note(str(exc)), None, None, None, []
         features = [{"label": f"{name} ({summary['feature_kinds'].get(name, '')})",
                      "value": name} for name in summary["roles"]["features"]]
         batches = [{"label": f"{d['name']} ({d['n_rows']:,} rows)", "value": d["id"]}
                    for d in reversed(listed) if d["id"] != dataset_id]
-        hint = info_note("Press “Compute HH” to evaluate the test rows (a seeded sample of "
-                         f"{DEFAULT_SAMPLE} by default: HH fits a forest per distinct "
-                         "neighbourhood).")
-        return features, [], batches, None, hint, None, None, None
+        n_test = summary.get("n_test") or summary["n_rows"]
+        every_row = n_test <= ALL_ROWS_DEFAULT_MAX
+        hint = info_note(
+            f"Press “Compute HH” to evaluate all {n_test:,} test rows (about half a minute)."
+            if every_row else
+            f"Press “Compute HH” to evaluate a seeded sample of {DEFAULT_SAMPLE} of the "
+            f"{n_test:,} test rows: HH fits a forest per distinct neighbourhood, so every "
+            "row of a file this size takes many minutes.")
+        return features, [], batches, None, hint, None, None, None, ["all"] if every_row else []
 
     _register_hh(app, services)
     _register_support(app, services)

@@ -42,6 +42,8 @@ BLOCK_ELEMENTS = 1 << 22
 ROW_BOOTSTRAP_MAX_ROWS = 20_000
 #: Sub-cells of the probability axis, over all bins (cell width about 1.2e-4).
 GRID_CELLS = 8_192
+#: Most resamples of one block when resampling cells.
+CELL_BLOCK_RESAMPLES = 20
 #: Rows of the m-out-of-n subsample.
 SUBSAMPLE_ROWS = 20_000
 #: Rows probed for distinct cells before grouping them all (many classes).
@@ -112,7 +114,8 @@ class ResamplingPlan:
             return
         rng = np.random.default_rng(random_state)
         shares = self.counts / self.counts.sum()
-        block = max(1, BLOCK_ELEMENTS // self.counts.size)
+        # small blocks: each takes a fraction of a second, so progress keeps moving
+        block = max(1, min(BLOCK_ELEMENTS // self.counts.size, CELL_BLOCK_RESAMPLES))
         for start in range(0, n_resamples, block):
             size = min(block, n_resamples - start)
             yield rng.multinomial(self.n_rows, shares, size=size).astype(np.float64)

@@ -169,14 +169,21 @@ def _find_named(columns: Sequence[str], names: Sequence[str]) -> str | None:
 
 
 def label_value_names(values: pd.Series) -> pd.Series:
-    """Label values as the strings that name classes ("1", "cat"); integral floats lose ".0"."""
+    """Label values as the strings that name classes ("1", "cat"); integral floats lose ".0".
+
+    Each distinct value is named once (a label column has few), so a million rows cost a
+    factorization, not a million Python calls.
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
     if pd.api.types.is_bool_dtype(values):
-        return values.map({False: "0", True: "1"}).astype(object)
-    if pd.api.types.is_float_dtype(values):
-        integral = values.dropna()
-        if (integral == np.round(integral)).all():
-            return values.map(lambda v: v if pd.isna(v) else str(int(v))).astype(object)
-    return values.map(lambda v: v if pd.isna(v) else str(v).strip()).astype(object)
+        names = [{False: "0", True: "1"}[bool(v)] for v in uniques]
+    elif pd.api.types.is_float_dtype(values) and np.all(
+            np.asarray(uniques) == np.round(np.asarray(uniques))):
+        names = [str(int(v)) for v in uniques]
+    else:
+        names = [str(v).strip() for v in uniques]
+    named = np.array([*names, np.nan], dtype=object)  # code -1 (missing) reads the last
+    return pd.Series(named[codes], index=values.index, name=values.name, dtype=object)
 
 
 def _class_columns(columns: Sequence[str], class_names: Sequence[str]) -> tuple[str, ...]:

@@ -150,7 +150,7 @@ def test_perfectly_calibrated_bins_have_zero_ece() -> None:
     assert metrics.expected_calibration_error(labels, confidence) == pytest.approx(0, abs=1e-12)
 
 
-@settings(max_examples=60)
+@settings(max_examples=25)
 @given(seed=st.integers(0, 2**31), n_rows=st.integers(1, 400), n_classes=st.integers(2, 4),
        binning=st.sampled_from(["equal_width", "equal_mass"]),
        view=st.sampled_from(["top_label", "classwise"]), rounded=st.booleans())

@@ -19,7 +19,7 @@ Missing values of V (NaN, None, +/-inf) are left out: n counts the rows used.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +52,7 @@ __all__ = [
     "rank_variables",
     "variable_bins",
     "variable_ece",
+    "variable_eces",
 ]
 
 #: The curves run between these quantiles of V (the paper's reference).
@@ -160,6 +161,54 @@ def variable_ece(
     index, size = bin_index(variable, n_bins)
     residual = (errors.predicted - errors.actual)[variable.used]
     return binned_vece(index, size, residual)
+
+
+def variable_eces(
+    variables: Sequence[ArrayLike],
+    y_true: ArrayLike,
+    y_probs: Sequence[ArrayLike],
+    *,
+    n_bins: int = 10,
+    kind: VariableKind = "auto",
+) -> NDArray[np.float64]:
+    """VECE of several variables for several sets of probabilities of the same rows.
+
+    Entry ``[i, j]`` equals ``variable_ece(variables[i], y_true, y_probs[j], ...)``;
+    the bins of each variable are found once and the errors of each set of
+    probabilities once (sorting V and validating the probabilities are most of the
+    cost on large inputs).
+
+    Parameters
+    ----------
+    variables : sequence of array-like of shape (n,)
+        The variables; missing values are left out, and each must have some left.
+    y_true, n_bins, kind
+        As in :func:`variable_ece` (``kind`` applies to every variable).
+    y_probs : sequence of array-like of shape (n,) or (n, K)
+        Probabilities to score (e.g. uncalibrated and recalibrated).
+
+    Returns
+    -------
+    ndarray of shape (len(variables), len(y_probs))
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    kind = check_kind(kind)
+    residuals = []
+    for y_prob in y_probs:
+        errors = _top_label_errors(y_true, y_prob)
+        residuals.append(errors.predicted - errors.actual)
+    table = np.empty((len(variables), len(residuals)))
+    if not residuals:
+        return table
+    for row, v in enumerate(variables):
+        variable = prepare_variable(v, residuals[0].size, kind, "v")
+        if not variable.used.any():
+            raise CalibrationInputError("v has no non-missing values; VECE is undefined.",
+                                        column="v")
+        index, size = bin_index(variable, n_bins)
+        table[row] = [binned_vece(index, size, residual[variable.used])
+                      for residual in residuals]
+    return table
 
 
 def variable_bins(

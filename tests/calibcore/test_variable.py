@@ -26,6 +26,7 @@ from calibcore.variable import (
     rank_variables,
     variable_bins,
     variable_ece,
+    variable_eces,
 )
 
 DATA = Path("/work/shared/data/default_nb.csv")
@@ -81,6 +82,19 @@ def random_predictions(rng, n, n_classes=2):
 
 
 # --- VECE ---------------------------------------------------------------------
+
+
+def test_variable_eces_equal_variable_ece_for_each_pair():
+    rng = np.random.default_rng(21)
+    labels, proba = random_predictions(rng, 500, n_classes=3)
+    other = rng.dirichlet(np.ones(3), size=500)
+    variables = [rng.normal(size=500), rng.integers(0, 4, 500).astype(float)]
+    variables[0][::7] = np.nan
+    table = variable_eces(variables, labels, [proba, other], n_bins=7)
+    assert table.shape == (2, 2)
+    for row, v in enumerate(variables):
+        for column, y_prob in enumerate([proba, other]):
+            assert table[row, column] == variable_ece(v, labels, y_prob, n_bins=7)
 
 
 @settings(max_examples=60, deadline=None)

@@ -42,7 +42,7 @@ from calibcore._variable_binning import (
     prepare_variable,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.smoothing import MIN_NEIGHBOURS, loess_many
+from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit, loess_many
 from calibcore.views import score_outcome
 
 __all__ = [
@@ -365,9 +365,10 @@ def rank_variables(
         Seed of the permutations (every variable uses the same seed, so a
         variable's p-value does not depend on the other columns).
     progress : callable, optional
-        Called as ``progress(done, total)`` after each variable, and with the last
-        counts at most every 0.25 s within one (permutations); an exception raised by
-        it stops the ranking and propagates.
+        Called as ``progress(done, total)`` after each variable (``done`` variables
+        ranked of ``total``), and at most every 0.25 s within one with a fractional
+        ``done`` (how far the curves and the permutations have got); an exception
+        raised by it stops the ranking and propagates.
 
     Returns
     -------
@@ -393,12 +394,17 @@ def rank_variables(
     table = feature_table(features, errors.predicted.size)
     nulls = NullCache()
     rows = []
-    heartbeat = Heartbeat(progress, 0, table.shape[1])
-    for position in range(table.shape[1]):
+    total = table.shape[1]
+    heartbeat = Heartbeat(progress, 0, total)
+    for position in range(total):
         column = table.iloc[:, position]
+
+        def within(fraction: float, position: int = position) -> None:
+            heartbeat(position + fraction, total)
+
         rows.append(_rank_one(column, str(table.columns[position]), errors, settings, nulls,
-                              heartbeat))
-        heartbeat.now(position + 1, table.shape[1])
+                              within))
+        heartbeat.now(position + 1, total)
     ranking = pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
     ranking = ranking.sort_values("vece", ascending=False, kind="mergesort", na_position="last")
     return ranking.reset_index(drop=True)
@@ -420,8 +426,9 @@ def _rank_one(
     errors: _Errors,
     settings: _RankSettings,
     nulls: NullCache,
-    heartbeat: Heartbeat,
+    within: Callable[[float], None],
 ) -> dict[str, object]:
+    """One row of the ranking; ``within(fraction of this variable done)`` is called often."""
     variable = prepare_variable(column, errors.predicted.size, "auto", name)
     if variable.kind == "numeric" and np.unique(variable.values).size <= settings.max_categories:
         variable = prepare_variable(column, errors.predicted.size, "categorical", name)
@@ -441,17 +448,19 @@ def _rank_one(
     residual = (errors.predicted - errors.actual)[variable.used]
     vece = binned_vece(index, size, residual)
     row["vece"] = vece
-    heartbeat()
-    row["vce_max"], row["v_star"] = _largest_gap(variable, errors, index, size, settings)
+    within(0.0)
+    row["vce_max"], row["v_star"] = _largest_gap(
+        variable, errors, index, size, settings, lambda fraction: within(0.5 * fraction))
     if settings.n_permutations > 0:
         sizes = np.bincount(index, minlength=size)
+        drawn = iter(range(settings.n_permutations))
         null = nulls.null(
             residual,
             variable.used,
             sizes[sizes > 0],
             settings.n_permutations,
             settings.random_state,
-            heartbeat,
+            lambda: within(0.5 + 0.5 * next(drawn, 0) / settings.n_permutations),
         )
         row["p_value"] = permutation_p_value(vece, null)
     return row
@@ -463,8 +472,14 @@ def _largest_gap(
     index: NDArray[np.intp],
     size: int,
     settings: _RankSettings,
+    progress: Callable[[float], None],
 ) -> tuple[float, object]:
-    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories."""
+    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories.
+
+    Large numeric variables fit the gap alone: by linearity the difference of the
+    error and predicted-error curves is the LOESS fit of ``error - predicted error``,
+    and VCE(v*) needs no band (the bands' statistics would double the cost).
+    """
     if variable.kind == "categorical":
         counts = np.bincount(index, minlength=size)
         residual = (errors.predicted - errors.actual)[variable.used]
@@ -473,10 +488,24 @@ def _largest_gap(
         return float(gaps[worst]), variable.categories[worst]
     if min(variable.values.size, np.floor(variable.values.size * settings.span)) < MIN_NEIGHBOURS:
         return np.nan, np.nan
-    curves = _curves(
-        variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
-    )
-    return curves.vce_max, curves.v_star
+    if variable.values.size <= N_EXACT:
+        curves = _curves(
+            variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
+        )
+        return curves.vce_max, curves.v_star
+    order = np.argsort(variable.values, kind="stable")
+    sorted_values = variable.values[order]
+    x = _curve_points(sorted_values, settings.n_points)
+    gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
+                           x, span=settings.span, progress=progress))
+    worst = int(np.argmax(gap))
+    return float(gap[worst]), float(x[worst])
+
+
+def _curve_points(values: NDArray[np.float64], n_points: int) -> NDArray[np.float64]:
+    """``n_points`` equally spaced values between the :data:`CURVE_QUANTILES` of V."""
+    low, high = np.quantile(values, CURVE_QUANTILES)
+    return np.linspace(float(low), float(high), n_points)
 
 
 def _curves(
@@ -489,8 +518,7 @@ def _curves(
     random_state: int | None,
 ) -> LoessCurves:
     values = variable.values
-    low, high = np.quantile(values, CURVE_QUANTILES)
-    x = np.linspace(float(low), float(high), n_points)
+    x = _curve_points(values, n_points)
     error_fit, predicted_fit = loess_many(
         values,
         np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),

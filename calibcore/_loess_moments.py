@@ -208,3 +208,9 @@ def fit_only(
         window_fit_moments(sorted_x, sorted_y, points[chunk], inverse[chunk], start[chunk],
                            stop[chunk], moments[chunk], cross[chunk])
     return np.asarray(np.einsum("mk,mk->m", intercept_rows(moments), cross), dtype=np.float64)
+
+
+def compile_fit_only() -> None:
+    """Compile the kernel of :func:`fit_only` (once per process; a tiny call afterwards)."""
+    x = np.arange(5.0)
+    fit_only(x, x, x[:1], np.ones(1), lambda fraction: None, 1)

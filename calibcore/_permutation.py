@@ -11,7 +11,9 @@ columns) share one null, computed once per :class:`NullCache`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 
 import numba
 import numpy as np
@@ -27,26 +29,53 @@ _MAX_32_BIT_ROWS = 1 << 32
 
 
 class NullCache:
-    """Permutation nulls already drawn during one ranking, keyed by rows and bin sizes."""
+    """Permutation nulls of one ranking, keyed by rows and bin sizes, each drawn once.
 
-    def __init__(self) -> None:
-        self._nulls: dict[tuple[bytes, tuple[int, ...]], NDArray[np.float64]] = {}
+    The draws run on ``pool`` (a single background thread: in the order submitted),
+    so the caller can smooth curves meanwhile; the compiled shuffle releases the GIL.
+    ``drawn()`` is called after each permutation (for progress; it may raise to stop,
+    and so does setting ``stop``).
+    """
 
-    def null(
+    def __init__(self, pool: Executor, stop: threading.Event,
+                 drawn: Callable[[], None]) -> None:
+        self._pool = pool
+        self._stop = stop
+        self._drawn = drawn
+        self._nulls: dict[tuple[bytes, tuple[int, ...]], Future[NDArray[np.float64]]] = {}
+
+    def submit(
         self,
         residual: NDArray[np.float64],
         used: NDArray[np.bool_],
         sizes: NDArray[np.intp],
         n_permutations: int,
         random_state: int | None,
-        heartbeat: Callable[[], None] | None = None,
-    ) -> NDArray[np.float64]:
+    ) -> Future[NDArray[np.float64]]:
         """Null VECE values for ``residual`` (the used rows) cut into bins of ``sizes``."""
         key = (np.packbits(used).tobytes(), tuple(int(size) for size in sizes))
         if key not in self._nulls:
-            self._nulls[key] = permuted_vece(residual, sizes, n_permutations, random_state,
-                                             heartbeat)
+            self._nulls[key] = self._pool.submit(
+                permuted_vece, residual, sizes, n_permutations, random_state, self._heartbeat)
         return self._nulls[key]
+
+    @property
+    def n_nulls(self) -> int:
+        return len(self._nulls)
+
+    def _heartbeat(self) -> None:
+        if self._stop.is_set():
+            raise NullStopped
+        self._drawn()
+
+
+def compile_shuffle() -> None:
+    """Compile the shuffle kernel (once per process; a tiny call afterwards)."""
+    permuted_vece(np.zeros(2), np.array([1, 1]), 1, 0)
+
+
+class NullStopped(Exception):
+    """The ranking ended (an error or a cancel elsewhere): the draws stop too."""
 
 
 def permuted_vece(
@@ -63,7 +92,7 @@ def permuted_vece(
     null), cut into consecutive segments of the bin sizes. On large inputs the
     shuffle waits on memory (each swap touches a random row); the compiled shuffle
     loads the targets of the next swaps early and sums the segments as rows settle.
-    ``heartbeat`` is called before each permutation (it may raise to stop).
+    ``heartbeat`` is called after each permutation (it may raise to stop).
     """
     rng = np.random.default_rng(random_state)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
@@ -74,14 +103,14 @@ def permuted_vece(
     next_uint32 = rng.bit_generator.ctypes.next_uint32
     state = rng.bit_generator.ctypes.state_address
     for draw in range(n_permutations):
-        if heartbeat is not None:
-            heartbeat()
         if compiled:
             _shuffle_segment_sums(shuffled, starts, sums, next_uint32, state)
         else:
             rng.shuffle(shuffled)
             sums = np.add.reduceat(shuffled, starts)
         null[draw] = np.abs(sums).sum()
+        if heartbeat is not None:
+            heartbeat()
     return null / residual.size
 
 

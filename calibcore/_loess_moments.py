@@ -8,6 +8,8 @@ matrix would move about ten times more memory than this single fused pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba
 import numpy as np
 from numpy.typing import NDArray
@@ -91,6 +93,49 @@ def window_moments(
         squared[e, 4] = s4
 
 
+@numba.njit(fastmath={"reassoc", "contract"}, nogil=True, cache=False)
+def window_fit_moments(
+    sorted_x: Vector,
+    y: Vector,
+    points: Vector,
+    inverse_bandwidth: Vector,
+    start: Indices,
+    stop: Indices,
+    moments: Matrix,
+    cross: Matrix,
+) -> None:
+    """:func:`window_moments` without the squared weights, for one response: what the
+    fit alone needs (``moments`` (m, 5) and ``cross`` (m, 3), filled in place)."""
+    for e in range(points.size):
+        centre = points[e]
+        scale = inverse_bandwidth[e]
+        m0 = m1 = m2 = m3 = m4 = 0.0
+        a0 = a1 = a2 = 0.0
+        for i in range(start[e], stop[e]):
+            d = (sorted_x[i] - centre) * scale
+            distance = abs(d)
+            inside = max(1.0 - distance * distance * distance, 0.0)
+            w = inside * inside * inside
+            d2 = d * d
+            m0 += w
+            m1 += w * d
+            m2 += w * d2
+            m3 += w * d2 * d
+            m4 += w * d2 * d2
+            wa = w * y[i]
+            a0 += wa
+            a1 += wa * d
+            a2 += wa * d2
+        moments[e, 0] = m0
+        moments[e, 1] = m1
+        moments[e, 2] = m2
+        moments[e, 3] = m3
+        moments[e, 4] = m4
+        cross[e, 0] = a0
+        cross[e, 1] = a1
+        cross[e, 2] = a2
+
+
 def hankel(moments: NDArray[np.float64]) -> NDArray[np.float64]:
     """(m, 5) power moments -> (m, 3, 3) matrices ``sum w z z^T``, z = (1, d, d^2)."""
     return np.stack([moments[:, 0:3], moments[:, 1:4], moments[:, 2:5]], axis=1)
@@ -137,3 +182,35 @@ def fit_by_moments(
     fits = np.einsum("mk,rmk->rm", first, cross)
     norms_squared = np.einsum("mi,mij,mj->m", first, hankel(squared), first)
     return fits, np.sqrt(np.maximum(norms_squared, 0.0))
+
+
+def fit_only(
+    sorted_x: NDArray[np.float64],
+    sorted_y: NDArray[np.float64],
+    points: NDArray[np.float64],
+    bandwidth: NDArray[np.float64],
+    heartbeat: Callable[[float], None],
+    points_per_call: int,
+) -> NDArray[np.float64]:
+    """Exact fits (m,) of one response (n,) at ``points``, without the band's statistics.
+
+    The points are fitted ``points_per_call`` at a time; ``heartbeat(fraction done)`` is
+    called between (it may raise to stop).
+    """
+    start = np.searchsorted(sorted_x, points - bandwidth, side="left")
+    stop = np.searchsorted(sorted_x, points + bandwidth, side="right")
+    inverse = 1.0 / bandwidth
+    moments = np.empty((points.size, 5))
+    cross = np.empty((points.size, 3))
+    for first in range(0, points.size, points_per_call):
+        heartbeat(first / points.size)
+        chunk = slice(first, first + points_per_call)
+        window_fit_moments(sorted_x, sorted_y, points[chunk], inverse[chunk], start[chunk],
+                           stop[chunk], moments[chunk], cross[chunk])
+    return np.asarray(np.einsum("mk,mk->m", intercept_rows(moments), cross), dtype=np.float64)
+
+
+def compile_fit_only() -> None:
+    """Compile the kernel of :func:`fit_only` (once per process; a tiny call afterwards)."""
+    x = np.arange(5.0)
+    fit_only(x, x, x[:1], np.ones(1), lambda fraction: None, 1)

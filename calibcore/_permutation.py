@@ -11,37 +11,71 @@ columns) share one null, computed once per :class:`NullCache`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
 #: Relative slack when comparing permuted with observed statistics, so that
 #: permutations equal to the observed value up to summation order count as ">=".
 _TIE_TOLERANCE = 1e-9
+#: Swap targets drawn at a time before the swaps are made (see :func:`_shuffle_segment_sums`).
+_DRAW_BLOCK = 4096
+#: numpy draws swap targets from 32-bit words up to this many rows.
+_MAX_32_BIT_ROWS = 1 << 32
 
 
 class NullCache:
-    """Permutation nulls already drawn during one ranking, keyed by rows and bin sizes."""
+    """Permutation nulls of one ranking, keyed by rows and bin sizes, each drawn once.
 
-    def __init__(self) -> None:
-        self._nulls: dict[tuple[bytes, tuple[int, ...]], NDArray[np.float64]] = {}
+    The draws run on ``pool`` (a single background thread: in the order submitted),
+    so the caller can smooth curves meanwhile; the compiled shuffle releases the GIL.
+    ``drawn()`` is called after each permutation (for progress; it may raise to stop,
+    and so does setting ``stop``).
+    """
 
-    def null(
+    def __init__(self, pool: Executor, stop: threading.Event,
+                 drawn: Callable[[], None]) -> None:
+        self._pool = pool
+        self._stop = stop
+        self._drawn = drawn
+        self._nulls: dict[tuple[bytes, tuple[int, ...]], Future[NDArray[np.float64]]] = {}
+
+    def submit(
         self,
         residual: NDArray[np.float64],
         used: NDArray[np.bool_],
         sizes: NDArray[np.intp],
         n_permutations: int,
         random_state: int | None,
-        heartbeat: Callable[[], None] | None = None,
-    ) -> NDArray[np.float64]:
+    ) -> Future[NDArray[np.float64]]:
         """Null VECE values for ``residual`` (the used rows) cut into bins of ``sizes``."""
         key = (np.packbits(used).tobytes(), tuple(int(size) for size in sizes))
         if key not in self._nulls:
-            self._nulls[key] = permuted_vece(residual, sizes, n_permutations, random_state,
-                                             heartbeat)
+            self._nulls[key] = self._pool.submit(
+                permuted_vece, residual, sizes, n_permutations, random_state, self._heartbeat)
         return self._nulls[key]
+
+    @property
+    def n_nulls(self) -> int:
+        return len(self._nulls)
+
+    def _heartbeat(self) -> None:
+        if self._stop.is_set():
+            raise NullStopped
+        self._drawn()
+
+
+def compile_shuffle() -> None:
+    """Compile the shuffle kernel (once per process; a tiny call afterwards)."""
+    permuted_vece(np.zeros(2), np.array([1, 1]), 1, 0)
+
+
+class NullStopped(Exception):
+    """The ranking ended (an error or a cancel elsewhere): the draws stop too."""
 
 
 def permuted_vece(
@@ -53,21 +87,84 @@ def permuted_vece(
 ) -> NDArray[np.float64]:
     """VECE of ``n_permutations`` random assignments of rows to bins of ``sizes``.
 
-    Each permutation is one in-place O(n) shuffle plus segment sums; a Python
-    loop over permutations (not rows) is used because ``Generator.permuted`` on
-    a 2-D block is about four times slower per element than ``shuffle``.
-    ``heartbeat`` is called before each permutation (it may raise to stop).
+    Each permutation is one in-place shuffle of the residuals, exactly
+    ``numpy.random.Generator.shuffle`` (same swaps from the same stream, so the same
+    null), cut into consecutive segments of the bin sizes. On large inputs the
+    shuffle waits on memory (each swap touches a random row); the compiled shuffle
+    loads the targets of the next swaps early and sums the segments as rows settle.
+    ``heartbeat`` is called after each permutation (it may raise to stop).
     """
     rng = np.random.default_rng(random_state)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
     shuffled = residual.copy()
     null = np.empty(n_permutations)
+    sums = np.empty(starts.size)
+    compiled = residual.size < _MAX_32_BIT_ROWS
+    next_uint32 = rng.bit_generator.ctypes.next_uint32
+    state = rng.bit_generator.ctypes.state_address
     for draw in range(n_permutations):
+        if compiled:
+            _shuffle_segment_sums(shuffled, starts, sums, next_uint32, state)
+        else:
+            rng.shuffle(shuffled)
+            sums = np.add.reduceat(shuffled, starts)
+        null[draw] = np.abs(sums).sum()
         if heartbeat is not None:
             heartbeat()
-        rng.shuffle(shuffled)
-        null[draw] = np.abs(np.add.reduceat(shuffled, starts)).sum()
     return null / residual.size
+
+
+@numba.njit(nogil=True, cache=False)
+def _draw(bound: int, next_uint32: Callable[[int], int], state: int) -> int:
+    """numpy's ``random_interval``: a uniform integer in [0, bound] by masked rejection."""
+    mask = np.uint64(bound)
+    mask |= mask >> np.uint64(1)
+    mask |= mask >> np.uint64(2)
+    mask |= mask >> np.uint64(4)
+    mask |= mask >> np.uint64(8)
+    mask |= mask >> np.uint64(16)
+    while True:
+        value = np.uint64(next_uint32(state)) & mask
+        if value <= np.uint64(bound):
+            return int(value)
+
+
+@numba.njit(nogil=True, cache=False)
+def _shuffle_segment_sums(
+    values: NDArray[np.float64],
+    starts: NDArray[np.intp],
+    sums: NDArray[np.float64],
+    next_uint32: Callable[[int], int],
+    state: int,
+) -> None:
+    """Shuffle ``values`` in place as ``Generator.shuffle`` does and sum its segments.
+
+    numpy swaps position i with a draw j in [0, i] for i = n-1 down to 1, drawing j
+    with ``random_interval`` from the bit generator's 32-bit stream (n < 2^32). The
+    draws do not depend on the values, so a block of them is drawn first and the
+    swaps of the block made after: with the targets known in advance, the processor
+    overlaps the cache misses of many swaps instead of waiting for each in turn.
+    Position i is final once swapped, so ``sums`` (one per segment starting at
+    ``starts``) is filled on the way.
+    """
+    n = values.size
+    targets = np.empty(_DRAW_BLOCK, dtype=np.intp)
+    sums[:] = 0.0
+    segment = starts.size - 1
+    for block_top in range(n - 1, 0, -_DRAW_BLOCK):
+        block_bottom = max(block_top - _DRAW_BLOCK, 0)
+        for position in range(block_top, block_bottom, -1):
+            targets[block_top - position] = _draw(position, next_uint32, state)
+        for position in range(block_top, block_bottom, -1):
+            target = targets[block_top - position]
+            value = values[target]
+            values[target] = values[position]
+            values[position] = value
+            while position < starts[segment]:
+                segment -= 1
+            sums[segment] += value
+    if n > 0:
+        sums[0] += values[0]
 
 
 def permutation_p_value(observed: float, null: NDArray[np.float64]) -> float:

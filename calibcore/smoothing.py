@@ -43,6 +43,7 @@ L (n x n) is never formed:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
-from calibcore._loess_moments import fit_by_moments, intercept_rows
+from calibcore._loess_moments import fit_by_moments, fit_only, intercept_rows
 from calibcore._validation import check_in_range, check_positive_int, describe_rows, first_rows
 from calibcore.exceptions import CalibrationInputError
 
@@ -64,6 +65,9 @@ _COVERAGE_POINTS = 65
 _KNOT_SEPARATION = 1e-6
 #: delta1 below this many per row means L = I (up to rounding): no band.
 _NO_FREEDOM = 1e-9
+#: Window rows summed per compiled call of :func:`loess_fit` (about 0.1 s), so that
+#: progress reports and cancels are prompt.
+_ROW_OPERATIONS_PER_CALL = 30_000_000
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,49 @@ def loess_many(
         _with_band(points, smoothed, response, span, n, level)
         for response in range(responses.shape[0])
     )
+
+
+def loess_fit(
+    sorted_x: NDArray[np.float64],
+    sorted_y: NDArray[np.float64],
+    points: NDArray[np.float64],
+    *,
+    span: float,
+    progress: Callable[[float], None] | None = None,
+) -> NDArray[np.float64]:
+    """The LOESS fit alone (no band) at ``points``, from window moments (any n).
+
+    For callers that only need the curve (e.g. the largest gap between two
+    curves, which by linearity is the fit of their difference): the same fit as
+    :func:`loess_many` (up to rounding), without the smoother's residuals and
+    traces that the band needs, which on large inputs cost as much again.
+
+    Parameters
+    ----------
+    sorted_x : ndarray of shape (n,)
+        Finite predictor, sorted ascending (trusted: a private helper's input).
+    sorted_y : ndarray of shape (n,)
+        Response in the same order.
+    points : ndarray of shape (m,)
+        Evaluation points.
+    span : float
+        As in :func:`loess`; ``floor(n * span)`` must be at least :data:`MIN_NEIGHBOURS`.
+    progress : callable, optional
+        Called with the fraction of points fitted, every few million row operations
+        (it may raise to stop).
+
+    Returns
+    -------
+    ndarray of shape (m,)
+    """
+    bandwidth = _bandwidth(sorted_x, points, span)
+    window = max(_neighbour_count(sorted_x.size, span), 1)
+    return fit_only(sorted_x, sorted_y, points, bandwidth, progress or _ignore,
+                    points_per_call=max(1, _ROW_OPERATIONS_PER_CALL // window))
+
+
+def _ignore(fraction: float) -> None:
+    """The default progress callback."""
 
 
 def _check_finite_vector(values: ArrayLike, name: str) -> NDArray[np.float64]:

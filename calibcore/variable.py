@@ -19,8 +19,12 @@ Missing values of V (NaN, None, +/-inf) are left out: n counts the rows used.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -28,7 +32,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import t as student_t
 from statsmodels.stats.proportion import proportion_confint
 
-from calibcore._permutation import NullCache, permutation_p_value
+from calibcore._loess_moments import compile_fit_only
+from calibcore._permutation import NullCache, compile_shuffle, permutation_p_value
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore._variable_binning import (
@@ -42,7 +47,7 @@ from calibcore._variable_binning import (
     prepare_variable,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.smoothing import MIN_NEIGHBOURS, loess_many
+from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit, loess_many
 from calibcore.views import score_outcome
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "rank_variables",
     "variable_bins",
     "variable_ece",
+    "variable_eces",
 ]
 
 #: The curves run between these quantiles of V (the paper's reference).
@@ -160,6 +166,54 @@ def variable_ece(
     index, size = bin_index(variable, n_bins)
     residual = (errors.predicted - errors.actual)[variable.used]
     return binned_vece(index, size, residual)
+
+
+def variable_eces(
+    variables: Sequence[ArrayLike],
+    y_true: ArrayLike,
+    y_probs: Sequence[ArrayLike],
+    *,
+    n_bins: int = 10,
+    kind: VariableKind = "auto",
+) -> NDArray[np.float64]:
+    """VECE of several variables for several sets of probabilities of the same rows.
+
+    Entry ``[i, j]`` equals ``variable_ece(variables[i], y_true, y_probs[j], ...)``;
+    the bins of each variable are found once and the errors of each set of
+    probabilities once (sorting V and validating the probabilities are most of the
+    cost on large inputs).
+
+    Parameters
+    ----------
+    variables : sequence of array-like of shape (n,)
+        The variables; missing values are left out, and each must have some left.
+    y_true, n_bins, kind
+        As in :func:`variable_ece` (``kind`` applies to every variable).
+    y_probs : sequence of array-like of shape (n,) or (n, K)
+        Probabilities to score (e.g. uncalibrated and recalibrated).
+
+    Returns
+    -------
+    ndarray of shape (len(variables), len(y_probs))
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    kind = check_kind(kind)
+    residuals = []
+    for y_prob in y_probs:
+        errors = _top_label_errors(y_true, y_prob)
+        residuals.append(errors.predicted - errors.actual)
+    table = np.empty((len(variables), len(residuals)))
+    if not residuals:
+        return table
+    for row, v in enumerate(variables):
+        variable = prepare_variable(v, residuals[0].size, kind, "v")
+        if not variable.used.any():
+            raise CalibrationInputError("v has no non-missing values; VECE is undefined.",
+                                        column="v")
+        index, size = bin_index(variable, n_bins)
+        table[row] = [binned_vece(index, size, residual[variable.used])
+                      for residual in residuals]
+    return table
 
 
 def variable_bins(
@@ -316,9 +370,11 @@ def rank_variables(
         Seed of the permutations (every variable uses the same seed, so a
         variable's p-value does not depend on the other columns).
     progress : callable, optional
-        Called as ``progress(done, total)`` after each variable, and with the last
-        counts at most every 0.25 s within one (permutations); an exception raised by
-        it stops the ranking and propagates.
+        Called as ``progress(done, total)`` at most every 0.25 s, ``done`` rising
+        from 0 to ``total`` (the number of variables) with the curves and the
+        permutations (which are drawn in a background thread meanwhile), and
+        ``(total, total)`` at the end; an exception raised by it stops the ranking
+        and propagates.
 
     Returns
     -------
@@ -342,17 +398,105 @@ def rank_variables(
         random_state=random_state,
     )
     table = feature_table(features, errors.predicted.size)
-    nulls = NullCache()
-    rows = []
-    heartbeat = Heartbeat(progress, 0, table.shape[1])
-    for position in range(table.shape[1]):
-        column = table.iloc[:, position]
-        rows.append(_rank_one(column, str(table.columns[position]), errors, settings, nulls,
-                              heartbeat))
-        heartbeat.now(position + 1, table.shape[1])
+    tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
+                                                                           table.shape[1]))
+    stop = threading.Event()
+    # One background thread draws the permutation nulls while this one smooths curves.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="calibcore-permutations")
+    nulls = NullCache(pool, stop, tracker.permutation_drawn)
+    try:
+        # Compiling the kernels (seconds, once per process) is done in the background
+        # while the variables are binned.
+        compiled = pool.submit(compile_fit_only)
+        pool.submit(compile_shuffle)
+        prepared = []
+        for position in range(table.shape[1]):
+            prepared.append(_prepare_one(table.iloc[:, position], str(table.columns[position]),
+                                         errors, settings, nulls))
+            tracker.curves((position + 1) * _PREPARE_SHARE / table.shape[1])
+        tracker.expect_nulls(nulls.n_nulls)
+        _wait(compiled, tracker)
+        rows = [_finish_one(item, errors, settings, tracker, position)
+                for position, item in enumerate(prepared)]
+    finally:
+        # On a cancel or an error, do not wait for the thread: a draw in progress stops
+        # at its next permutation (a compilation at its end), queued ones never start.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+    tracker.finished()
     ranking = pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
     ranking = ranking.sort_values("vece", ascending=False, kind="mergesort", na_position="last")
     return ranking.reset_index(drop=True)
+
+
+T = TypeVar("T")
+
+#: Share of the curves' side of the progress taken by validating and binning the variables.
+_PREPARE_SHARE = 0.1
+#: Share of a large variable's curve work taken by sorting it.
+_SORT_SHARE = 0.1
+#: Seconds between progress reports while waiting for a permutation null.
+_WAIT_SECONDS = 0.1
+
+
+class _Tracker:
+    """Progress of a ranking from its two threads: ``done`` (of ``total`` variables) is
+    the mean of the fractions of curves and of permutations done, never decreasing."""
+
+    def __init__(self, total: int, n_permutations: int, heartbeat: Heartbeat) -> None:
+        self._total = total
+        self._n_permutations = n_permutations
+        self._heartbeat = heartbeat
+        self._lock = threading.Lock()
+        self._curves = 0.0
+        self._drawn = 0
+        self._needed = 0
+        self._done = 0.0
+
+    @property
+    def n_variables(self) -> int:
+        return self._total
+
+    def curves(self, fraction: float) -> None:
+        with self._lock:
+            self._curves = max(self._curves, fraction)
+        self._report()
+
+    def expect_nulls(self, n_nulls: int) -> None:
+        with self._lock:
+            self._needed = n_nulls * self._n_permutations
+        self._report()
+
+    def permutation_drawn(self) -> None:
+        with self._lock:
+            self._drawn += 1
+        self._report()
+
+    def waiting(self) -> None:
+        self._report()
+
+    def finished(self) -> None:
+        self._heartbeat.now(self._total, self._total)
+
+    def _report(self) -> None:
+        with self._lock:
+            permutations = self._drawn / self._needed if self._needed else None
+            fraction = (self._curves if permutations is None
+                        else (self._curves + permutations) / 2.0)
+            self._done = max(self._done, min(fraction, 1.0) * self._total)
+            done = self._done
+        self._heartbeat(done, self._total)
+
+
+@dataclass
+class _Prepared:
+    """A variable validated and binned, its row begun and its null (if any) submitted."""
+
+    variable: Variable
+    index: NDArray[np.intp]
+    size: int
+    row: dict[str, object]
+    null: Future[NDArray[np.float64]] | None
 
 
 @dataclass(frozen=True)
@@ -365,14 +509,14 @@ class _RankSettings:
     random_state: int | None
 
 
-def _rank_one(
+def _prepare_one(
     column: pd.Series,
     name: str,
     errors: _Errors,
     settings: _RankSettings,
     nulls: NullCache,
-    heartbeat: Heartbeat,
-) -> dict[str, object]:
+) -> _Prepared:
+    """Validate and bin one variable, compute its VECE and submit its permutation null."""
     variable = prepare_variable(column, errors.predicted.size, "auto", name)
     if variable.kind == "numeric" and np.unique(variable.values).size <= settings.max_categories:
         variable = prepare_variable(column, errors.predicted.size, "categorical", name)
@@ -387,25 +531,49 @@ def _rank_one(
         "n_missing": variable.n_missing,
     }
     if variable.values.size == 0:
-        return row
+        return _Prepared(variable, np.empty(0, dtype=np.intp), 0, row, None)
     index, size = bin_index(variable, settings.n_bins)
     residual = (errors.predicted - errors.actual)[variable.used]
-    vece = binned_vece(index, size, residual)
-    row["vece"] = vece
-    heartbeat()
-    row["vce_max"], row["v_star"] = _largest_gap(variable, errors, index, size, settings)
+    row["vece"] = binned_vece(index, size, residual)
+    null = None
     if settings.n_permutations > 0:
         sizes = np.bincount(index, minlength=size)
-        null = nulls.null(
-            residual,
-            variable.used,
-            sizes[sizes > 0],
-            settings.n_permutations,
-            settings.random_state,
-            heartbeat,
-        )
-        row["p_value"] = permutation_p_value(vece, null)
+        null = nulls.submit(residual, variable.used, sizes[sizes > 0],
+                            settings.n_permutations, settings.random_state)
+    return _Prepared(variable, index, size, row, null)
+
+
+def _finish_one(
+    item: _Prepared,
+    errors: _Errors,
+    settings: _RankSettings,
+    tracker: _Tracker,
+    position: int,
+) -> dict[str, object]:
+    """VCE(v*) and v* of a prepared variable, then its p-value once its null is drawn."""
+    row = dict(item.row)
+    n_variables = tracker.n_variables
+    if item.variable.values.size:
+        def curves(fraction: float) -> None:
+            tracker.curves(_PREPARE_SHARE + (1 - _PREPARE_SHARE) * (position + fraction)
+                           / n_variables)
+
+        row["vce_max"], row["v_star"] = _largest_gap(item.variable, errors, item.index,
+                                                     item.size, settings, curves)
+        curves(1.0)
+    if item.null is not None:
+        null = _wait(item.null, tracker)
+        row["p_value"] = permutation_p_value(float(row["vece"]), null)  # type: ignore[arg-type]
     return row
+
+
+def _wait(future: Future[T], tracker: _Tracker) -> T:
+    """The future's result, reporting progress while it is not ready."""
+    while True:
+        try:
+            return future.result(timeout=_WAIT_SECONDS)
+        except FutureTimeout:
+            tracker.waiting()
 
 
 def _largest_gap(
@@ -414,8 +582,14 @@ def _largest_gap(
     index: NDArray[np.intp],
     size: int,
     settings: _RankSettings,
+    progress: Callable[[float], None],
 ) -> tuple[float, object]:
-    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories."""
+    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories.
+
+    Large numeric variables fit the gap alone: by linearity the difference of the
+    error and predicted-error curves is the LOESS fit of ``error - predicted error``,
+    and VCE(v*) needs no band (the bands' statistics would double the cost).
+    """
     if variable.kind == "categorical":
         counts = np.bincount(index, minlength=size)
         residual = (errors.predicted - errors.actual)[variable.used]
@@ -424,10 +598,26 @@ def _largest_gap(
         return float(gaps[worst]), variable.categories[worst]
     if min(variable.values.size, np.floor(variable.values.size * settings.span)) < MIN_NEIGHBOURS:
         return np.nan, np.nan
-    curves = _curves(
-        variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
-    )
-    return curves.vce_max, curves.v_star
+    if variable.values.size <= N_EXACT:
+        curves = _curves(
+            variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
+        )
+        return curves.vce_max, curves.v_star
+    order = np.argsort(variable.values, kind="stable")
+    sorted_values = variable.values[order]
+    progress(_SORT_SHARE)
+    x = _curve_points(sorted_values, settings.n_points)
+    gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
+                           x, span=settings.span, progress=lambda fraction: progress(
+                               _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
+    worst = int(np.argmax(gap))
+    return float(gap[worst]), float(x[worst])
+
+
+def _curve_points(values: NDArray[np.float64], n_points: int) -> NDArray[np.float64]:
+    """``n_points`` equally spaced values between the :data:`CURVE_QUANTILES` of V."""
+    low, high = np.quantile(values, CURVE_QUANTILES)
+    return np.linspace(float(low), float(high), n_points)
 
 
 def _curves(
@@ -440,8 +630,7 @@ def _curves(
     random_state: int | None,
 ) -> LoessCurves:
     values = variable.values
-    low, high = np.quantile(values, CURVE_QUANTILES)
-    x = np.linspace(float(low), float(high), n_points)
+    x = _curve_points(values, n_points)
     error_fit, predicted_fit = loess_many(
         values,
         np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),

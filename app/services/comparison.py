@@ -4,9 +4,11 @@ Every row of the table is scored on the same held-out rows (test rows of the
 split, or every row under cross-fitting, each by a model fitted without it):
 ECE, smooth ECE, kCE, Brier, NLL and accuracy with bootstrap 95% intervals
 (:func:`calibcore.uncertainty.global_measures`, the same seeded resamples for
-every row), MLCE (paper 000) and the largest VECE over numeric variables
-(paper 003) as point estimates, and VECE along the variable of each
-variable-based tree with an interval.
+every row), MLCE (paper 000; on a seeded sample of :data:`MLCE_MAX_ROWS` rows
+when there are more, the same rows for every method) and the largest VECE over
+numeric variables (paper 003; the bins of each variable are found once and
+shared by every method) as point estimates, and VECE along the variable of
+each variable-based tree with an interval.
 
 The recommendation uses paired bootstrap intervals of NLL differences (the same
 resampled rows for both methods), which are much tighter than comparing two
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -30,16 +33,23 @@ from calibcore.local import local_calibration
 from calibcore.metrics import NLL_CLIP
 from calibcore.reliability import binned_reliability
 from calibcore.uncertainty import MeasureName, global_measures, resample_blocks
-from calibcore.variable import variable_ece
+from calibcore.variable import variable_ece, variable_eces
 
 #: Bandwidth and representation of the MLCE column (paper 000 uses gamma = 0.4 on PCA-20).
 MLCE_GAMMA = 0.4
 MLCE_COMPONENTS = 20
+#: Above this many held-out rows MLCE is computed on a seeded sample of this many (the
+#: same rows for every method): every row's LCE is a kernel sum over its confidence bin,
+#: so 1.5M rows in 6 dimensions take minutes per method, 10,000 rows about half a second.
+MLCE_MAX_ROWS = 10_000
 CONFIDENCE_LEVEL = 0.95
 #: Simpler methods first: among methods the data cannot tell apart, the simplest is advised.
 METHOD_COMPLEXITY = ("temperature", "platt", "beta", "histogram", "isotonic", "scaling_binning",
                      "dirichlet", "variable_tree", "lece", "lecd", "composed", "lore", "swc",
                      "swc_hh")
+
+#: ``progress(fraction, message)`` of a comparison.
+ProgressCallback = Callable[[float, str], None]
 
 _GLOBAL_KEYS: tuple[MeasureName, ...] = (
     "ece", "smooth_ece", "laplace_kernel_calibration_error", "brier", "nll", "accuracy")
@@ -84,7 +94,7 @@ class Candidate:
 
 def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
             feature_kinds: Mapping[str, str], *, n_bins: int = 15, n_bootstrap: int = 100,
-            random_state: int = 0, heartbeat: Callable[[], None] | None = None
+            random_state: int = 0, progress: ProgressCallback | None = None
             ) -> dict[str, Any]:
     """The comparison table, best marks, reliability diagrams and the recommendation.
 
@@ -98,30 +108,47 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         Feature columns of the held-out rows.
     feature_kinds : dict
         ``numeric`` or ``categorical`` per feature.
-    heartbeat : callable, optional
-        Called with no arguments between steps and resamples (it may raise to stop).
+    progress : callable, optional
+        ``progress(fraction, message)``, called between steps and resamples (it may
+        raise to stop).
     """
-    heartbeat = heartbeat or _nothing
-    phi, mlce_note = _mlce_space(features)
+    report = progress or _nothing
+    mlce_rows = _mlce_rows(labels.size, random_state)
+    phi, mlce_note = _mlce_space(features if mlce_rows is None else features.iloc[mlce_rows])
+    if mlce_rows is not None and phi is not None:
+        mlce_note = (f"on a seeded sample of {mlce_rows.size:,} of the {labels.size:,} rows "
+                     f"(the same for every method); {mlce_note}").strip("; ")
     numeric = [c for c, k in feature_kinds.items() if k == "numeric"]
     variables = sorted({c.variable for c in candidates if c.variable})
     columns = list(COLUMNS) + [Column(f"vece:{v}", f"VECE({v})", "lower",
                                       f"variable-based ECE along {v} (10 equal-mass bins)")
                                for v in variables]
+    report(0.0, "largest VECE over the numeric variables")
+    max_vece = _max_vece(features, numeric, labels, [c.proba for c in candidates])
     rows = []
-    for candidate in candidates:
-        heartbeat()
+    for number, candidate in enumerate(candidates):
+        def step(fraction: float, message: str, number: int = number) -> None:
+            report((number + fraction) / (len(candidates) + 1),
+                   f"{message} of {candidates[number].name}")
+
+        step(0.0, "bootstrap intervals")
         values = _global_values(labels, candidate.proba, n_bins, n_bootstrap, random_state,
-                                heartbeat)
-        values["mlce"] = _mlce(phi, labels, candidate.proba, mlce_note, heartbeat)
-        values["max_vece"] = _max_vece(features, numeric, labels, candidate.proba)
+                                lambda done: step(0.8 * done, "bootstrap intervals"))
+        step(0.8, "MLCE")
+        values["mlce"] = _mlce(phi, labels if mlce_rows is None else labels[mlce_rows],
+                               candidate.proba if mlce_rows is None
+                               else candidate.proba[mlce_rows], mlce_note,
+                               lambda: step(0.8, "MLCE"))
+        values["max_vece"] = max_vece[number]
         for variable in variables:
+            heartbeat = partial(step, 0.9, f"VECE({variable}) interval")
             values[f"vece:{variable}"] = _vece_interval(
                 features[variable], labels, candidate.proba, n_bootstrap, random_state,
                 heartbeat)
         rows.append({"id": candidate.id, "name": candidate.name, "method": candidate.method,
                      "values": values})
     _mark_best(rows, columns)
+    report(len(candidates) / (len(candidates) + 1), "paired NLL differences")
     return jsonable({
         "n": int(labels.size), "n_bootstrap": n_bootstrap, "confidence_level": CONFIDENCE_LEVEL,
         "columns": columns, "rows": rows, "mlce_note": mlce_note,
@@ -132,18 +159,26 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     })
 
 
-def _nothing() -> None:
-    """The default heartbeat."""
+def _nothing(fraction: float, message: str) -> None:
+    """The default progress callback."""
 
 
 def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
                    n_bootstrap: int, random_state: int,
-                   heartbeat: Callable[[], None]) -> dict[str, dict[str, Any]]:
+                   progress: Callable[[float], None]) -> dict[str, dict[str, Any]]:
     result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
                              random_state=random_state, measures=list(_GLOBAL_KEYS),
-                             interval="basic", progress=lambda _: heartbeat())
+                             interval="basic", progress=progress)
     return {m.key: {"value": m.value, "low": m.low, "high": m.high, "plug_in": m.plug_in,
                     "note": m.note} for m in result.measures}
+
+
+def _mlce_rows(n_rows: int, random_state: int) -> NDArray[np.intp] | None:
+    """The seeded sample of rows MLCE is computed on (None: every row)."""
+    if n_rows <= MLCE_MAX_ROWS:
+        return None
+    rng = np.random.default_rng(random_state)
+    return np.sort(rng.choice(n_rows, size=MLCE_MAX_ROWS, replace=False))
 
 
 def _mlce_space(features: pd.DataFrame) -> tuple[NDArray[np.float64] | None, str]:
@@ -168,19 +203,26 @@ def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
 
 
 def _max_vece(features: pd.DataFrame, numeric: list[str], labels: NDArray[np.intp],
-              proba: NDArray[np.float64]) -> dict[str, Any]:
+              probas: list[NDArray[np.float64]]) -> list[dict[str, Any]]:
+    """The largest VECE over numeric variables for each set of probabilities (bins shared)."""
     if not numeric:
-        return {"value": None, "low": None, "high": None, "note": "no numeric features"}
-    scores = {}
-    for column in numeric:
-        values = features[column].to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.isfinite(values).any():
-            scores[column] = variable_ece(values, labels, proba, kind="numeric")
-    if not scores:
-        return {"value": None, "low": None, "high": None, "note": "numeric features are empty"}
-    worst = max(scores, key=lambda c: scores[c])
-    return {"value": scores[worst], "low": None, "high": None, "note": f"along {worst}",
-            "variable": worst}
+        return [{"value": None, "low": None, "high": None, "note": "no numeric features"}
+                for _ in probas]
+    columns = {column: features[column].to_numpy(dtype=np.float64, na_value=np.nan)
+               for column in numeric}
+    columns = {column: values for column, values in columns.items()
+               if np.isfinite(values).any()}
+    if not columns:
+        return [{"value": None, "low": None, "high": None,
+                 "note": "numeric features are empty"} for _ in probas]
+    table = variable_eces(list(columns.values()), labels, probas, kind="numeric")
+    scores = {column: table[row] for row, column in enumerate(columns)}
+    results = []
+    for number in range(len(probas)):
+        worst = max(scores, key=lambda c: scores[c][number])
+        results.append({"value": float(scores[worst][number]), "low": None, "high": None,
+                        "note": f"along {worst}", "variable": worst})
+    return results
 
 
 def _vece_interval(values: pd.Series, labels: NDArray[np.intp], proba: NDArray[np.float64],
@@ -239,14 +281,25 @@ def _row_nll(labels: NDArray[np.intp], proba: NDArray[np.float64]) -> NDArray[np
 def paired_difference(losses: NDArray[np.float64], reference: NDArray[np.float64],
                       n_bootstrap: int, random_state: int) -> tuple[float, float, float]:
     """Mean of ``losses - reference`` with a paired percentile bootstrap 95% interval."""
-    difference = losses - reference
-    estimate = float(difference.mean())
+    return paired_differences((losses - reference)[:, None], n_bootstrap, random_state)[0]
+
+
+def paired_differences(differences: NDArray[np.float64], n_bootstrap: int,
+                       random_state: int) -> list[tuple[float, float, float]]:
+    """:func:`paired_difference` of each column of ``differences`` (n, m), every column
+    with the same seeded resamples (drawn once: at a million rows drawing them is the
+    cost)."""
+    estimates = differences.mean(axis=0)
     if not n_bootstrap:
-        return estimate, estimate, estimate
-    means = np.concatenate([weights @ difference / weights.sum(axis=1) for weights in
-                            resample_blocks(difference.size, n_bootstrap, random_state)])
-    low, high = np.quantile(means, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2])
-    return estimate, float(low), float(high)
+        return [(float(e), float(e), float(e)) for e in estimates]
+    means = np.concatenate([
+        np.stack([weights @ column for column in differences.T], axis=1)
+        / weights.sum(axis=1)[:, None]
+        for weights in resample_blocks(differences.shape[0], n_bootstrap, random_state)])
+    low, high = np.quantile(means, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2],
+                            axis=0)
+    return [(float(e), float(lo), float(hi)) for e, lo, hi in zip(estimates, low, high,
+                                                                     strict=True)]
 
 
 def _signed(value: float) -> str:
@@ -276,9 +329,10 @@ def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[
     losses = [_row_nll(labels, c.proba) for c in candidates[1:]]
     means = [float(loss.mean()) for loss in losses]
     best = int(np.argmin(means))
-    versus_base = [paired_difference(loss, base, n_bootstrap, random_state) for loss in losses]
-    versus_best = [paired_difference(loss, losses[best], n_bootstrap, random_state)
-                   for loss in losses]
+    paired = paired_differences(np.column_stack(
+        [loss - base for loss in losses] + [loss - losses[best] for loss in losses]),
+        n_bootstrap, random_state)
+    versus_base, versus_best = paired[:len(losses)], paired[len(losses):]
     differences = [{"id": c.id, "name": c.name, "nll_minus_uncalibrated": list(vb),
                     "nll_minus_best": list(vs)}
                    for c, vb, vs in zip(candidates[1:], versus_base, versus_best, strict=True)]
@@ -321,4 +375,5 @@ def _side_effects(before: dict[str, Any], after: dict[str, Any], name: str) -> l
     return notes
 
 
-__all__ = ["COLUMNS", "Candidate", "Column", "compare", "paired_difference", "recommend"]
+__all__ = ["COLUMNS", "Candidate", "Column", "compare", "paired_difference",
+           "paired_differences", "recommend"]

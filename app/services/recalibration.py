@@ -269,18 +269,24 @@ class RecalibrationService:
         if not results:
             raise CalibrationInputError("every method failed: " + "; ".join(
                 f"{f['method']}: {f['message']}" for f in failed), code="all_methods_failed")
-        progress.update(0.92, "comparing on held-out rows",
-                        detail=[dict(step) for step in steps])
+        detail = [dict(step) for step in steps]
+
+        def comparing(fraction: float, message: str) -> None:
+            progress.update(0.9 + 0.1 * fraction, f"comparing on held-out rows: {message}",
+                            detail=detail)
+
+        comparing(0.0, "starting")
         table = self.compare(dataset_id, [r["id"] for r in results], n_bins=n_bins,
-                             n_bootstrap=n_bootstrap, heartbeat=progress.check)
+                             n_bootstrap=n_bootstrap, progress=comparing)
         return {"recalibrations": results, "comparison": table, "failed": failed}
 
     def compare(self, dataset_id: str, recalibration_ids: list[str], *, n_bins: int = 15,
                 n_bootstrap: int = COMPARISON_BOOTSTRAP,
-                heartbeat: Callable[[], None] | None = None) -> dict[str, Any]:
+                progress: comparison.ProgressCallback | None = None) -> dict[str, Any]:
         """The comparison table of stored recalibrations of one dataset (cached).
 
-        ``heartbeat`` is called between steps of the computation (it may raise to stop).
+        ``progress(fraction, message)`` is called between steps of the computation (it may
+        raise to stop).
         """
         records = [self.record(rid) for rid in recalibration_ids]
         others = [r.id for r in records if r.meta["dataset_id"] != dataset_id]
@@ -291,10 +297,10 @@ class RecalibrationService:
         key = cache_key(dataset_id, "recalibration_comparison", ids=recalibration_ids,
                         n_bins=n_bins, n_bootstrap=n_bootstrap, seed=self._random_state)
         return dict(cached(self._store, key, lambda: self._compare(
-            dataset_id, records, n_bins, n_bootstrap, heartbeat)))
+            dataset_id, records, n_bins, n_bootstrap, progress)))
 
     def _compare(self, dataset_id: str, records: list[Record], n_bins: int,
-                 n_bootstrap: int, heartbeat: Callable[[], None] | None) -> dict[str, Any]:
+                 n_bootstrap: int, progress: comparison.ProgressCallback | None) -> dict[str, Any]:
         prediction_set = self._datasets.prediction_set(dataset_id)
         rows = heldout_rows(prediction_set)
         candidates = [comparison.Candidate("uncalibrated", prediction_set.proba[rows])]
@@ -307,7 +313,7 @@ class RecalibrationService:
         table = comparison.compare(
             prediction_set.y_true[rows], candidates, prediction_set.features[rows].reset_index(
                 drop=True), prediction_set.feature_kinds, n_bins=n_bins,
-            n_bootstrap=n_bootstrap, random_state=self._random_state, heartbeat=heartbeat)
+            n_bootstrap=n_bootstrap, random_state=self._random_state, progress=progress)
         scheme = records[0].meta["scheme"] if records else ""
         return {"dataset_id": dataset_id, "scheme": scheme, **table}
 

@@ -133,9 +133,10 @@ def compute_ranking(prediction_set: PredictionSet, params: RankingParams,
     mask = rows_for(prediction_set, params.subset)
     names = variable_names(prediction_set)
 
-    def report(done: int, total: int) -> None:
+    def report(done: float, total: int) -> None:
         if progress is not None:
-            progress.update(done / total, f"ranked {done} of {total} variables")
+            progress.update(done / total, f"ranking {total} variables (curves and "
+                            f"permutations): {done / total:.0%}")
 
     if progress is not None:
         progress.update(0.0, f"ranking {len(names)} variables on {int(mask.sum()):,} rows")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize, minimize_scalar
@@ -130,22 +132,9 @@ def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> fl
     pass each and converge in a handful, where a bracketing search needs dozens. A flat
     NLL (no curvature: every row's logits equal) falls back to the bounded search.
     """
-    rows = np.arange(labels.size)
-    true_logit = logits[rows, labels]
-    squared = logits * logits
+    state = (_binary_state(logits, labels) if logits.shape[1] == 2
+             else _multiclass_state(logits, labels))
     low, high = np.exp(-_LOG_TEMPERATURE_BOUND), np.exp(_LOG_TEMPERATURE_BOUND)
-
-    def state(beta: float) -> tuple[float, float, float]:
-        scaled = beta * logits
-        peak = scaled.max(axis=1, keepdims=True)
-        weights = np.exp(scaled - peak)
-        norm = weights.sum(axis=1)
-        loss = float(np.mean(np.log(norm) + peak[:, 0] - beta * true_logit))
-        weights /= norm[:, None]
-        mean = np.einsum("ij,ij->i", weights, logits)
-        second = np.einsum("ij,ij->i", weights, squared)
-        return loss, float(np.mean(mean - true_logit)), float(np.mean(second - mean * mean))
-
     beta = 1.0
     loss, gradient, curvature = state(beta)
     for _ in range(100):
@@ -173,6 +162,48 @@ def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> fl
                                  method="bounded", options={"xatol": 1e-8})
         return float(np.exp(result.x))
     return 1.0 / beta
+
+
+#: ``state(beta) -> (mean NLL, its derivative, its second derivative)`` at beta = 1 / T.
+_NllState = Callable[[float], tuple[float, float, float]]
+
+
+def _multiclass_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> _NllState:
+    """Softmax moments of the logits under p = softmax(beta l), one pass per state."""
+    true_logit = logits[np.arange(labels.size), labels]
+    squared = logits * logits
+
+    def state(beta: float) -> tuple[float, float, float]:
+        scaled = beta * logits
+        peak = scaled.max(axis=1, keepdims=True)
+        weights = np.exp(scaled - peak)
+        norm = weights.sum(axis=1)
+        loss = float(np.mean(np.log(norm) + peak[:, 0] - beta * true_logit))
+        weights /= norm[:, None]
+        mean = np.einsum("ij,ij->i", weights, logits)
+        second = np.einsum("ij,ij->i", weights, squared)
+        return loss, float(np.mean(mean - true_logit)), float(np.mean(second - mean * mean))
+
+    return state
+
+
+def _binary_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> _NllState:
+    """The two-class case on one margin per row, ``m = l_y - l_other``: NLL log(1 + e^(-beta m)),
+    derivative -m sigma(-beta m), second derivative m^2 sigma(beta m) sigma(-beta m). Same
+    values as the general case, in a third of its passes over the rows."""
+    margin = logits[:, 1] - logits[:, 0]
+    margin = np.where(labels == 1, margin, -margin)
+    margin_squared = margin * margin
+
+    def state(beta: float) -> tuple[float, float, float]:
+        scaled = beta * margin
+        wrong = expit(-scaled)
+        loss = float(np.mean(np.logaddexp(0.0, -scaled)))
+        gradient = -float(np.dot(margin, wrong)) / margin.size
+        curvature = float(np.dot(margin_squared, wrong * (1.0 - wrong))) / margin.size
+        return loss, gradient, curvature
+
+    return state
 
 
 @register

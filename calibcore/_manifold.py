@@ -87,11 +87,8 @@ def tsne(step: ReducerInput) -> ReducerOutput:
 
 def umap_map(step: ReducerInput) -> ReducerOutput:
     n_components = _manifold_components(step, "UMAP")
-    with warnings.catch_warnings():
-        # umap-learn warns on import that its optional TensorFlow extra is absent.
-        warnings.simplefilter("ignore", ImportWarning)
-        import umap  # heavy (numba), so only when asked for
-        from tqdm.auto import tqdm  # the progress bar umap-learn uses
+    umap = _import_umap()
+    from tqdm.auto import tqdm  # the progress bar umap-learn uses
 
     n_fit = step.sample.size
     heartbeat = Heartbeat(step.report, 0.05, "fitting umap")
@@ -136,6 +133,30 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
             "(UMAP's transform without its refinement epochs)."
         )
     return ReducerOutput(coordinates, placement, None)
+
+
+def _import_umap() -> Any:
+    """umap-learn, imported without its ImportWarning about the absent TensorFlow extra.
+
+    Warning filters are process-wide and ``catch_warnings`` is not thread-safe: another
+    thread leaving its own ``catch_warnings`` (a web request building a schema, say)
+    can restore the filters between ours being set and umap-learn warning, so that
+    warnings-as-errors turns the warning into an exception. The import is then
+    retried (a failed import leaves nothing behind in ``sys.modules``).
+    """
+    for _ in range(2):
+        try:
+            return _import_umap_quietly()
+        except ImportWarning:
+            continue
+    return _import_umap_quietly()
+
+
+def _import_umap_quietly() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImportWarning)
+        import umap  # heavy (numba), so only when asked for
+    return umap
 
 
 class _EpochReports:

@@ -19,8 +19,14 @@ and the other rows are *placed*:
   transform starts before its refinement epochs; it moves points little and
   is several times faster (umap-learn builds that start row by row in Python);
 * ``"neighbors"``: at the mean map position of the :data:`PLACEMENT_NEIGHBORS`
-  nearest sample rows in the encoded feature space. t-SNE has no out-of-sample
-  map, so it always uses this.
+  nearest sample rows in the encoded feature space (Euclidean). For UMAP the
+  neighbours come from UMAP's own fitted nearest-neighbour index (pynndescent,
+  approximate: ~97% of the exact ones; exact below 4,096 fitted rows, where UMAP
+  has no index), which makes it the cheapest placement (about 2 s for 280,000
+  rows); elsewhere they are exact (scikit-learn). t-SNE has no out-of-sample
+  map, so it always uses this. A row of the sample placed this way lands at the
+  mean of itself and its 9 nearest sample rows, i.e. near its fitted position
+  (tested).
 
 The result records what was done.
 
@@ -174,7 +180,7 @@ def embed(
     placement : {"auto", "transform", "graph", "neighbors"}, default="auto"
         How rows outside the sample are placed (see the module docstring);
         ``"auto"``: PCA's projection; UMAP's transform up to
-        :data:`UMAP_TRANSFORM_ROWS` rows, ``"graph"`` beyond; neighbours for t-SNE.
+        :data:`UMAP_TRANSFORM_ROWS` rows, ``"neighbors"`` beyond; neighbours for t-SNE.
     random_state : int, default=0
         Seeds the sample, t-SNE and UMAP.
     progress : callable, optional

@@ -19,6 +19,7 @@ import numbers
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.preprocessing import StandardScaler
+
+from calibcore._forest_traversal import forest_leaves, pack_nodes
 
 #: Largest number of cells of a dense block of pairwise counts (32 MiB of int64).
 MAX_BLOCK_CELLS = 2**22
@@ -109,8 +112,8 @@ class TreeEnsemble:
         """Global leaf id of every row in every tree, shape (n, n_trees).
 
         Equal to ``forest.apply(features)`` plus each tree's offset. The
-        traversal advances all unfinished (row, tree) pairs one level at a
-        time, in blocks of rows; ``heartbeat`` is called before each block.
+        traversal is compiled (:mod:`calibcore._forest_traversal`) and runs in
+        blocks of rows; ``heartbeat`` is called before each block.
         """
         values = np.ascontiguousarray(features, dtype=np.float32)
         blocks = []
@@ -123,16 +126,11 @@ class TreeEnsemble:
         return np.concatenate(blocks)
 
     def _apply_block(self, values: NDArray[np.float32]) -> NDArray[np.int64]:
-        n_rows = values.shape[0]
-        node = np.tile(self.roots, n_rows)
-        row = np.repeat(np.arange(n_rows), self.n_trees)
-        active = np.flatnonzero(self.left[node] >= 0)
-        while active.size:
-            current = node[active]
-            go_left = values[row[active], self.feature[current]] <= self.threshold[current]
-            node[active] = np.where(go_left, self.left[current], self.right[current])
-            active = active[self.left[node[active]] >= 0]
-        return node.reshape(n_rows, self.n_trees)
+        return forest_leaves(values, self._packed_nodes, self.roots)
+
+    @cached_property
+    def _packed_nodes(self) -> NDArray[np.float64]:
+        return pack_nodes(self.left, self.right, self.feature, self.threshold)
 
 
 def leaf_indicator(leaves: NDArray[np.int64], n_nodes: int) -> sparse.csr_array:
@@ -234,9 +232,10 @@ def _grow_in_chunks(
     forest: RandomForestClassifier,
     augmented: NDArray[np.float64],
     labels: NDArray[np.intp],
-    heartbeat: Callable[[], None],
+    heartbeat: Callable[[float], None],
 ) -> None:
-    """Fit ``forest`` a few trees at a time (warm start), calling ``heartbeat`` in between.
+    """Fit ``forest`` a few trees at a time (warm start), calling ``heartbeat`` in between
+    with the fraction of trees grown.
 
     A warm-started forest skips the seeds of the trees it has and draws the next
     ones from the same integer ``random_state``, so the trees equal those of one fit.
@@ -248,7 +247,7 @@ def _grow_in_chunks(
     forest.set_params(warm_start=True)
     grown, chunk = 0, threads
     while grown < n_estimators:
-        heartbeat()
+        heartbeat(grown / n_estimators)
         size = min(chunk, n_estimators - grown)
         started = time.perf_counter()
         forest.set_params(n_estimators=grown + size).fit(augmented, labels)
@@ -266,7 +265,7 @@ def fit_proximity_forest(
     n_estimators: int = 100,
     random_state: int = 0,
     n_jobs: int | None = None,
-    heartbeat: Callable[[], None] | None = None,
+    heartbeat: Callable[[float], None] | None = None,
 ) -> ProximityForest:
     """Fit the proximity forest of SWC on calibration rows (paper 004, §4).
 
@@ -280,9 +279,9 @@ def fit_proximity_forest(
     n_jobs : int or None
         Threads for fitting; the forest does not depend on it.
     heartbeat : callable, optional
-        Called with no arguments between chunks of trees (it may raise to stop). With
-        it, the forest grows in chunks of about :data:`CHUNK_SECONDS` each; the trees
-        are the same.
+        Called with the fraction of trees grown between chunks of trees (it may raise
+        to stop). With it, the forest grows in chunks of about :data:`CHUNK_SECONDS`
+        each; the trees are the same.
     """
     scaler = StandardScaler().fit(proba)
     augmented = augmented_rows(features, proba, scaler.mean_, scaler.scale_)

@@ -38,6 +38,7 @@ from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import NLL_CLIP
 from calibcore.recalibration._base import Recalibrator, register
+from calibcore.recalibration._binary_neighbours import binary_neighbour_sums, on_binary_curve
 from calibcore.recalibration.scaling import TemperatureScaling
 
 #: The paper's cross-validation grid for the neighbourhood size q = k / n (Section 4.2.2).
@@ -142,7 +143,7 @@ def neighbour_means(
     targets: FloatArray,
     counts: Sequence[int] | NDArray[np.intp],
     *,
-    heartbeat: Callable[[], None] | None = None,
+    heartbeat: Callable[[float], None] | None = None,
 ) -> FloatArray:
     """Mean of ``targets`` over the k nearest reference rows (by KL) for each k in ``counts``.
 
@@ -157,8 +158,8 @@ def neighbour_means(
     counts : sequence of int
         Neighbourhood sizes, strictly increasing, each in 1..n_reference.
     heartbeat : callable, optional
-        Called with no arguments before each block of query rows (it may raise to
-        stop the search).
+        Called with the fraction of query rows done before each block of them (it
+        may raise to stop the search).
 
     Returns
     -------
@@ -168,7 +169,10 @@ def neighbour_means(
     -----
     Blocked over query rows so one block of distances holds at most
     :data:`_BLOCK_ENTRIES` entries. Ties in distance are broken arbitrarily (by
-    ``argpartition``), as in the authors' code.
+    ``argpartition``), as in the authors' code. When every reference row is
+    exactly ``(1 - b, b)`` (binary input), the neighbours are found in sorted order
+    instead (:mod:`calibcore.recalibration._binary_neighbours`: the same
+    neighbourhoods in O(n log n), identical rows taken lowest index first).
     """
     count_array = np.asarray(counts, dtype=np.intp)
     n_reference = reference.shape[0]
@@ -178,13 +182,17 @@ def neighbour_means(
     sums[partial.size:] = targets.sum(axis=0)
     if partial.size == 0:
         return sums / count_array[:, None, None]
+    if on_binary_curve(reference):
+        sums[: partial.size] = binary_neighbour_sums(query, reference, targets, partial,
+                                                     clip=KL_CLIP, heartbeat=heartbeat)
+        return sums / count_array[:, None, None]
     block = max(1, _BLOCK_ENTRIES // n_reference)
     # The per-block products are small; multithreaded BLAS only spins on them
     # (about twice the CPU time for the same wall time on two cores).
     with threadpool_limits(limits=1, user_api="blas"):
         for start in range(0, query.shape[0], block):
             if heartbeat is not None:
-                heartbeat()
+                heartbeat(start / query.shape[0])
             rows = slice(start, start + block)
             distances = _cross_entropy(query[rows], negative_log_reference)
             sums[: partial.size, rows] = _nearest_sums(distances, targets, partial)
@@ -223,14 +231,14 @@ def cross_validated_log_loss(
     thresholds: Sequence[float],
     n_folds: int,
     random_state: int | np.random.RandomState | None,
-    heartbeat: Callable[[], None] | None = None,
+    heartbeat: Callable[[float, str], None] | None = None,
 ) -> FloatArray:
     """Mean over folds of the held-out log-loss for every (q, t) pair.
 
     Folds are ``KFold(n_folds, shuffle=True, random_state)``, as in the authors'
     code; k = int(q * n_fold_train). Probabilities are clipped at 1e-12 in the loss.
-    ``heartbeat`` is called between blocks of the neighbour searches (see
-    :func:`neighbour_means`).
+    ``heartbeat(fraction done, message)`` is called between blocks of the neighbour
+    searches (see :func:`neighbour_means`).
 
     Returns
     -------
@@ -240,11 +248,12 @@ def cross_validated_log_loss(
     weight = _PREDICTION_WEIGHT[assumption]
     losses = np.zeros((len(neighborhood_sizes), len(thresholds)))
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=random_state)
-    for train, held_out in folds.split(proba):
+    for fold, (train, held_out) in enumerate(folds.split(proba)):
         counts = [neighbour_count(q, train.size) for q in neighborhood_sizes]
         unique_counts, position = np.unique(counts, return_inverse=True)
+        fold_heartbeat = None if heartbeat is None else _fold_heartbeat(heartbeat, fold, n_folds)
         means = neighbour_means(proba[held_out], proba[train], targets[train], unique_counts,
-                                heartbeat=heartbeat)
+                                heartbeat=fold_heartbeat)
         calibrated = weight * proba[held_out] + means[position]
         rows = np.arange(held_out.size)
         for column, threshold in enumerate(thresholds):
@@ -252,6 +261,18 @@ def cross_validated_log_loss(
             true_class = np.clip(output[:, rows, labels[held_out]], NLL_CLIP, 1.0)
             losses[:, column] -= np.log(true_class).mean(axis=1)
     return losses / n_folds
+
+
+def _fold_heartbeat(
+    heartbeat: Callable[[float, str], None], fold: int, n_folds: int
+) -> Callable[[float], None]:
+    """The heartbeat of one fold's neighbour search, as a fraction of the whole search."""
+    message = f"cross-validating q and t: fold {fold + 1} of {n_folds}"
+
+    def beat(done: float) -> None:
+        heartbeat((fold + done) / n_folds, message)
+
+    return beat
 
 
 class _NeighbourhoodRecalibrator(Recalibrator):
@@ -324,7 +345,10 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         reference = self.calibration_proba_
         targets = _neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
         count = neighbour_count(self.neighborhood_size_, reference.shape[0])
-        means = neighbour_means(proba, reference, targets, [count], heartbeat=heartbeat)[0]
+        def beat(done: float) -> None:
+            heartbeat(done, f"averaging the {count:,} nearest calibration rows")
+
+        means = neighbour_means(proba, reference, targets, [count], heartbeat=beat)[0]
         calibrated = _PREDICTION_WEIGHT[self.assumption] * proba + means
         return apply_threshold(proba, calibrated, self.threshold_)
 

@@ -50,8 +50,8 @@ class SWC(Recalibrator):
         Trees of the proximity forest.
     random_state : int, default=0
         Seed of the proximity forest.
-    n_jobs : int or None, default=None
-        Threads used to fit the forest (the fit does not depend on it).
+    n_jobs : int or None, default=-1
+        Threads used to fit the forest (-1: all cores; the fit does not depend on it).
 
     Attributes
     ----------
@@ -73,7 +73,7 @@ class SWC(Recalibrator):
     )
 
     def __init__(
-        self, *, n_estimators: int = 100, random_state: int = 0, n_jobs: int | None = None
+        self, *, n_estimators: int = 100, random_state: int = 0, n_jobs: int | None = -1
     ) -> None:
         self.n_estimators = n_estimators
         self.random_state = random_state
@@ -87,10 +87,15 @@ class SWC(Recalibrator):
         heartbeat: Heartbeat,
     ) -> None:
         features = check_features(features, proba.shape[0])
+
+        def growing(done: float) -> None:
+            heartbeat(0.9 * done, f"growing the proximity forest ({done:.0%} of the trees)")
+
         forest = fit_proximity_forest(
             features, proba, labels, n_estimators=self.n_estimators,
-            random_state=self.random_state, n_jobs=self.n_jobs, heartbeat=heartbeat,
+            random_state=self.random_state, n_jobs=self.n_jobs, heartbeat=growing,
         )
+        heartbeat.now(0.9, "finding the leaves of the calibration rows")
         self.forest_ = {
             **forest.trees.to_arrays(),
             "probability_mean": forest.probability_mean,
@@ -107,8 +112,10 @@ class SWC(Recalibrator):
         heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
         forest = self._proximity_forest()
+        heartbeat(0.0, "finding the rows' leaves in the proximity forest")
         leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba,
                               heartbeat)
+        heartbeat(0.8, "similarity-weighted label counts")
         votes = (leaf_indicator(leaves, forest.trees.n_nodes) @ self._node_counts()).astype(float)
         return _normalize_votes(votes, proba)
 

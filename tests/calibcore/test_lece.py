@@ -354,6 +354,75 @@ def test_binary_input_returns_two_columns():
     assert out.shape == (5, 2)
 
 
+# ------------------------------------------- binary input: neighbours in sorted order
+
+
+def stable_neighbour_means(p_cal, targets, p_test, k):
+    """Mean target of the k nearest rows by KL, ties by calibration row order (stable sort)."""
+    distances = np.clip(p_test, 1e-30, 1.0) @ -np.log(np.clip(p_cal, 1e-30, 1.0)).T
+    nearest = np.argsort(distances, axis=1, kind="stable")[:, :k]
+    return targets[nearest].mean(axis=1)
+
+
+def binary_rows(positive):
+    return np.column_stack([1.0 - positive, positive])
+
+
+@pytest.mark.parametrize("n_cal", [1, 2, 7, 300])
+@pytest.mark.parametrize("q", [0.01, 0.1, 0.5, 0.99])
+def test_binary_neighbourhoods_are_those_of_the_general_search(monkeypatch, n_cal, q):
+    import calibcore.recalibration.lece as lece_module
+
+    rng = np.random.default_rng(11)
+    p_cal = binary_rows(rng.beta(0.5, 0.5, n_cal))
+    p_test = binary_rows(np.r_[rng.beta(0.5, 0.5, 200), 0.0, 1.0, 1e-40])
+    targets = np.eye(2)[rng.integers(0, 2, n_cal)] - p_cal
+    counts = sorted({neighbour_count(q, n_cal), max(1, n_cal // 3), n_cal})
+    sorted_means = lece_module.neighbour_means(p_test, p_cal, targets, counts)
+    monkeypatch.setattr(lece_module, "on_binary_curve", lambda reference: False)
+    general_means = lece_module.neighbour_means(p_test, p_cal, targets, counts)
+    np.testing.assert_allclose(sorted_means, general_means, atol=1e-14)
+
+
+@pytest.mark.parametrize("decimals", [1, 2])
+def test_binary_ties_between_identical_rows_take_the_lowest_index_first(decimals):
+    import calibcore.recalibration.lece as lece_module
+
+    rng = np.random.default_rng(12)
+    p_cal = binary_rows(np.round(rng.uniform(size=400), decimals))  # runs of identical rows
+    p_cal[:40] = binary_rows(np.zeros(40))
+    p_test = binary_rows(np.r_[rng.uniform(size=150), 0.0, 1.0])  # no two rows equidistant
+    targets = np.eye(2)[rng.integers(0, 2, 400)] - p_cal
+    for k in (1, 3, 17, 150, 399):
+        np.testing.assert_allclose(
+            lece_module.neighbour_means(p_test, p_cal, targets, [k])[0],
+            stable_neighbour_means(p_cal, targets, p_test, k), atol=1e-14)
+
+
+def test_binary_fit_matches_brute_force_cross_validation():
+    rng = np.random.default_rng(13)
+    positive = rng.beta(2.0, 2.0, 400)
+    y = (rng.random(400) < positive**1.5).astype(np.intp)
+    p = binary_rows(positive)
+    sizes, thresholds = (0.01, 0.1, 0.3, 1.0), (0.0, 0.05, 1.0)
+    got = cross_validated_log_loss(p, y, assumption="errors", neighborhood_sizes=sizes,
+                                   thresholds=thresholds, n_folds=10, random_state=0)
+    np.testing.assert_allclose(got, brute_force_cv(p, y, sizes, thresholds), rtol=1e-10)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cross_validation_reports_moving_progress(n_classes):
+    rng = np.random.default_rng(14)
+    y, p = overconfident(rng, 500, n_classes)
+    reports: list[tuple[float, str]] = []
+    cross_validated_log_loss(p, y, assumption="errors", neighborhood_sizes=(0.1, 0.2),
+                             thresholds=(0.0,), n_folds=5, random_state=0,
+                             heartbeat=lambda *report: reports.append(report))
+    fractions = [fraction for fraction, _ in reports]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 0.8
+    assert reports[-1][1] == "cross-validating q and t: fold 5 of 5"
+
+
 # ---------------------------------------------------- JSON, clone, registry
 
 

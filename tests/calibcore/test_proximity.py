@@ -132,3 +132,15 @@ def test_leaf_indicator_has_one_entry_per_tree(n_rows):
     indicator = leaf_indicator(leaves, n_rows * 3)
     np.testing.assert_array_equal(indicator.sum(axis=1), 3)
     np.testing.assert_array_equal(indicator.toarray().argmax(axis=1), leaves[:, 0])
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_compiled_walk_does_not_depend_on_threads(n_threads):
+    from calibcore._forest_traversal import forest_leaves, pack_nodes
+
+    forest, X, _ = fitted_forest(7, n_rows=300, n_trees=7)
+    ensemble = TreeEnsemble.from_forest(forest)
+    nodes = pack_nodes(ensemble.left, ensemble.right, ensemble.feature, ensemble.threshold)
+    np.testing.assert_array_equal(
+        forest_leaves(X.astype(np.float32), nodes, ensemble.roots, n_threads=n_threads),
+        forest.apply(X) + offsets_of(forest))

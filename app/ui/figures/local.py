@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.ui.figures.reliability import PALETTE
+from calibcore.embedding import PLACEMENT_NEIGHBORS
 
 Colour = Literal["lce", "signed"]
 
@@ -98,11 +99,30 @@ def landscape_figure(result: dict[str, Any], colour: Colour = "lce") -> go.Figur
     x_title, y_title = axis_titles(result)
     figure.update_layout(
         title=f"LCE landscape, {where} (n = {rows['n_selected']:,} rows)<br><sup>"
-              f"{_REDUCER_NAMES[params['reducer']]} map, γ = {params['gamma']:g}, "
-              f"{params['n_bins']} bins · drag a box to list rows</sup>",
+              f"{_REDUCER_NAMES[params['reducer']]} map{_fitted_words(result)}, "
+              f"γ = {params['gamma']:g}, {params['n_bins']} bins · drag a box to list "
+              "rows</sup>",
         xaxis={"title": x_title}, yaxis={"title": y_title}, height=560, dragmode="select",
         uirevision=f"{params['reducer']}-{params['subset']}", **_LAYOUT)
     return figure
+
+
+#: How rows outside the reducer's sample got map positions, in a figure subtitle.
+_PLACED_BY = {
+    "transform": "the reducer's transform",
+    "graph": "UMAP's membership-weighted neighbours",
+    "neighbors": f"the mean map position of their {PLACEMENT_NEIGHBORS} nearest sample rows",
+}
+
+
+def _fitted_words(result: dict[str, Any]) -> str:
+    """" fitted on 20,000 of 300,000 rows, the rest placed by ..." when sampled, else ""."""
+    about = result.get("embedding") or {}
+    placement = about.get("placement", "all")
+    if placement == "all" or "fitted_rows" not in about:
+        return ""
+    return (f" fitted on {about['fitted_rows']:,} of {result['n_rows']:,} rows, the rest "
+            f"placed by {_PLACED_BY.get(placement, placement)}")
 
 
 def _marker_size(n_points: int) -> float:

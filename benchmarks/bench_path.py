@@ -91,10 +91,19 @@ class Client:
                 raise TimeoutError(f"job {job_id} still {job['status']} after {timeout} s")
             time.sleep(0.25)
 
-    def job(self, start: Callable[[], dict[str, Any]]) -> tuple[float, dict[str, Any], float]:
-        """Seconds from submitting a job to its end, its result and its longest stall."""
+    def job(self, start: Callable[[], dict[str, Any]],
+            timeout: float = 1800) -> tuple[float, dict[str, Any], float]:
+        """Seconds from submitting a job to its end, its result and its longest stall.
+
+        A job still running after ``timeout`` is cancelled: the time is then ``inf``."""
         began = time.perf_counter()
-        job, stall = self.wait(start()["job_id"])
+        job_id = start()["job_id"]
+        try:
+            job, stall = self.wait(job_id, timeout)
+        except TimeoutError:
+            request = urllib.request.Request(f"{self.api}/jobs/{job_id}", method="DELETE")
+            urllib.request.urlopen(request, timeout=60).close()
+            return float("inf"), {}, float("nan")
         return time.perf_counter() - began, job["result"], stall
 
 
@@ -108,6 +117,8 @@ def _overview(client: Client, dataset: str, **query: Any) -> None:
 
 
 def _stall_note(stall: float) -> str:
+    if stall != stall:  # nan: the job was cancelled at its time limit
+        return "did not finish within its time limit; cancelled"
     return f"progress still for at most {stall:.1f} s"
 
 
@@ -193,11 +204,12 @@ def _three_hundred_thousand(root: Path, quick: bool) -> list[Row]:
         dataset = _upload(server, path)
         sample = 300 if quick else 3_000
         seconds, _, stall = client.job(lambda: client.post(
-            f"/datasets/{dataset}/heterogeneity", {"sample": sample}))
+            f"/datasets/{dataset}/heterogeneity", {"sample": sample}), timeout=180)
         rows.append(Row(f"HH, sample of {sample:,} rows of {n_rows:,}", seconds,
                         target_seconds=60.0, note=_stall_note(stall)))
         seconds, _, stall = client.job(lambda: client.post(
-            f"/datasets/{dataset}/recalibrations", {"methods": ["lece", "swc"], "async": True}))
+            f"/datasets/{dataset}/recalibrations", {"methods": ["lece", "swc"], "async": True}),
+            timeout=300)
         rows.append(Row(f"LECE + SWC recalibration, {n_rows:,} rows", seconds,
                         target_seconds=60.0, note=_stall_note(stall)))
         seconds, _, stall = client.job(lambda: client.post(

@@ -33,7 +33,11 @@ def pack_nodes(left: NDArray[np.int64], right: NDArray[np.int64], feature: NDArr
                                 dtype=np.float64)
 
 
-@numba.njit(nogil=True, cache=True)
+# Compiled when the module is imported (a signature makes numba compile eagerly; cached
+# on disk after the first time), not in the middle of a job, where a compilation of
+# seconds could not be interrupted by a cancel.
+@numba.njit("void(float32[:, ::1], float64[:, ::1], int64[::1], int64, int64, int64[:, ::1])",
+            nogil=True, cache=True)
 def _walk(values: NDArray[np.float32], nodes: NDArray[np.float64], roots: NDArray[np.int64],
           first_tree: int, last_tree: int, out: NDArray[np.int64]) -> None:  # pragma: no cover
     for tree in range(first_tree, last_tree):
@@ -55,6 +59,8 @@ def forest_leaves(values: NDArray[np.float32], nodes: NDArray[np.float64],
     ``nodes`` comes from :func:`pack_nodes`; ``n_threads`` as joblib's ``n_jobs``.
     """
     values = np.ascontiguousarray(values, dtype=np.float32)
+    nodes = np.ascontiguousarray(nodes, dtype=np.float64)
+    roots = np.ascontiguousarray(roots, dtype=np.int64)
     out = np.empty((values.shape[0], roots.size), dtype=np.int64)
     threads = max(1, min(effective_n_jobs(n_threads), roots.size))
     bounds = np.linspace(0, roots.size, threads + 1).astype(np.int64)

@@ -13,6 +13,7 @@ from calibcore.recalibration._base import (
     one_vs_rest_columns,
     register,
 )
+from calibcore.recalibration.scaling import platt_targets
 
 
 @register
@@ -23,6 +24,19 @@ class IsotonicCalibration(Recalibrator):
     The fitted maps are stored as their knots and applied with linear
     interpolation (constant beyond the end knots), as scikit-learn does.
 
+    By default the regression targets are Platt's (1999) smoothed ones, (N+ + 1)/(N+ + 2)
+    for the rows of the class and 1/(N- + 2) for the others, as Platt scaling uses. The map
+    stays monotone and lies strictly inside (0, 1): a block of calibration rows that held
+    no row of the class (a whole class ends up in one block on separable data) gets a
+    small probability instead of an exact 0, so no held-out row of that class has an
+    infinite log-loss.
+
+    Parameters
+    ----------
+    smoothed_targets : bool, default=True
+        Fit to Platt's smoothed targets; False fits the 0/1 labels (scikit-learn's
+        ``CalibratedClassifierCV(method="isotonic")``), whose maps reach 0 and 1.
+
     Attributes
     ----------
     knots_x_, knots_y_ : list of ndarray
@@ -32,6 +46,9 @@ class IsotonicCalibration(Recalibrator):
     method = "isotonic"
     display_name = "Isotonic regression"
     fitted_attributes = ("knots_x_", "knots_y_")
+
+    def __init__(self, *, smoothed_targets: bool = True) -> None:
+        self.smoothed_targets = smoothed_targets
 
     def _fit(
         self,
@@ -44,7 +61,9 @@ class IsotonicCalibration(Recalibrator):
         self.knots_x_, self.knots_y_ = [], []
         for k in columns:
             model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
-            model.fit(proba[:, k], (labels == k).astype(np.float64))
+            is_k = labels == k
+            targets = platt_targets(is_k) if self.smoothed_targets else is_k.astype(np.float64)
+            model.fit(proba[:, k], targets)
             self.knots_x_.append(np.asarray(model.X_thresholds_, dtype=np.float64))
             self.knots_y_.append(np.asarray(model.y_thresholds_, dtype=np.float64))
 

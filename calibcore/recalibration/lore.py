@@ -3,8 +3,15 @@
 For a row x with top-label confidence in bin B, the new confidence is the
 kernel-weighted accuracy of the calibration rows in the same bin::
 
-    p'(x) = sum_{i in B} k(x, x_i) 1[f(x_i) = y_i] / sum_{i in B} k(x, x_i)
+    p'(x) = (sum_{i in B} k(x, x_i) 1[f(x_i) = y_i] + s c(x)) / (sum_{i in B} k(x, x_i) + s)
     k(x, x') = exp(-||phi(x) - phi(x')||_1 / (d * gamma))
+
+with c(x) the row's own confidence counted as ``prior_strength`` = s pseudo-rows at
+distance zero (a Beta prior centred on the model). s = 0 is the paper's eq. 6, whose
+estimate is exactly 1 (and every other class exactly 0) where the nearby calibration
+rows were all right; with s = 1 the estimate stays strictly inside (0, 1), falls back
+to the model's confidence far from every calibration row, and is eq. 6 where the
+kernel mass is large.
 
 As gamma -> infinity this is histogram binning over the same bins; as gamma ->
 0, the nearest calibration row of the bin. The predicted class gets p'(x) and
@@ -34,7 +41,7 @@ from scipy.spatial.distance import cdist
 from calibcore._encoding import Representation, as_table, fit_representation
 from calibcore._laplace_sums import kernel_sums
 from calibcore._local_estimate import check_gamma
-from calibcore._validation import check_positive_int
+from calibcore._validation import check_in_range, check_positive_int
 from calibcore.binning import assign_bins, equal_width_edges
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration._base import Recalibrator, register
@@ -67,6 +74,9 @@ class LoRe(Recalibrator):
         Feature columns to use (default: all).
     categorical : list of str, optional
         Numeric columns to one-hot nevertheless.
+    prior_strength : float, default=1.0
+        Pseudo-rows at the row's own confidence added to the kernel sums (0: eq. 6 as
+        published, which can give a class probability of exactly 0).
 
     Attributes
     ----------
@@ -94,6 +104,7 @@ class LoRe(Recalibrator):
         n_components: int = 20,
         columns: list[str] | None = None,
         categorical: list[str] | None = None,
+        prior_strength: float = 1.0,
     ) -> None:
         self.gamma = gamma
         self.n_bins = n_bins
@@ -101,6 +112,7 @@ class LoRe(Recalibrator):
         self.n_components = n_components
         self.columns = columns
         self.categorical = categorical
+        self.prior_strength = prior_strength
 
     def _check_features(self, features: Any, n_rows: int) -> Any:
         """Accept a DataFrame (categorical columns allowed) or a numeric array."""
@@ -117,6 +129,7 @@ class LoRe(Recalibrator):
 
     def _fit(self, proba, labels, features, heartbeat):
         check_gamma(self.gamma)
+        check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
         n_bins = check_positive_int(self.n_bins, "n_bins")
         representation = fit_representation(
             features, columns=self.columns, categorical=self.categorical,
@@ -144,7 +157,7 @@ class LoRe(Recalibrator):
         confidence: NDArray[np.float64],
         heartbeat: Callable[[], None] | None = None,
     ) -> NDArray[np.float64]:
-        """Eq. 6 for every row, bin by bin."""
+        """Eq. 6 (with the prior pseudo-rows) for every row, bin by bin."""
         scale = self.coordinates_.shape[1] * float(self.gamma)
         center = self.coordinates_.mean(axis=0)
         calibration = (self.coordinates_ - center) / scale
@@ -160,7 +173,11 @@ class LoRe(Recalibrator):
         sums = kernel_sums([(targets[rows], calibration[sources], weights[sources])
                             for rows, sources in groups],
                            progress=None if heartbeat is None else lambda _: heartbeat())
+        prior = float(self.prior_strength)
         for (rows, sources), total in zip(groups, sums, strict=True):
+            if prior > 0:
+                result[rows] = (total[:, 0] + prior * confidence[rows]) / (total[:, 1] + prior)
+                continue
             tiny = total[:, 1] < _UNDERFLOW
             result[rows[~tiny]] = total[~tiny, 0] / total[~tiny, 1]
             if tiny.any():

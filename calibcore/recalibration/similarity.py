@@ -7,6 +7,13 @@ only rows with s(t, i) >= HH_t / 2 (HH from :mod:`calibcore.heterogeneity`).
 Fallbacks as the reference: a row whose kept similarities sum to zero keeps
 p_t; when no row passes the SWC-HH filter, the most similar one is kept.
 
+Eq. 5 gives a class exactly 0 wherever no similar calibration row belongs to it (on
+separable data, most rows). ``prior_strength`` = s adds the row's own probabilities as
+s pseudo-rows of similarity mass: q_t = (sum_i s(t, i) 1[y_i = k] + s p_t[k]) /
+(sum_i s(t, i) + s). The default, 0.01, weighs as much as one calibration row that
+shares t's leaf in one tree of 100; s = 0 is eq. 5 as published. The zero-mass
+fallback is the limit of this formula, so it needs no special case when s > 0.
+
 The fitted state is plain arrays: the forest's node arrays, the calibration
 rows' leaf ids and labels (and, for SWC-HH, the calibration rows themselves,
 which HH needs); leaves of new rows come from a vectorized traversal.
@@ -22,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import check_is_fitted
 
 from calibcore._progress import Heartbeat
-from calibcore._validation import check_probabilities
+from calibcore._validation import check_in_range, check_probabilities
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import (
     NeighbourhoodCache,
@@ -52,6 +59,9 @@ class SWC(Recalibrator):
         Seed of the proximity forest.
     n_jobs : int or None, default=-1
         Threads used to fit the forest (-1: all cores; the fit does not depend on it).
+    prior_strength : float, default=0.01
+        Similarity mass of the row's own probabilities added to the votes (0: eq. 5
+        as published, which can give a class probability of exactly 0).
 
     Attributes
     ----------
@@ -73,11 +83,13 @@ class SWC(Recalibrator):
     )
 
     def __init__(
-        self, *, n_estimators: int = 100, random_state: int = 0, n_jobs: int | None = -1
+        self, *, n_estimators: int = 100, random_state: int = 0, n_jobs: int | None = -1,
+        prior_strength: float = 0.01,
     ) -> None:
         self.n_estimators = n_estimators
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.prior_strength = prior_strength
 
     def _fit(
         self,
@@ -87,6 +99,7 @@ class SWC(Recalibrator):
         heartbeat: Heartbeat,
     ) -> None:
         features = check_features(features, proba.shape[0])
+        check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
 
         def growing(done: float) -> None:
             heartbeat(0.9 * done, f"growing the proximity forest ({done:.0%} of the trees)")
@@ -116,8 +129,8 @@ class SWC(Recalibrator):
         leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba,
                               heartbeat)
         heartbeat(0.8, "similarity-weighted label counts")
-        votes = (leaf_indicator(leaves, forest.trees.n_nodes) @ self._node_counts()).astype(float)
-        return _normalize_votes(votes, proba)
+        shared = leaf_indicator(leaves, forest.trees.n_nodes) @ self._node_counts()
+        return self._normalize_votes(shared.astype(float) / forest.trees.n_trees, proba)
 
     def calibration_support(self, y_prob: ArrayLike, features: ArrayLike) -> NDArray[np.float64]:
         """S_t = sum_i s(t, i) over all calibration rows, per row (paper 004, eq. 6).
@@ -166,6 +179,16 @@ class SWC(Recalibrator):
             probability_scale=np.asarray(self.forest_["probability_scale"], dtype=np.float64),
         )
 
+    def _normalize_votes(
+        self, votes: NDArray[np.float64], proba: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Eq. 5 with the prior pseudo-rows; rows with no mass at all keep p_t."""
+        prior = float(self.prior_strength)
+        votes = votes + prior * proba
+        mass = votes.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(mass > 0, votes / mass, proba)
+
     def _node_counts(self) -> NDArray[np.int64]:
         n_nodes = int(np.asarray(self.forest_["left"]).size)
         return node_class_counts(
@@ -212,8 +235,10 @@ class SWCHH(SWC):
         radius: float = 0.1,
         random_state: int = 0,
         n_jobs: int | None = None,
+        prior_strength: float = 0.01,
     ) -> None:
-        super().__init__(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs)
+        super().__init__(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs,
+                         prior_strength=prior_strength)
         self.radius = radius
 
     def _fit(
@@ -302,11 +327,5 @@ class SWCHH(SWC):
             nobody = ~kept.any(axis=1)
             kept[nobody, np.argmax(similarity[nobody], axis=1)] = True
             votes[rows] = np.where(kept, similarity, 0.0) @ one_hot
-        return _normalize_votes(votes, proba)
+        return self._normalize_votes(votes, proba)
 
-
-def _normalize_votes(votes: NDArray[np.float64], proba: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Eq. 5 normalization; rows with no similarity mass keep their probabilities."""
-    mass = votes.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(mass > 0, votes / mass, proba)

@@ -38,8 +38,10 @@ def bins_of(confidence: NDArray[np.float64], n_bins: int = 15) -> NDArray[np.int
 def reference_confidence(
     x_cal: NDArray[np.float64], p_cal: NDArray[np.float64], y_cal: NDArray[np.intp],
     x_test: NDArray[np.float64], p_test: NDArray[np.float64], gamma: float, n_bins: int = 15,
+    prior: float = 0.0,
 ) -> NDArray[np.float64]:
-    """Eq. 6 row by row, in log space (exact even where every kernel underflows)."""
+    """Eq. 6 row by row, in log space (exact even where every kernel underflows), with
+    ``prior`` pseudo-rows at the row's own confidence (kernel weight 1 each)."""
     conf_cal, _, correct = top_label(p_cal, y_cal)
     conf_test, _, _ = top_label(p_test)
     bin_cal, bin_test = bins_of(conf_cal, n_bins), bins_of(conf_test, n_bins)
@@ -51,6 +53,11 @@ def reference_confidence(
             continue
         log_kernel = -np.abs(x_cal[same] - x_test[i]).sum(axis=1) / (d * gamma)
         hits = correct[same] > 0  # type: ignore[index]
+        if prior > 0:
+            pseudo = np.log(prior)
+            numerator = logsumexp(np.append(log_kernel[hits], pseudo + np.log(conf_test[i])))
+            out[i] = np.exp(numerator - logsumexp(np.append(log_kernel, pseudo)))
+            continue
         if not hits.any():
             out[i] = 0.0
             continue
@@ -73,25 +80,33 @@ def new_confidence(model: LoRe, p: NDArray[np.float64], x: object) -> NDArray[np
 # ---------------------------------------------------------------- eq. 6
 
 
+@pytest.mark.parametrize("prior", [0.0, 1.0])
 @pytest.mark.parametrize("d", [1, 2, 3, 6])
 @pytest.mark.parametrize("gamma", [0.05, 0.4, 5.0])
-def test_matches_eq6_brute_force(rng: np.random.Generator, d: int, gamma: float) -> None:
+def test_matches_eq6_brute_force(
+    rng: np.random.Generator, d: int, gamma: float, prior: float
+) -> None:
     x_cal, p_cal, y_cal = make_rows(rng, 400, d)
     x_test, p_test, _ = make_rows(rng, 150, d)
-    model = LoRe(gamma=gamma, reducer="columns").fit(p_cal, y_cal, features=x_cal)
-    expected = reference_confidence(x_cal, p_cal, y_cal, x_test, p_test, gamma)
+    model = LoRe(gamma=gamma, reducer="columns", prior_strength=prior)
+    model.fit(p_cal, y_cal, features=x_cal)
+    expected = reference_confidence(x_cal, p_cal, y_cal, x_test, p_test, gamma, prior=prior)
     np.testing.assert_allclose(new_confidence(model, p_test, x_test), expected, atol=1e-9)
 
 
-def test_rows_far_from_every_calibration_row(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("prior", [0.0, 1.0])
+def test_rows_far_from_every_calibration_row(rng: np.random.Generator, prior: float) -> None:
     x_cal, p_cal, y_cal = make_rows(rng, 300, 2)
     x_test, p_test, _ = make_rows(rng, 60, 2)
     x_test[:30] += 5e3  # every kernel weight underflows at this gamma
-    model = LoRe(gamma=0.01, reducer="columns").fit(p_cal, y_cal, features=x_cal)
-    expected = reference_confidence(x_cal, p_cal, y_cal, x_test, p_test, 0.01)
+    model = LoRe(gamma=0.01, reducer="columns", prior_strength=prior)
+    model.fit(p_cal, y_cal, features=x_cal)
+    expected = reference_confidence(x_cal, p_cal, y_cal, x_test, p_test, 0.01, prior=prior)
     got = new_confidence(model, p_test, x_test)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, expected, atol=1e-9)
+    if prior > 0:  # with the prior, rows that far keep the model's confidence
+        np.testing.assert_allclose(got[:30], top_label(p_test[:30])[0], atol=1e-12)
 
 
 def test_large_gamma_recovers_histogram_binning(rng: np.random.Generator) -> None:
@@ -105,7 +120,7 @@ def test_large_gamma_recovers_histogram_binning(rng: np.random.Generator) -> Non
     assert not np.isin(bin_test[:5], bin_cal).any()
     histogram = {b: correct[bin_cal == b].mean() for b in np.unique(bin_cal)}  # type: ignore[index]
     expected = np.array([histogram.get(b, c) for b, c in zip(bin_test, conf_test, strict=True)])
-    model = LoRe(gamma=1e12, reducer="none").fit(p_cal, y_cal, features=x_cal)
+    model = LoRe(gamma=1e12, reducer="none", prior_strength=0).fit(p_cal, y_cal, features=x_cal)
     np.testing.assert_allclose(new_confidence(model, p_test, x_test), expected, atol=1e-9)
     # Rows in empty bins keep their probabilities exactly.
     np.testing.assert_allclose(model.predict_proba(p_test[:5], features=x_test[:5]), p_test[:5])
@@ -117,7 +132,8 @@ def test_small_gamma_is_the_nearest_calibration_row(rng: np.random.Generator) ->
     y_cal = rng.integers(0, 2, size=200)
     x_test = x_cal[:50] + 0.1
     p_test = rng.uniform(0.8, 0.86, size=50)
-    model = LoRe(gamma=1e-4, reducer="columns").fit(p_cal, y_cal, features=x_cal)
+    model = LoRe(gamma=1e-4, reducer="columns", prior_strength=0)
+    model.fit(p_cal, y_cal, features=x_cal)
     _, _, correct = top_label(p_cal, y_cal)
     np.testing.assert_allclose(new_confidence(model, p_test, x_test), correct[:50], atol=1e-12)  # type: ignore[index]
 

@@ -283,25 +283,35 @@ def test_temperature_is_the_brute_force_nll_minimum():
     assert fitted.temperature_ == pytest.approx(2.5, rel=0.15)  # the model's true sharpness
 
 
-def test_isotonic_matches_sklearn_one_vs_rest_renormalized():
+@pytest.mark.parametrize("smoothed", [False, True])
+def test_isotonic_matches_sklearn_one_vs_rest_renormalized(smoothed):
+    """Unsmoothed: scikit-learn's isotonic calibration; smoothed: the same regression on
+    Platt's targets (N+ + 1)/(N+ + 2) and 1/(N- + 2)."""
     proba, labels, _ = overconfident(300, 3, seed=5)
     test, _, _ = overconfident(50, 3, seed=6)
     columns = []
     for k in range(3):
+        is_k = labels == k
+        n_pos, n_neg = is_k.sum(), (~is_k).sum()
+        targets = np.where(is_k, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2)) if smoothed else is_k
         model = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")
-        columns.append(model.fit(proba[:, k], labels == k).predict(test[:, k]))
+        columns.append(model.fit(proba[:, k], targets).predict(test[:, k]))
     expected = np.column_stack(columns)
     expected /= expected.sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(
-        IsotonicCalibration().fit(proba, labels).predict_proba(test), expected, atol=1e-12
-    )
+    fitted = IsotonicCalibration(smoothed_targets=smoothed).fit(proba, labels)
+    np.testing.assert_allclose(fitted.predict_proba(test), expected, atol=1e-12)
 
 
-def test_isotonic_pools_adjacent_violators_by_hand():
+@pytest.mark.parametrize(("smoothed", "expected"), [
+    (False, [0.0, 0.5, 0.5, 1.0, 1.0]),
+    # N+ = 3, N- = 2: targets 4/5 and 1/4; 0.2 and 0.3 pooled to (4/5 + 1/4) / 2
+    (True, [0.25, 0.525, 0.525, 0.8, 0.8]),
+])
+def test_isotonic_pools_adjacent_violators_by_hand(smoothed, expected):
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
-    labels = np.array([0, 1, 0, 1, 1])  # 0.2 and 0.3 violate order: pooled to 1/2
-    out = IsotonicCalibration().fit(p, labels).predict_proba(p)[:, 1]
-    np.testing.assert_allclose(out, [0.0, 0.5, 0.5, 1.0, 1.0])
+    labels = np.array([0, 1, 0, 1, 1])  # 0.2 and 0.3 violate order
+    out = IsotonicCalibration(smoothed_targets=smoothed).fit(p, labels).predict_proba(p)[:, 1]
+    np.testing.assert_allclose(out, expected)
 
 
 def test_histogram_binning_by_hand():
@@ -668,3 +678,19 @@ def test_temperature_equals_scikit_learns(n_classes, sharpness):
     proba = softmax(logits, axis=1)
     ours = TemperatureScaling().fit(proba, labels).temperature_
     assert ours == pytest.approx(1.0 / _TemperatureScaling().fit(proba, labels).beta_, rel=1e-5)
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_no_method_gives_a_class_probability_of_exactly_zero_on_digits(shared_data, method):
+    """On digits (classes separable one-vs-rest) eq. 5/6, the 0/1 isotonic targets and
+    empty bins used to send a class that occurs to exactly 0 (an infinite log-loss)."""
+    frame = pd.read_csv(shared_data / "digits_svm.csv")
+    proba = frame[[f"proba_{k}" for k in range(10)]].to_numpy()
+    pixels = frame[[f"px{j}" for j in range(64)]].to_numpy(dtype=float)
+    features = pixels[:, 36:37] if method == "variable_tree" else pixels
+    labels, calibration = frame["label"].to_numpy(), (frame["split"] == "calibration").to_numpy()
+    fitted = REGISTRY[method]().fit(proba[calibration], labels[calibration],
+                                    features=features[calibration])
+    corrected = fitted.predict_proba(proba[~calibration], features=features[~calibration])
+    assert corrected.min() > 0.0
+    assert negative_log_likelihood(labels[~calibration], corrected) < 0.25

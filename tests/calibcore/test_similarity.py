@@ -16,7 +16,7 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import hidden_heterogeneity
 from calibcore.recalibration._base import Recalibrator
 from calibcore.recalibration.scaling import PlattScaling
-from calibcore.recalibration.similarity import SWC, SWCHH, _normalize_votes
+from calibcore.recalibration.similarity import SWC, SWCHH
 from tests.calibcore.test_heterogeneity import reference_brier
 
 
@@ -34,8 +34,9 @@ def reference_similarity(X_cal, y_cal, p_cal, X, p, n_estimators=100, seed=0):
     return similarity
 
 
-def reference_calibrate(similarity, y_cal, p, hh=None):
-    """simcalib.calib_sim with nn=-1, weighted=True (and its SWC-HH filter)."""
+def reference_calibrate(similarity, y_cal, p, hh=None, prior=0.0):
+    """simcalib.calib_sim with nn=-1, weighted=True (and its SWC-HH filter); ``prior``
+    adds p as that much similarity mass of pseudo-rows."""
     out = np.zeros_like(p)
     for i in range(p.shape[0]):
         weights = similarity[i]
@@ -43,11 +44,11 @@ def reference_calibrate(similarity, y_cal, p, hh=None):
         if hh is not None:
             passed = np.flatnonzero(weights >= hh[i] / 2.0)
             keep = np.array([np.argmax(weights)]) if passed.size == 0 else passed
-        if weights[keep].sum() == 0:
+        if weights[keep].sum() + prior == 0:
             out[i] = p[i]
             continue
         for k in range(p.shape[1]):
-            out[i, k] = np.sum((y_cal[keep] == k) * weights[keep])
+            out[i, k] = np.sum((y_cal[keep] == k) * weights[keep]) + prior * p[i, k]
         out[i] /= out[i].sum()
     return out
 
@@ -69,22 +70,26 @@ def local_problem(seed: int, n_cal: int = 150, n_test: int = 30, n_classes: int 
     )
 
 
-def test_swc_equals_the_reference_pairwise_computation():
+@pytest.mark.parametrize("prior", [0.0, 0.01, 0.5])
+def test_swc_equals_the_reference_pairwise_computation(prior):
     X_cal, y_cal, p_cal, X, _, p = local_problem(0)
-    model = SWC(n_estimators=40, random_state=2).fit(p_cal, y_cal, features=X_cal)
+    model = SWC(n_estimators=40, random_state=2, prior_strength=prior)
+    model.fit(p_cal, y_cal, features=X_cal)
     similarity = reference_similarity(X_cal, y_cal, p_cal, X, p, n_estimators=40, seed=2)
-    expected = reference_calibrate(similarity, y_cal, p)
+    expected = reference_calibrate(similarity, y_cal, p, prior=prior)
     np.testing.assert_allclose(model.predict_proba(p, features=X), expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(model.calibration_support(p, X), similarity.sum(axis=1), rtol=1e-12)
 
 
-def test_swc_hh_equals_the_reference_filter_and_fallback():
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_swc_hh_equals_the_reference_filter_and_fallback(prior):
     X_cal, y_cal, p_cal, X, _, p = local_problem(1)
-    model = SWCHH(n_estimators=40, random_state=0).fit(p_cal, y_cal, features=X_cal)
+    model = SWCHH(n_estimators=40, random_state=0, prior_strength=prior)
+    model.fit(p_cal, y_cal, features=X_cal)
     similarity = reference_similarity(X_cal, y_cal, p_cal, X, p, n_estimators=40)
     # mixed thresholds: none (0), typical, and 2.0 (similarity >= 1: usually nobody passes)
     hh = np.resize([0.0, 0.3, 0.8, 2.0], p.shape[0])
-    expected = reference_calibrate(similarity, y_cal, p, hh)
+    expected = reference_calibrate(similarity, y_cal, p, hh, prior=prior)
     ours = model.predict_with_heterogeneity(p, X, hh)
     np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-12)
     lonely = (hh == 2.0) & (similarity.max(axis=1) < 1.0)
@@ -92,7 +97,10 @@ def test_swc_hh_equals_the_reference_filter_and_fallback():
     np.testing.assert_array_equal(
         ours[lonely].argmax(axis=1), y_cal[similarity[lonely].argmax(axis=1)]
     )
-    np.testing.assert_array_equal(ours[lonely].max(axis=1), 1.0)
+    if prior == 0:  # eq. 5: that row's class gets everything, the others exactly 0
+        np.testing.assert_array_equal(ours[lonely].max(axis=1), 1.0)
+    else:
+        assert np.all(ours > 0) and np.all(ours[lonely].max(axis=1) < 1.0)
 
 
 def test_swc_hh_uses_hh_of_the_stored_calibration_rows():
@@ -105,12 +113,13 @@ def test_swc_hh_uses_hh_of_the_stored_calibration_rows():
     )
 
 
-def test_zero_similarity_mass_keeps_the_probabilities():
+@pytest.mark.parametrize(("prior", "second"), [(0.0, [0.25, 0.75]), (0.2, [0.3, 0.7])])
+def test_zero_similarity_mass_keeps_the_probabilities(prior, second):
     votes = np.array([[0.0, 0.0], [0.2, 0.6]])
     proba = np.array([[0.3, 0.7], [0.5, 0.5]])
-    np.testing.assert_allclose(
-        _normalize_votes(votes, proba), [[0.3, 0.7], [0.25, 0.75]], rtol=1e-15
-    )
+    # second row with the prior: (0.2 + 0.2 * 0.5, 0.6 + 0.2 * 0.5) / 1.0
+    normalized = SWC(prior_strength=prior)._normalize_votes(votes, proba)
+    np.testing.assert_allclose(normalized, [[0.3, 0.7], second], rtol=1e-15)
 
 
 @pytest.mark.parametrize(
@@ -180,8 +189,11 @@ def reference_platt(p_cal, y_cal, p):
 def test_moons_brier_scores_match_the_paper():
     X_cal, y_cal, p_cal, X_test, y_test, p_test = moons_experiment()
     uncalibrated = reference_brier(p_test, y_test)
-    swc = SWC().fit(p_cal, y_cal, features=X_cal).predict_proba(p_test, features=X_test)
-    swc_hh = SWCHH().fit(p_cal, y_cal, features=X_cal).predict_proba(p_test, features=X_test)
+    # the paper's eq. 5, without the prior pseudo-rows
+    swc = SWC(prior_strength=0).fit(p_cal, y_cal, features=X_cal).predict_proba(
+        p_test, features=X_test)
+    swc_hh = SWCHH(prior_strength=0).fit(p_cal, y_cal, features=X_cal).predict_proba(
+        p_test, features=X_test)
     platt = reference_platt(p_cal, y_cal, p_test)
     ours_platt = PlattScaling().fit(p_cal, y_cal).predict_proba(p_test)
     scores = {

@@ -62,6 +62,11 @@ def check_probabilities(y_prob: ArrayLike, *, name: str = "y_prob") -> NDArray[n
         )
     if proba.shape[0] == 0:
         raise CalibrationInputError(f"{name} is empty: at least one row is needed.")
+    # Fast path (most calls, on millions of rows): two reductions without temporaries
+    # rule out non-finite and out-of-range values (NaN fails both comparisons).
+    if proba.min() >= 0.0 and proba.max() <= 1.0:
+        _check_row_sums(proba, name)
+        return proba
     bad = ~np.isfinite(proba).all(axis=1)
     if bad.any():
         raise CalibrationInputError(
@@ -78,7 +83,14 @@ def check_probabilities(y_prob: ArrayLike, *, name: str = "y_prob") -> NDArray[n
             rows=first_rows(bad),
             count=int(bad.sum()),
         )
-    bad = np.abs(proba.sum(axis=1) - 1.0) > SUM_TOLERANCE
+    _check_row_sums(proba, name)
+    return proba
+
+
+def _check_row_sums(proba: NDArray[np.float64], name: str) -> None:
+    totals = proba.sum(axis=1)
+    totals -= 1.0
+    bad = np.abs(totals, out=totals) > SUM_TOLERANCE
     if bad.any():
         raise CalibrationInputError(
             f"{name} rows must sum to 1 (within {SUM_TOLERANCE:g}); "
@@ -87,7 +99,6 @@ def check_probabilities(y_prob: ArrayLike, *, name: str = "y_prob") -> NDArray[n
             rows=first_rows(bad),
             count=int(bad.sum()),
         )
-    return proba
 
 
 def check_labels(
@@ -123,6 +134,9 @@ def check_labels(
         raise CalibrationInputError(
             f"{name} must hold integer class indices 0..{n_classes - 1}, got dtype {labels.dtype}."
         )
+    if np.issubdtype(labels.dtype, np.integer) and labels.size and (
+            labels.min() >= 0 and labels.max() <= n_classes - 1):
+        return labels.astype(np.intp)  # the common case: no float round trip
     as_float = labels.astype(np.float64)
     bad = ~np.isfinite(as_float) | (as_float != np.round(as_float))
     bad |= (as_float < 0) | (as_float > n_classes - 1)

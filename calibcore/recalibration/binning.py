@@ -58,7 +58,8 @@ def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.floa
     boundaries = np.cumsum(group_sizes)[:-1]
     inner = np.unique((ordered[boundaries - 1] + ordered[boundaries]) / 2.0)
     edges = np.concatenate([[0.0], inner[(inner > 0.0) & (inner < 1.0)], [1.0]])
-    counts = np.bincount(assign_bins(scores, edges), minlength=edges.size - 1)
+    # rows at or below each edge, counted on the sorted scores (bins are right-closed)
+    counts = np.diff(np.searchsorted(ordered, edges[1:], side="right"), prepend=0)
     filled = np.flatnonzero(counts > 0)
     # Keep the left edge of every non-empty bin but the first: an empty bin
     # then joins the non-empty bin to its right (or, at the top, to its left).

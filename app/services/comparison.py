@@ -168,7 +168,7 @@ def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins:
                    progress: Callable[[float], None]) -> dict[str, dict[str, Any]]:
     result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
                              random_state=random_state, measures=list(_GLOBAL_KEYS),
-                             interval="basic", progress=progress)
+                             interval="hybrid", progress=progress)
     return {m.key: {"value": m.value, "low": m.low, "high": m.high, "plug_in": m.plug_in,
                     "note": m.note} for m in result.measures}
 

@@ -27,8 +27,8 @@ Subset = Literal["all", "calibration", "test"]
 
 #: How the values and intervals of the measures table are made, in one line.
 INTERVAL_NOTE = ("calibration errors are bias-corrected (2 x plug-in - mean of the bootstrap "
-                 "resamples; the plug-in value, which sampling noise inflates, is shown beside) "
-                 "with the basic bootstrap interval around them; seeded")
+                 "resamples; the plug-in value, which sampling noise inflates, is shown beside); "
+                 "their interval spans the basic and percentile bootstrap intervals; seeded")
 
 #: The measures drawn beside the bin-sensitivity curve: they have no bins.
 BIN_FREE: list[MeasureName] = ["smooth_ece", "smooth_calibration_error",
@@ -66,7 +66,7 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     result = global_measures(prediction_set.y_true[mask], prediction_set.proba[mask],
                              view=view, n_bins=n_bins, binning=binning,
                              n_bootstrap=n_bootstrap, random_state=random_state,
-                             interval="basic", progress=progress)
+                             interval="hybrid", progress=progress)
     return jsonable({
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
         "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,

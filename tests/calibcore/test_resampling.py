@@ -138,7 +138,7 @@ def test_large_multiclass_intervals_by_subsample_contain_their_values() -> None:
     # drawn from the reversed probabilities: badly miscalibrated
     cumulative = np.cumsum(proba[:, ::-1], axis=1)
     labels = np.minimum((cumulative < rng.random((30_000, 1))).sum(axis=1), 4)
-    result = global_measures(labels, proba, n_bootstrap=100, interval="basic")
+    result = global_measures(labels, proba, n_bootstrap=100, interval="hybrid")
     assert result.resampling.startswith("m-out-of-n bootstrap: 20,000 of 30,000 rows")
     for estimate in result.measures:
         if estimate.low is not None:
@@ -177,7 +177,7 @@ def test_cell_intervals_cover_the_truth_at_twenty_five_thousand_rows() -> None:
     for replication in range(n_replications):
         labels, proba = sample_family(rng, 25_000)
         result = global_measures(labels, proba, measures=list(COVERED), n_bootstrap=200,
-                                 random_state=replication, interval="basic")
+                                 random_state=replication, interval="hybrid")
         assert result.resampling.startswith("resampled through")
         for key in COVERED:
             covered[key] += result[key].low <= truth[key] <= result[key].high

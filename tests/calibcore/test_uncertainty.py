@@ -266,3 +266,22 @@ def test_basic_interval_reflects_the_percentiles_about_the_estimate() -> None:
     assert basic["ece"].value < basic["ece"].plug_in  # corrected down
     # binned ECE is biased upwards under resampling: the basic interval sits lower
     assert basic["ece"].low < percentile["ece"].low
+
+
+def test_hybrid_interval_spans_the_basic_and_percentile_ones() -> None:
+    rng = np.random.default_rng(4)
+    positive = rng.uniform(0, 1, 800)
+    labels = (rng.uniform(0, 1, 800) < positive ** 1.2).astype(int)
+    measures = ["ece", "smooth_ece", "nll"]
+    by_method = {method: global_measures(labels, positive, n_bootstrap=100, measures=measures,
+                                         interval=method)
+                 for method in ("percentile", "basic", "hybrid")}
+    percentile, basic, hybrid = by_method["percentile"], by_method["basic"], by_method["hybrid"]
+    for key in ("ece", "smooth_ece"):
+        assert hybrid[key].value == basic[key].value  # the same bias-corrected estimate
+        assert hybrid[key].low == pytest.approx(min(basic[key].low, percentile[key].low))
+        assert hybrid[key].high == pytest.approx(max(basic[key].high, percentile[key].high))
+        assert hybrid[key].low <= hybrid[key].value <= hybrid[key].high
+    # NLL is a plain mean: no correction, and the basic interval as it is
+    assert (hybrid["nll"].value, hybrid["nll"].low, hybrid["nll"].high) == (
+        basic["nll"].value, basic["nll"].low, basic["nll"].high)

@@ -39,17 +39,16 @@ def text(component: Any) -> str:
 
 def test_an_interrupted_job_says_so_and_the_run_button_comes_back(
         services, settings_factory) -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     def work(progress: Progress) -> None:
         progress.update(0.3, "local forests")
-        while not release.wait(0.01):
-            progress.update(0.3)
+        started.set()
+        release.wait()  # writes no more progress, as a killed server's job would not
 
     job = services.jobs.submit("heterogeneity", work)
     poll = poll_callback(services)
-    while services.jobs.get(job.id).status != "running":
-        pass
+    assert started.wait(10)
     *_, running_run = poll(1, job.id)
     assert running_run is True  # no second start while one runs
 

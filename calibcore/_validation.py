@@ -88,8 +88,15 @@ def check_probabilities(y_prob: ArrayLike, *, name: str = "y_prob") -> NDArray[n
 
 
 def _check_row_sums(proba: NDArray[np.float64], name: str) -> None:
-    totals = proba.sum(axis=1)
-    totals -= 1.0
+    if proba.shape[1] <= 8:
+        # column by column: numpy's row reduction over a few columns is several times
+        # slower (25 ms against 4 ms on 1.5M x 2)
+        totals = proba[:, 0] - 1.0
+        for column in range(1, proba.shape[1]):
+            totals += proba[:, column]
+    else:
+        totals = proba.sum(axis=1)
+        totals -= 1.0
     bad = np.abs(totals, out=totals) > SUM_TOLERANCE
     if bad.any():
         raise CalibrationInputError(

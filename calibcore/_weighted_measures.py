@@ -26,7 +26,7 @@ from calibcore.consistent import (
 from calibcore.metrics import NLL_CLIP
 from calibcore.smooth_calibration import smooth_calibration_rows
 from calibcore.smooth_ece import smooth_ece_rows
-from calibcore.views import View
+from calibcore.views import View, top_class
 
 MeasureName = Literal[
     "ece",
@@ -73,7 +73,7 @@ class WeightedMeasures:
         losses: dict[MeasureName, NDArray[np.float64]] = {
             "brier": np.square(proba).sum(axis=1) - 2.0 * true_class + 1.0,
             "nll": -np.log(np.clip(true_class, NLL_CLIP, 1.0)),
-            "accuracy": (proba.argmax(axis=1) == labels).astype(np.float64),
+            "accuracy": (top_class(proba)[0] == labels).astype(np.float64),
         }
         if proba.shape[1] == 2:
             losses["binary_brier"] = np.square(proba[:, 1] - (labels == 1))

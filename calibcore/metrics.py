@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_positive_int, check_predictions
 from calibcore.binning import Binning, assign_bins, bin_edges
 from calibcore.exceptions import CalibrationInputError
-from calibcore.views import View, score_outcome
+from calibcore.views import View, score_outcome, top_class
 
 #: Probabilities are clipped here before taking logs (SPEC §4.1).
 NLL_CLIP = 1e-12
@@ -191,7 +191,7 @@ def negative_log_likelihood(y_true: ArrayLike, y_prob: ArrayLike) -> float:
 def accuracy(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     """Fraction of rows whose most probable class is the true class."""
     labels, proba = check_predictions(y_true, y_prob)
-    return float(np.mean(proba.argmax(axis=1) == labels))
+    return float(np.mean(top_class(proba)[0] == labels))
 
 
 # The consistent measures of paper 001 live in calibcore.consistent; they are

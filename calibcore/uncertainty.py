@@ -22,6 +22,7 @@ from calibcore._resampling import (
     resample_blocks,
     resample_counts,
     resampling_plan,
+    subsample_plan,
 )
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore._weighted_measures import MeasureName, WeightedMeasures
@@ -42,6 +43,7 @@ __all__ = [
     "global_measures",
     "resample_blocks",
     "resample_counts",
+    "subsample_plan",
 ]
 
 

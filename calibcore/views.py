@@ -38,10 +38,20 @@ class ScoreOutcome:
     labels: tuple[str, ...]
 
 
+def top_class(proba: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The predicted class of each row (the first of tied ones, as ``argmax``) and its
+    probability. Two classes take two comparisons instead of numpy's row reductions,
+    which are ten times slower on two columns (65 ms against 6 ms on 1.5M rows)."""
+    if proba.shape[1] == 2:
+        first, second = proba[:, 0], proba[:, 1]
+        return (second > first).astype(np.intp), np.maximum(first, second)
+    predicted = proba.argmax(axis=1)
+    return predicted, proba[np.arange(proba.shape[0]), predicted]
+
+
 def top_label(y_true: NDArray[np.intp], proba: NDArray[np.float64]) -> ScoreOutcome:
     """Confidence of the predicted class and whether the prediction was right."""
-    predicted = proba.argmax(axis=1)
-    confidence = proba[np.arange(proba.shape[0]), predicted]
+    predicted, confidence = top_class(proba)
     correct = (predicted == y_true).astype(np.float64)
     return ScoreOutcome(confidence[None, :], correct[None, :], ("top label",))
 

@@ -196,9 +196,14 @@ def _binary_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> _Nll
     margin_squared = margin * margin
 
     def state(beta: float) -> tuple[float, float, float]:
+        # One exp for both: with e = exp(-|s|), log(1 + e^-s) = log1p(e) + max(-s, 0) and
+        # sigma(-s) = (e if s >= 0 else 1) / (1 + e); half the time of logaddexp + expit.
         scaled = beta * margin
-        wrong = expit(-scaled)
-        loss = float(np.mean(np.logaddexp(0.0, -scaled)))
+        small = np.exp(-np.abs(scaled))
+        loss = (float(np.sum(np.log1p(small))) + float(np.sum(np.maximum(-scaled, 0.0)))
+                ) / margin.size
+        wrong = np.where(scaled >= 0.0, small, 1.0)
+        wrong /= small + 1.0
         gradient = -float(np.dot(margin, wrong)) / margin.size
         curvature = float(np.dot(margin_squared, wrong * (1.0 - wrong))) / margin.size
         return loss, gradient, curvature

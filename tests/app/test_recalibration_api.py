@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from app.cli import main as cli_main
+from app.services.comparison import paired_differences
 from app.services.row_columns import save_row_column
 from calibcore._encoding import Representation
 from calibcore.recalibration import REGISTRY, Recalibrator
@@ -180,6 +181,24 @@ def test_comparison_job_of_three_methods_reports_each_and_marks_the_best(client,
     again = client.get(f"/api/v1/datasets/{digits}/recalibrations/comparison",
                        params={"ids": ids}).json()
     assert again["rows"] == table["rows"]
+
+
+def test_paired_intervals_of_many_rows_have_the_spread_of_a_mean() -> None:
+    """Above 20,000 rows the paired bootstrap resamples a 20,000-row subsample and scales
+    its spread: the interval still has the width the central limit theorem gives the mean
+    of all the rows, around the mean of all the rows."""
+    rng = np.random.default_rng(5)
+    n_rows = 300_000
+    differences = np.column_stack([rng.normal(0.01, 0.3, n_rows),
+                                   rng.exponential(0.2, n_rows) - 0.2])
+    for column, (estimate, low, high) in zip(differences.T,
+                                             paired_differences(differences, 1000, 0),
+                                             strict=True):
+        assert estimate == pytest.approx(column.mean(), rel=1e-12)
+        half_width = 1.959964 * column.std() / np.sqrt(n_rows)
+        assert low < estimate < high
+        assert high - low == pytest.approx(2 * half_width, rel=0.1)
+        assert estimate - low == pytest.approx(half_width, rel=0.15)
 
 
 def test_methods_need_valid_features(client, digits, binary) -> None:

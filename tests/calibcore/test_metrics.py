@@ -171,3 +171,35 @@ def test_ece_by_bin_count_equals_ece_for_each_count(
     np.testing.assert_allclose(
         metrics.ece_by_bin_count(labels, proba, counts, binning=binning, view=view),
         expected, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_bins=st.integers(1, 300), low=st.sampled_from([0.0, -1.0, 0.25]),
+       span=st.sampled_from([1.0, 0.5, 3.0]), seed=st.integers(0, 2**32 - 1))
+def test_equal_width_bins_by_arithmetic_equal_searchsorted(
+        n_bins: int, low: float, span: float, seed: int) -> None:
+    """Above 4,096 scores, equal-width bins are found by division and corrected near the
+    edges: the same bins as ``searchsorted`` on the edges, scores on and one ulp either
+    side of every edge, outside the range, infinite and NaN included."""
+    from calibcore.binning import assign_bins
+
+    edges = np.linspace(low, low + span, n_bins + 1)
+    rng = np.random.default_rng(seed)
+    scores = np.concatenate([
+        rng.uniform(low - 0.1, low + span + 0.1, size=4_096), edges,
+        np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+        np.round(rng.uniform(low, low + span, size=500), 2), [np.nan, np.inf, -np.inf]])
+    expected = np.clip(np.searchsorted(edges, scores, side="left") - 1, 0, n_bins - 1)
+    np.testing.assert_array_equal(assign_bins(scores, edges), expected)
+
+
+def test_top_class_of_two_columns_is_argmax_and_max() -> None:
+    """The two-class shortcut picks the first of tied classes, as argmax does."""
+    from calibcore.views import top_class
+
+    rng = np.random.default_rng(2)
+    positive = np.concatenate([rng.uniform(size=1000), [0.5, 0.5, 0.0, 1.0]])
+    for proba in (np.column_stack([1 - positive, positive]), rng.dirichlet([1, 1, 1], 500)):
+        predicted, confidence = top_class(proba)
+        np.testing.assert_array_equal(predicted, proba.argmax(axis=1))
+        np.testing.assert_array_equal(confidence, proba.max(axis=1))

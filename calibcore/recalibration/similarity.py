@@ -211,8 +211,9 @@ class SWCHH(SWC):
     radius : float, default=0.1
         Hellinger radius of the HH neighbourhoods.
     random_state : int, default=0
-    n_jobs : int or None, default=None
-        Threads for the forest fit and for HH (results do not depend on it).
+    n_jobs : int or None, default=-1
+        Threads for the forest fit and for HH (-1: all cores; results do not depend on
+        it).
 
     Attributes
     ----------
@@ -234,7 +235,7 @@ class SWCHH(SWC):
         n_estimators: int = 100,
         radius: float = 0.1,
         random_state: int = 0,
-        n_jobs: int | None = None,
+        n_jobs: int | None = -1,
         prior_strength: float = 0.01,
     ) -> None:
         super().__init__(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs,

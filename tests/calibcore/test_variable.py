@@ -391,6 +391,30 @@ def test_permutation_p_value_equals_shuffling_v_itself():
     assert ranking["p_value"].iloc[0] == pytest.approx(expected)
 
 
+def test_large_nulls_are_drawn_in_seeded_chunks_on_every_core(monkeypatch) -> None:
+    """From PARALLEL_MIN_ROWS rows (lowered here) the null is chunks of permutations, chunk c
+    shuffled by numpy with the c-th stream spawned from the seed, whatever the cores."""
+    from calibcore import _permutation
+
+    monkeypatch.setattr(_permutation, "PARALLEL_MIN_ROWS", 100)
+    rng = np.random.default_rng(4)
+    residual = rng.normal(size=300)
+    sizes = np.array([100, 120, 80])
+    starts = np.array([0, 100, 220])
+    expected = []
+    for count, stream in zip([25, 25, 10], np.random.SeedSequence(7).spawn(3), strict=True):
+        shuffler, shuffled = np.random.default_rng(stream), residual.copy()
+        for _ in range(count):
+            shuffler.shuffle(shuffled)
+            expected.append(np.abs(np.add.reduceat(shuffled, starts)).sum() / residual.size)
+    drawn = []
+    null = _permutation.permuted_vece(residual, sizes, 60, 7, lambda: drawn.append(1))
+    np.testing.assert_allclose(null, expected, rtol=1e-12)
+    assert len(drawn) == 60
+    monkeypatch.setattr(_permutation.os, "cpu_count", lambda: 1)
+    np.testing.assert_array_equal(_permutation.permuted_vece(residual, sizes, 60, 7), null)
+
+
 def test_rank_variables_edge_cases():
     rng = np.random.default_rng(9)
     labels, proba = random_predictions(rng, 40)

@@ -99,6 +99,14 @@ def start_warm_up(services: Services) -> Job | None:
         return _UMAP.job
 
 
+def umap_status() -> str:
+    """``ready`` once UMAP is compiled in this process, ``compiling`` while the warm-up
+    runs, else ``not compiled`` (the first UMAP request compiles it)."""
+    if _UMAP.ready.is_set():
+        return "ready"
+    return "compiling" if _UMAP.compiling() else "not compiled"
+
+
 def _wait_for_umap(progress: Progress, start: float) -> None:
     while _UMAP.compiling() and not _UMAP.ready.wait(0.5):
         progress.update(start, PREPARING_UMAP)

@@ -251,6 +251,7 @@ def test_umap_on_a_sample_equals_the_core(client, digits, digits_frame, monkeypa
     monkeypatch.setattr(local_embedding, "_UMAP", local_embedding._WarmUp())
     monkeypatch.setattr(local_embedding, "warm_up", lambda reducer, random_state: embed(
         np.random.default_rng(random_state).normal(size=(300, 4)), reducer=reducer))
+    assert client.get("/api/v1/health").json()["umap"] == "not compiled"
     assert local.start_warm_up(client.app.state.services) is not None
     assert local.start_warm_up(client.app.state.services) is None  # once per process
     response = client.post(f"/api/v1/datasets/{digits}/lce",
@@ -263,6 +264,7 @@ def test_umap_on_a_sample_equals_the_core(client, digits, digits_frame, monkeypa
         time.sleep(0.05)
     assert job["status"] == "succeeded", job
     assert local.PREPARING_UMAP in messages
+    assert client.get("/api/v1/health").json()["umap"] == "ready"
     result = job["result"]
     labels, proba = arrays(digits_frame)
     embedding = embed(digits_frame[PIXELS], reducer="umap", sample_size=400, random_state=0)

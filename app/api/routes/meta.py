@@ -7,10 +7,13 @@ from typing import Any
 from fastapi import APIRouter
 
 import calibcore
+from app.services.local_embedding import umap_status
 
 router = APIRouter(tags=["meta"])
 
 
 @router.get("/health")
 async def health() -> dict[str, Any]:
-    return {"status": "ok", "version": calibcore.__version__}
+    """Up, its version, and whether UMAP is compiled yet (``ready``, ``compiling`` during
+    the start-up warm-up, ``not compiled``): a UMAP landscape waits for compiling."""
+    return {"status": "ok", "version": calibcore.__version__, "umap": umap_status()}

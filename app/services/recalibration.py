@@ -230,7 +230,9 @@ class RecalibrationService:
         report(0.95, "scoring the held-out rows")
         meta = {"dataset_id": dataset_id, "method": spec.method,
                 "params": describe_params(estimator), "features": list(columns),
-                "feature_notes": list(final.encoder.notes) if final.encoder else [],
+                "feature_notes": [*(final.encoder.notes if final.encoder else ()),
+                                  *filter(None, [getattr(final.recalibrator, "sampling_note_",
+                                                         "")])],
                 "scheme": heldout.scheme, "n_heldout": int(heldout.heldout.sum()),
                 **_before_after(prediction_set, heldout, n_bins),
                 "seconds": round(time.perf_counter() - started, 3)}

@@ -113,6 +113,24 @@ def test_swc_hh_uses_hh_of_the_stored_calibration_rows():
     )
 
 
+@pytest.mark.parametrize("estimator", [SWC, SWCHH])
+def test_above_max_calibration_rows_a_seeded_sample_is_the_calibration_set(estimator):
+    """With more calibration rows than max_calibration_rows, the model is the one fitted on
+    the seeded sample of them (said in sampling_note_); at or under it, every row."""
+    X_cal, y_cal, p_cal, X, _, p = local_problem(5, n_cal=150, n_test=20)
+    capped = estimator(n_estimators=20, max_calibration_rows=60).fit(p_cal, y_cal,
+                                                                      features=X_cal)
+    kept = np.sort(np.random.default_rng([0, 2]).choice(150, size=60, replace=False))
+    on_sample = estimator(n_estimators=20, max_calibration_rows=None).fit(
+        p_cal[kept], y_cal[kept], features=X_cal[kept])
+    np.testing.assert_array_equal(capped.predict_proba(p, features=X),
+                                  on_sample.predict_proba(p, features=X))
+    assert "60 of the 150 calibration rows" in capped.sampling_note_
+    whole = estimator(n_estimators=20, max_calibration_rows=150).fit(p_cal, y_cal,
+                                                                     features=X_cal)
+    assert whole.sampling_note_ == "" and whole.calibration_labels_.size == 150
+
+
 @pytest.mark.parametrize(("prior", "second"), [(0.0, [0.25, 0.75]), (0.2, [0.3, 0.7])])
 def test_zero_similarity_mass_keeps_the_probabilities(prior, second):
     votes = np.array([[0.0, 0.0], [0.2, 0.6]])

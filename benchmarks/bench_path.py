@@ -15,8 +15,9 @@ to the job's end:
   landscape (this server compiles UMAP at start, as a user's does, and the row waits
   for that warm-up to end before it starts timing).
 
-Every job's progress is polled every 0.25 s; the note gives the longest time it
-stood still (the target is 2 s). The last row is the server's peak RSS (VmHWM).
+Every job's progress is polled every 0.1 s (:func:`benchmarks.server_jobs.poll_job`);
+the note gives the longest time it stood still (the target is 2 s). The last row is the
+server's peak RSS (VmHWM).
 
 Run: ``python -m benchmarks.bench_path`` (about 10 minutes; ``--quick`` for tiny sizes).
 """
@@ -28,7 +29,6 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.bench_load import _get, _post, _rss_mib, _upload
+from benchmarks.server_jobs import poll_job
 from benchmarks.table import Row
 from tests.live_server import LiveServer, live_server
 
@@ -72,39 +73,20 @@ class Client:
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return _post(f"{self.api}{path}", json.dumps(body).encode(), "application/json")
 
-    def wait(self, job_id: str, timeout: float = 1800) -> tuple[dict[str, Any], float]:
-        """The finished job and the longest time its progress stood still (s)."""
-        last_change, last_seen, longest = time.perf_counter(), None, 0.0
-        deadline = time.monotonic() + timeout
-        while True:
-            job = self.get(f"/jobs/{job_id}")
-            now = time.perf_counter()
-            seen = (job["progress"], job["message"])
-            if seen != last_seen:
-                longest, last_change, last_seen = max(longest, now - last_change), now, seen
-            if job["status"] not in ("queued", "running"):
-                longest = max(longest, now - last_change) if job["status"] != "succeeded" \
-                    else longest
-                if job["status"] != "succeeded":
-                    raise RuntimeError(f"job {job_id} {job['status']}: {job.get('error')}")
-                return job, longest
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"job {job_id} still {job['status']} after {timeout} s")
-            time.sleep(0.25)
-
     def job(self, start: Callable[[], dict[str, Any]],
             timeout: float = 1800) -> tuple[float, dict[str, Any], float]:
-        """Seconds from submitting a job to its end, its result and its longest stall.
+        """Seconds from submitting a job to its end, its result and the longest time its
+        progress stood still (:func:`benchmarks.server_jobs.poll_job`).
 
         A job still running after ``timeout`` is cancelled: the time is then ``inf``."""
         began = time.perf_counter()
         job_id = start()["job_id"]
         try:
-            job, stall = self.wait(job_id, timeout)
+            job, stall = poll_job(self.server, job_id, timeout)
         except TimeoutError:
-            request = urllib.request.Request(f"{self.api}/jobs/{job_id}", method="DELETE")
-            urllib.request.urlopen(request, timeout=60).close()
             return float("inf"), {}, float("nan")
+        if job["status"] != "succeeded":
+            raise RuntimeError(f"job {job_id} {job['status']}: {job.get('error')}")
         return time.perf_counter() - began, job["result"], stall
 
 

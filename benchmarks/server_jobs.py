@@ -80,6 +80,28 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def poll_job(server: LiveServer, job_id: str,
+             timeout: float = 1800.0) -> tuple[dict[str, Any], float]:
+    """Poll a job to its end: the final job and the longest time its progress (fraction or
+    message) stood still, up to its end. A job still running after ``timeout`` seconds is
+    cancelled and ``TimeoutError`` raised."""
+    last_change, last, longest = time.perf_counter(), None, 0.0
+    deadline = time.monotonic() + timeout
+    while True:
+        job = request(server, "GET", f"/api/v1/jobs/{job_id}")
+        moment = time.perf_counter()
+        state = (job["progress"], job["message"])
+        if state != last:
+            longest, last_change, last = max(longest, moment - last_change), moment, state
+        if job["status"] not in ("queued", "running"):
+            return job, max(longest, moment - last_change)
+        if time.monotonic() > deadline:
+            request(server, "DELETE", f"/api/v1/jobs/{job_id}")
+            raise TimeoutError(f"job {job_id} still {job['status']} after {timeout:g} s; "
+                               "cancelled")
+        time.sleep(POLL_SECONDS)
+
+
 def timed_job(server: LiveServer, method: str, path: str,
               body: dict[str, Any] | None = None) -> JobTiming:
     """Start a job (the request must answer 202 with ``job_id``) and poll it to the end."""
@@ -87,17 +109,7 @@ def timed_job(server: LiveServer, method: str, path: str,
     cpu = _cpu_seconds(server.process.pid)
     start = time.perf_counter()
     answer = request(server, method, path, None if body is None else json.dumps(body).encode())
-    last_change, last, longest = start, None, 0.0
-    while True:
-        job = request(server, "GET", f"/api/v1/jobs/{answer['job_id']}")
-        moment = time.perf_counter()
-        state = (job["progress"], job["message"])
-        if state != last:
-            longest, last_change, last = max(longest, moment - last_change), moment, state
-        if job["status"] not in ("queued", "running"):
-            break
-        time.sleep(POLL_SECONDS)
+    job, longest = poll_job(server, answer["job_id"])
     seconds = time.perf_counter() - start
-    longest = max(longest, moment - last_change)
     return JobTiming(seconds, _cpu_seconds(server.process.pid) - cpu, load, longest,
                      str(job["status"]), job["result"])

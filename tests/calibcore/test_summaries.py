@@ -1,0 +1,69 @@
+"""Mergeable summaries (issue 14): measures of merged partition summaries equal the
+in-memory measures of all rows, whatever the partitioning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibcore import metrics
+from calibcore.exceptions import CalibrationInputError
+from calibcore.summaries import BinnedSummary, merge_all
+
+
+def in_memory(labels: np.ndarray, proba: np.ndarray, n_bins: int) -> dict[str, float]:
+    out = {
+        "accuracy": metrics.accuracy(labels, proba),
+        "nll": metrics.negative_log_likelihood(labels, proba),
+        "brier": metrics.brier_score(labels, proba),
+        "ece": metrics.expected_calibration_error(labels, proba, n_bins=n_bins),
+        "mce": metrics.maximum_calibration_error(labels, proba, n_bins=n_bins),
+        "classwise_ece": metrics.classwise_expected_calibration_error(labels, proba,
+                                                                      n_bins=n_bins),
+        "binned_ece_plus_width": metrics.binned_ece_plus_width(labels, proba, n_bins=n_bins),
+    }
+    if proba.shape[1] == 2:
+        out["binary_brier"] = metrics.binary_brier_score(labels, proba)
+        out["positive_ece"] = metrics.expected_calibration_error(labels, proba, n_bins=n_bins,
+                                                                 view="positive")
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(n_classes=st.integers(2, 5), n_rows=st.integers(1, 400), n_bins=st.integers(1, 30),
+       n_cuts=st.integers(0, 16), rounded=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_merged_summaries_equal_the_measures_of_all_rows(
+        n_classes: int, n_rows: int, n_bins: int, n_cuts: int, rounded: bool,
+        seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    proba = rng.dirichlet(np.full(n_classes, 0.7), size=n_rows)
+    if rounded:  # scores on the bin edges and ties between rows
+        proba = np.round(proba, 1)
+        proba[:, -1] = 1.0 - proba[:, :-1].sum(axis=1)
+        proba = np.clip(proba, 0.0, 1.0)
+        proba /= proba.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, n_classes, size=n_rows)
+    cuts = np.sort(rng.integers(0, n_rows + 1, size=n_cuts))  # empty parts included
+    parts = np.split(np.arange(n_rows), cuts)
+    merged = merge_all(BinnedSummary.of(labels[rows], proba[rows], n_bins=n_bins)
+                       for rows in parts)
+    expected = in_memory(labels, proba, n_bins)
+    got = merged.measures()
+    assert merged.n_rows == n_rows and got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_a_binary_summary_of_one_dimensional_scores_and_its_refusals() -> None:
+    labels, positive = np.array([0, 1, 1, 0]), np.array([0.2, 0.9, 0.6, 0.0])
+    summary = BinnedSummary.of(labels, positive, n_bins=5)
+    assert summary.measures()["ece"] == pytest.approx(
+        metrics.expected_calibration_error(labels, positive, n_bins=5), abs=1e-15)
+    empty = BinnedSummary.of(np.array([], dtype=int), np.array([]), n_bins=5)
+    assert empty.merge(summary).measures() == summary.measures()
+    with pytest.raises(CalibrationInputError, match="no rows"):
+        empty.measures()
+    with pytest.raises(CalibrationInputError, match="cannot merge"):
+        summary.merge(BinnedSummary.empty(3, 5))

@@ -188,6 +188,7 @@ def hidden_heterogeneity_details(
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
     cache: NeighbourhoodCache | None = None,
+    grid: float | None = None,
 ) -> HiddenHeterogeneity:
     """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores.
 
@@ -196,6 +197,11 @@ def hidden_heterogeneity_details(
     reuses them instead of refitting (SWC-HH scores test and calibration rows,
     whose neighbourhoods are largely the same sets). Progress counts the forests
     still to fit.
+
+    ``grid`` (None: exact) shares forests between rows whose neighbourhoods nearly
+    coincide: each row's neighbourhood is centred on its sqrt-probabilities rounded
+    to multiples of ``grid`` (at most ``grid * sqrt(K / 8)`` from its own point in
+    Hellinger distance), so rows rounding to the same point share one forest.
     """
     features, labels, proba_cal = check_calibration_rows(X_cal, y_cal, p_cal)
     proba_test = check_probabilities(p_test, name="p_test")
@@ -207,7 +213,9 @@ def hidden_heterogeneity_details(
     random_state = check_positive_int(random_state, "random_state", minimum=0)
 
     heartbeat = Heartbeat(progress, 0, 0)
-    members, groups = hellinger_neighbourhoods(proba_cal, proba_test, radius, heartbeat)
+    centres, rows_of_centre = _grid_centres(proba_test, grid)
+    members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
+    groups = groups[rows_of_centre]
     n_groups = len(members)
     sizes = np.array([rows.size for rows in members], dtype=np.int64)
     fitted = np.flatnonzero([np.unique(labels[rows]).size > 1 for rows in members])
@@ -266,6 +274,21 @@ def hidden_heterogeneity_details(
         n_calibration=int(labels.size),
         n_forests=n_forests,
     )
+
+
+def _grid_centres(
+    proba: NDArray[np.float64], grid: float | None
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Neighbourhood centres (as probabilities whose square roots are the centres) and
+    the centre of each row: the rows themselves, or their distinct rounded points."""
+    if grid is None:
+        return proba, np.arange(proba.shape[0])
+    grid = check_in_range(grid, "grid", low=0.0, high=1.0)
+    if grid == 0.0:
+        raise CalibrationInputError("grid must be positive (or None for exact HH).")
+    points, rows_of_centre = np.unique(np.round(np.sqrt(proba) / grid) * grid, axis=0,
+                                       return_inverse=True)
+    return np.square(points), rows_of_centre.ravel().astype(np.intp)
 
 
 def recommend_calibration(

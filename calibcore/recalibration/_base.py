@@ -115,6 +115,9 @@ class Recalibrator(BaseEstimator):
     display_name: ClassVar[str] = ""
     needs_features: ClassVar[bool] = False
     fitted_attributes: ClassVar[tuple[str, ...]] = ()
+    #: Values of parameters added after documents were written without them, so an older
+    #: document keeps predicting as it did (its new parameters' defaults may differ).
+    legacy_params: ClassVar[dict[str, Any]] = {}
 
     def fit(self, y_prob: ArrayLike, y_true: ArrayLike, features: ArrayLike | None = None, *,
             progress: ProgressCallback | None = None) -> Self:
@@ -242,7 +245,8 @@ class Recalibrator(BaseEstimator):
                 f"unknown recalibration method {method!r}; known: {', '.join(sorted(REGISTRY))}."
             )
         try:
-            estimator = target(**decode_json(document.get("params", {})))
+            estimator = target(**{**target.legacy_params,
+                                  **decode_json(document.get("params", {}))})
             for name, value in decode_json(document["state"]).items():
                 if name != "n_classes_" and name not in target.fitted_attributes:
                     raise CalibrationInputError(

@@ -22,7 +22,7 @@ which HH needs); leaves of new rows come from a vectorized traversal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -241,6 +241,14 @@ class SWCHH(SWC):
         it).
     prior_strength, max_calibration_rows
         As :class:`SWC` (HH is then computed against the sampled calibration rows).
+    hh_grid : float or None, default=0.005
+        HH_t of each row is that of its probabilities rounded to this step in sqrt(p)
+        (a neighbourhood centre within Hellinger distance 0.0025 sqrt(K / 2) of the
+        row's own, 2.5% of the default radius for two classes), so rows rounding alike
+        share one local forest (``grid`` of
+        :func:`~calibcore.heterogeneity.hidden_heterogeneity_details`). On default_nb:
+        204 forests instead of 850, 8 times faster, mean HH 0.01293 against 0.01300.
+        None gives the paper's HH_t exactly.
 
     Attributes
     ----------
@@ -256,6 +264,8 @@ class SWCHH(SWC):
     fitted_attributes: ClassVar[tuple[str, ...]] = (
         *SWC.fitted_attributes, "calibration_features_", "calibration_probabilities_",
     )
+    #: documents written before hh_grid existed used the exact HH_t
+    legacy_params: ClassVar[dict[str, Any]] = {"hh_grid": None}
 
     def __init__(
         self,
@@ -266,11 +276,13 @@ class SWCHH(SWC):
         n_jobs: int | None = -1,
         prior_strength: float = 0.01,
         max_calibration_rows: int | None = 20_000,
+        hh_grid: float | None = 0.005,
     ) -> None:
         super().__init__(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs,
                          prior_strength=prior_strength,
                          max_calibration_rows=max_calibration_rows)
         self.radius = radius
+        self.hh_grid = hh_grid
 
     def _fit(
         self,
@@ -311,7 +323,7 @@ class SWCHH(SWC):
             self.calibration_features_, self.calibration_labels_,
             self.calibration_probabilities_, proba, radius=self.radius,
             random_state=self.random_state, n_jobs=self.n_jobs, progress=progress,
-            cache=self._local_forests(),
+            cache=self._local_forests(), grid=self.hh_grid,
         ).values
 
     def _local_forests(self) -> NeighbourhoodCache:

@@ -105,12 +105,30 @@ def test_swc_hh_equals_the_reference_filter_and_fallback(prior):
 
 def test_swc_hh_uses_hh_of_the_stored_calibration_rows():
     X_cal, y_cal, p_cal, X, _, p = local_problem(2, n_test=12)
-    model = SWCHH(n_estimators=30, radius=0.2, random_state=4).fit(p_cal, y_cal, features=X_cal)
+    model = SWCHH(n_estimators=30, radius=0.2, random_state=4, hh_grid=None).fit(
+        p_cal, y_cal, features=X_cal)
     hh = hidden_heterogeneity(X_cal, y_cal, p_cal, p, radius=0.2, random_state=4)
     np.testing.assert_array_equal(model.heterogeneity(p), hh)
     np.testing.assert_array_equal(
         model.predict_proba(p, features=X), model.predict_with_heterogeneity(p, X, hh)
     )
+
+
+def test_swc_hh_on_a_grid_shares_hh_between_rows_that_round_alike():
+    """With hh_grid, rows whose sqrt-probabilities round to the same grid point share one
+    HH; a row on the grid (sqrt(0.36), sqrt(0.64) = 0.6, 0.8) gets its exact HH."""
+    X_cal, y_cal, p_cal, _, _, p = local_problem(2, n_test=40, n_classes=2)
+    p[:2] = [[0.36, 0.64], [0.64, 0.36]]
+    model = SWCHH(n_estimators=30, radius=0.2, random_state=4, hh_grid=0.05).fit(
+        p_cal, y_cal, features=X_cal)
+    gridded = model.heterogeneity(p)
+    exact = hidden_heterogeneity(X_cal, y_cal, p_cal, p, radius=0.2, random_state=4)
+    np.testing.assert_allclose(gridded[:2], exact[:2], rtol=0, atol=1e-12)
+    points = np.round(np.sqrt(p) / 0.05)
+    assert np.unique(points, axis=0).shape[0] < p.shape[0]  # some rows share a point
+    for row in range(p.shape[0]):
+        same = np.all(points == points[row], axis=1)
+        assert np.all(gridded[same] == gridded[row])
 
 
 @pytest.mark.parametrize("estimator", [SWC, SWCHH])
@@ -164,6 +182,18 @@ def test_json_round_trip_is_exact(estimator):
     )
 
 
+def test_an_swc_hh_document_from_before_hh_grid_keeps_the_exact_hh():
+    X_cal, y_cal, p_cal, _, _, p = local_problem(3, n_test=15)
+    document = json.loads(json.dumps(SWCHH(n_estimators=25).fit(
+        p_cal, y_cal, features=X_cal).to_json()))
+    assert document["params"]["hh_grid"] == 0.005
+    del document["params"]["hh_grid"]  # as written before the parameter existed
+    rebuilt = Recalibrator.from_json(document)
+    assert rebuilt.hh_grid is None
+    np.testing.assert_array_equal(rebuilt.heterogeneity(p), hidden_heterogeneity(
+        X_cal, y_cal, p_cal, p, random_state=0))
+
+
 def test_features_must_be_complete_and_match():
     X_cal, y_cal, p_cal, X, _, p = local_problem(4, n_test=5)
     holes = X_cal.copy()
@@ -207,11 +237,13 @@ def reference_platt(p_cal, y_cal, p):
 def test_moons_brier_scores_match_the_paper():
     X_cal, y_cal, p_cal, X_test, y_test, p_test = moons_experiment()
     uncalibrated = reference_brier(p_test, y_test)
-    # the paper's eq. 5, without the prior pseudo-rows
+    # the paper's eq. 5, without the prior pseudo-rows, and its exact HH_t
     swc = SWC(prior_strength=0).fit(p_cal, y_cal, features=X_cal).predict_proba(
         p_test, features=X_test)
-    swc_hh = SWCHH(prior_strength=0).fit(p_cal, y_cal, features=X_cal).predict_proba(
-        p_test, features=X_test)
+    swc_hh = SWCHH(prior_strength=0, hh_grid=None).fit(p_cal, y_cal, features=X_cal
+                                                       ).predict_proba(p_test, features=X_test)
+    gridded = SWCHH().fit(p_cal, y_cal, features=X_cal).predict_proba(p_test, features=X_test)
+    assert abs(reference_brier(gridded, y_test) - reference_brier(swc_hh, y_test)) < 0.005
     platt = reference_platt(p_cal, y_cal, p_test)
     ours_platt = PlattScaling().fit(p_cal, y_cal).predict_proba(p_test)
     scores = {

@@ -1,0 +1,57 @@
+"""Exact measures of a partitioned table on a Dask cluster (issue 14): a LocalCluster of
+two worker processes, tables of 1, 3 and 17 partitions, the same measures as in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from dask.distributed import Client, LocalCluster
+
+from calibcore.exceptions import CalibrationInputError
+from calibcore.partitioned import partitioned_summary
+from tests.calibcore.test_summaries import in_memory
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as connected:
+        yield connected
+
+
+def table(n_rows: int, classes: list[str], seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    proba = rng.dirichlet(np.full(len(classes), 0.8), size=n_rows)
+    labels = np.array([rng.choice(len(classes), p=row) for row in proba**1.3 / (
+        proba**1.3).sum(axis=1, keepdims=True)])
+    frame = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
+    frame.insert(0, "y", np.array(classes, dtype=object)[labels])
+    return frame
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3, 17])
+@pytest.mark.parametrize("classes", [["no", "yes"], ["a", "b", "c"]])
+def test_partitioned_measures_equal_the_in_memory_ones(client, n_partitions, classes) -> None:
+    frame = table(5_000, classes, seed=len(classes))
+    columns = [f"p_{c}" for c in classes]
+    partitioned = dd.from_pandas(frame, npartitions=n_partitions)
+    assert partitioned.npartitions == n_partitions
+    summary = partitioned_summary(partitioned, "y", columns, classes, n_bins=15)
+    labels = pd.Index(classes).get_indexer(frame["y"])
+    expected = in_memory(labels, frame[columns].to_numpy(), 15)
+    got = summary.measures()
+    assert summary.n_rows == len(frame)
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_labels_that_are_not_classes_and_missing_columns_are_refused(client) -> None:
+    frame = dd.from_pandas(table(200, ["no", "yes"], seed=1), npartitions=3)
+    with pytest.raises(CalibrationInputError, match="not classes"):
+        partitioned_summary(frame, "y", ["p_no", "p_yes"], ["no", "maybe"])
+    with pytest.raises(CalibrationInputError, match="no column named 'p_maybe'"):
+        partitioned_summary(frame, "y", ["p_no", "p_maybe"])

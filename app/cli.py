@@ -32,10 +32,23 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from app.services.report import build_report
+    from app.services.report import build_partitioned_report, build_report
 
-    report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
-                          n_bootstrap=args.n_bootstrap)
+    if args.engine == "dask":
+        if args.html or args.view != "top_label":
+            raise CalibrationInputError("--html and --view are not available with --engine "
+                                        "dask yet (it computes the top-label measures).")
+        probabilities = ([part.strip() for part in args.probabilities.split(",")
+                          if part.strip()] if args.probabilities else None)
+        report = build_partitioned_report(args.file, label=args.label,
+                                          probabilities=probabilities,
+                                          scheduler=args.scheduler, n_bins=args.n_bins)
+    else:
+        if args.label or args.probabilities or args.scheduler:
+            raise CalibrationInputError("--label, --probabilities and --scheduler go with "
+                                        "--engine dask; a file's roles are inferred.")
+        report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
+                              n_bootstrap=args.n_bootstrap)
     text = json.dumps(report, indent=2, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text)
@@ -122,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not load the example dataset into an empty store")
     serve.set_defaults(handler=_serve)
     report = commands.add_parser("report", help="global measures of a prediction file as JSON")
-    report.add_argument("file", help="CSV or Parquet prediction file")
+    report.add_argument("file", help="CSV or Parquet prediction file (with --engine dask: "
+                        "a path, glob or URL of many)")
     report.add_argument("--out", help="write the JSON report here")
     report.add_argument("--html", help="also write a self-contained HTML report here")
     report.add_argument("--view", default="top_label",
@@ -130,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--n-bins", type=int, default=15)
     report.add_argument("--n-bootstrap", type=int, default=200,
                         help="bootstrap resamples of the 95%% intervals (0: none)")
+    report.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                        help="dask: files of any size (paths, globs, fsspec URLs of Parquet "
+                        "or CSV), exact binned measures merged from per-partition summaries")
+    report.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address "
+                        "(default: a local in-process cluster)")
+    report.add_argument("--label", help="with --engine dask: the label column")
+    report.add_argument("--probabilities",
+                        help="with --engine dask: probability columns, comma-separated")
     report.set_defaults(handler=_report)
     recalibrate = commands.add_parser(
         "recalibrate", help="fit a recalibrator on a prediction file (its calibration rows, or "

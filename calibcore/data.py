@@ -418,6 +418,14 @@ def _class_probabilities(
     return classes, raw
 
 
+def class_names_of(roles: ColumnRoles, label_names: pd.Series) -> tuple[str, ...]:
+    """The classes of the probability columns, as :func:`build_prediction_set` names them,
+    from the label values (:func:`label_value_names`; the distinct ones are enough)."""
+    if len(roles.probabilities) == 1:
+        return _binary_classes(label_names, roles)
+    return _classes_from_columns(roles.probabilities, label_names)
+
+
 def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
     """(negative, positive) class names when one column holds P(positive)."""
     values = sorted(labels.dropna().unique(), key=_natural)

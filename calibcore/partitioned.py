@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from calibcore.data import ColumnRoles, class_names_of, label_value_names
 from calibcore.exceptions import CalibrationInputError
 from calibcore.summaries import BinnedSummary, merge_all
 
@@ -24,21 +25,35 @@ if TYPE_CHECKING:
 
 
 def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                        classes: Sequence[Any], n_bins: int) -> BinnedSummary:
-    """The summary of one partition: its labels mapped to class indices by ``classes``
-    (the class of each probability column, in order)."""
-    index = pd.Index(list(classes))
-    labels = index.get_indexer(part[label])
+                        classes: Sequence[str], n_bins: int) -> BinnedSummary:
+    """The summary of one partition. Labels are named as uploads name them
+    (:func:`calibcore.data.label_value_names`) and mapped to ``classes`` (the class of
+    each probability column); a single column holds P(``classes[1]``)."""
+    n_classes = max(len(probabilities), 2)
+    if part.shape[0] == 0:
+        return BinnedSummary.empty(n_classes, n_bins)
+    names = label_value_names(part[label])
+    labels = pd.Index(list(classes)).get_indexer(names)
     if (labels < 0).any():
-        unknown = part[label][labels < 0].unique()[:5]
+        unknown = names[labels < 0].unique()[:5]
         raise CalibrationInputError(
             f"label column {label!r} holds values that are not classes "
             f"({', '.join(map(repr, unknown))}); the classes are "
             f"{', '.join(map(repr, classes))}.", code="unknown_class", column=label)
-    proba = part[list(probabilities)].to_numpy(dtype=np.float64)
-    if proba.shape[0] == 0:
-        return BinnedSummary.empty(len(probabilities), n_bins)
-    return BinnedSummary.of(labels, proba, n_bins=n_bins)
+    try:
+        proba = part[list(probabilities)].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(f"probability columns must be numeric: {exc}") from exc
+    return BinnedSummary.of(labels, proba[:, 0] if proba.shape[1] == 1 else proba,
+                            n_bins=n_bins)
+
+
+def partition_classes(frame: dd.DataFrame, label: str,
+                      probabilities: Sequence[str]) -> list[str]:
+    """The class of each probability column (two for one column), as an upload names
+    them, from the column names and the distinct labels (one pass over the labels)."""
+    distinct = label_value_names(frame[label].drop_duplicates().compute())
+    return list(class_names_of(ColumnRoles(label, tuple(probabilities)), distinct.dropna()))
 
 
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
@@ -52,9 +67,11 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     label : str
         The label column.
     probabilities : sequence of str
-        One probability column per class, in class order.
+        One probability column per class, or one column holding P(positive).
     classes : sequence, optional
-        The label value of each probability column (default: 0, 1, ..., K-1).
+        The class (label value) of each probability column; by default found as an
+        upload finds them, from the column names and the distinct labels (one more
+        pass over the label column).
     n_bins : int, default=15
     """
     import dask
@@ -65,10 +82,9 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
             f"no column named {', '.join(map(repr, missing))}; the columns are "
             f"{', '.join(map(repr, frame.columns))}.", code="unknown_column",
             column=str(missing[0]))
-    if len(probabilities) < 2:
-        raise CalibrationInputError("give one probability column per class (at least two).")
-    classes = list(range(len(probabilities))) if classes is None else list(classes)
-    if len(classes) != len(probabilities):
+    classes = (partition_classes(frame, label, probabilities) if classes is None
+               else [str(c) for c in classes])
+    if len(classes) != max(len(probabilities), 2):
         raise CalibrationInputError(
             f"{len(classes)} classes for {len(probabilities)} probability columns.")
     parts = [dask.delayed(summarize_partition)(part, label, list(probabilities), classes,
@@ -78,4 +94,4 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     return summary
 
 
-__all__ = ["partitioned_summary", "summarize_partition"]
+__all__ = ["partition_classes", "partitioned_summary", "summarize_partition"]

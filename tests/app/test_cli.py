@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -48,3 +49,30 @@ def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None
     assert text.startswith("<!doctype html>") and "Calibration report" in text
     assert "plotly" in text.lower() and 'src="http' not in text  # plotly.js inlined
     assert "smooth ECE" in text and "income" in text and text.count("plotly-graph-div") >= 4
+
+
+def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_one(
+        shared_data, tmp_path, capsys) -> None:
+    """default_nb split into three Parquet files and pointed at by a glob: roles inferred as
+    for an upload, the exact measures equal the in-memory report's."""
+    frame = pd.read_csv(shared_data / "default_nb.csv")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for number, rows in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[rows].to_parquet(folder / f"part-{number}.parquet")
+    out, memory = tmp_path / "dask.json", tmp_path / "memory.json"
+    assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--out",
+                 str(out)]) == 0
+    assert main(["report", str(shared_data / "default_nb.csv"), "--n-bootstrap", "0",
+                 "--out", str(memory)]) == 0
+    report, expected = json.loads(out.read_text()), json.loads(memory.read_text())
+    assert report["engine"] == "dask" and report["n_partitions"] == 3
+    assert report["n_rows"] == 7000 and report["classes"] == expected["classes"]
+    assert report["roles"] == {"label": "y_true", "probabilities": ["y_prob"]}
+    for key, item in report["metrics"]["measures"].items():
+        assert item["value"] == pytest.approx(
+            expected["metrics"]["measures"][key]["value"], rel=1e-9, abs=1e-12), key
+    assert "ECE" in capsys.readouterr().out
+    assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--html",
+                 str(tmp_path / "r.html")]) == 2
+    assert main(["report", str(shared_data / "default_nb.csv"), "--label", "y_true"]) == 2

@@ -49,6 +49,19 @@ def test_partitioned_measures_equal_the_in_memory_ones(client, n_partitions, cla
         assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
 
 
+def test_one_probability_column_and_classes_named_as_uploads_name_them(client) -> None:
+    rng = np.random.default_rng(3)
+    positive = rng.uniform(size=3_000)
+    frame = pd.DataFrame({"delayed": (rng.uniform(size=3_000) < positive**1.2).astype(int),
+                          "p_delayed": positive})
+    summary = partitioned_summary(dd.from_pandas(frame, npartitions=5), "delayed",
+                                  ["p_delayed"])
+    expected = in_memory(frame["delayed"].to_numpy(), np.column_stack([1 - positive, positive]),
+                         15)
+    for key, value in expected.items():
+        assert summary.measures()[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
 def test_labels_that_are_not_classes_and_missing_columns_are_refused(client) -> None:
     frame = dd.from_pandas(table(200, ["no", "yes"], seed=1), npartitions=3)
     with pytest.raises(CalibrationInputError, match="not classes"):

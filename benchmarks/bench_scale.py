@@ -1,0 +1,153 @@
+"""Past one machine (issue 14): ``calibdash report --engine dask`` on a generated Parquet set.
+
+* 50M rows (binary, 5 features, 50 files; generated here in chunks into a temporary
+  folder, never committed) through ``calibdash report DIR/*.parquet --engine dask`` in a
+  subprocess on a local in-process cluster: under 120 s with peak memory (the process's
+  high-water RSS) under 3 GB.
+* Beside it, the in-memory path on the largest size this machine holds comfortably
+  (5M rows): pandas reads every file and :mod:`calibcore.metrics` computes the same
+  binned measures; the note says how the values compare.
+* The same report against a scheduler and two workers started with Dask's own command
+  line (``dask scheduler``, ``dask worker``), on the 5M-row set.
+
+Run: ``python -m benchmarks.bench_scale`` (a few minutes, most of it writing 50M rows;
+``--quick`` for tiny sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.table import Row
+from calibcore import metrics
+
+ROWS_PER_FILE = 1_000_000
+
+
+def write_dataset(folder: Path, n_rows: int, rows_per_file: int = ROWS_PER_FILE,
+                  seed: int = 0) -> Path:
+    """Binary predictions with 5 features as Parquet files of ``rows_per_file`` rows."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for number, start in enumerate(range(0, n_rows, rows_per_file)):
+        size = min(rows_per_file, n_rows - start)
+        features = rng.normal(size=(size, 5)).astype(np.float32)
+        positive = 1.0 / (1.0 + np.exp(-(features[:, 0] + 0.5 * features[:, 1])))
+        frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(5)])
+        frame.insert(0, "p_click", positive)
+        frame.insert(0, "clicked", (rng.uniform(size=size) < positive**1.2).astype(np.int8))
+        frame.to_parquet(folder / f"part-{number:04d}.parquet", index=False)
+    return folder
+
+
+def _report(folder: Path, out: Path, *extra: str) -> tuple[float, float, dict]:
+    """Seconds, peak RSS (MiB) and JSON of ``calibdash report --engine dask`` in a child."""
+    command = [sys.executable, "-m", "app.cli", "report", str(folder / "*.parquet"),
+               "--engine", "dask", "--label", "clicked", "--probabilities", "p_click",
+               "--out", str(out), *extra]
+    code = ("import resource, subprocess, sys, time; began = time.perf_counter(); "
+            "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+            "print(time.perf_counter() - began, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+    timed = subprocess.run([sys.executable, "-c", code, *command], check=True,
+                           capture_output=True, text=True)
+    seconds, peak = map(float, timed.stdout.split())
+    return seconds, peak, json.loads(out.read_text())
+
+
+def _in_memory(folder: Path) -> tuple[float, dict[str, float]]:
+    began = time.perf_counter()
+    frame = pd.concat([pd.read_parquet(path, columns=["clicked", "p_click"])
+                       for path in sorted(folder.glob("*.parquet"))])
+    labels, positive = frame["clicked"].to_numpy(), frame["p_click"].to_numpy()
+    values = {"ece": metrics.expected_calibration_error(labels, positive),
+              "nll": metrics.negative_log_likelihood(labels, positive),
+              "accuracy": metrics.accuracy(labels, positive)}
+    return time.perf_counter() - began, values
+
+
+def _agreement(report: dict, values: dict[str, float]) -> str:
+    measures = report["metrics"]["measures"]
+    worst = max(abs(measures[key]["value"] - value) / max(abs(value), 1e-300)
+                for key, value in values.items())
+    return f"ECE, NLL, accuracy equal the dask report's to {worst:.1e} (relative)"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _with_dask_cli_cluster(folder: Path, out: Path) -> tuple[float, dict]:
+    """The report against ``dask scheduler`` and two ``dask worker`` processes."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).with_name("dask"))  # Dask's own command line
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([dask, "worker", address,
+                               "--nworkers", "2", "--nthreads", "1",
+                               "--dashboard-address", ":0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(3.0)
+        seconds, _, report = _report(folder, out, "--scheduler", address)
+        return seconds, report
+    finally:
+        for process in (worker, scheduler):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def run(quick: bool = False) -> list[Row]:
+    large, held = (30_000, 10_000) if quick else (50_000_000, 5_000_000)
+    per_file = 10_000 if quick else ROWS_PER_FILE
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        began = time.perf_counter()
+        big = write_dataset(root / "big", large, per_file)
+        written = time.perf_counter() - began
+        size = sum(path.stat().st_size for path in big.glob("*.parquet")) / 2**20
+        seconds, peak, report = _report(big, root / "big.json")
+        rows.append(Row(f"report --engine dask, {large:,} rows ({size:,.0f} MiB Parquet, "
+                        f"{report['n_partitions']} partitions)", seconds,
+                        target_seconds=None if quick else 120.0,
+                        note=f"peak RSS {peak:,.0f} MiB (target 3,072); "
+                             f"{report['workers']} workers; data written in {written:.0f} s"))
+        small = write_dataset(root / "small", held, per_file, seed=1)
+        dask_seconds, _, dask_report = _report(small, root / "small.json")
+        memory_seconds, values = _in_memory(small)
+        rows.append(Row(f"report --engine dask, {held:,} rows", dask_seconds,
+                        peer="pandas + calibcore.metrics in memory", peer_seconds=memory_seconds,
+                        note=_agreement(dask_report, values)))
+        cluster_seconds, cluster_report = _with_dask_cli_cluster(small, root / "cluster.json")
+        rows.append(Row(f"report --engine dask --scheduler (dask scheduler + 2 dask workers), "
+                        f"{held:,} rows", cluster_seconds,
+                        note=_agreement(cluster_report, values)))
+    return rows
+
+
+def main() -> None:
+    for row in run(quick="--quick" in sys.argv):
+        target = "" if row.target_seconds is None else f" (target {row.target_seconds:g} s)"
+        peer = "" if row.peer_seconds is None else f"; {row.peer} {row.peer_seconds:.2f} s"
+        print(f"{'ok' if row.passed else 'MISS':4} {row.seconds:8.2f} s{target}  {row.case}"
+              f"  [{row.note}{peer}]", flush=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    main()

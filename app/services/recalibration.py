@@ -230,9 +230,7 @@ class RecalibrationService:
         report(0.95, "scoring the held-out rows")
         meta = {"dataset_id": dataset_id, "method": spec.method,
                 "params": describe_params(estimator), "features": list(columns),
-                "feature_notes": [*(final.encoder.notes if final.encoder else ()),
-                                  *filter(None, [getattr(final.recalibrator, "sampling_note_",
-                                                         "")])],
+                "feature_notes": _fit_notes(final),
                 "scheme": heldout.scheme, "n_heldout": int(heldout.heldout.sum()),
                 **_before_after(prediction_set, heldout, n_bins),
                 "seconds": round(time.perf_counter() - started, 3)}
@@ -364,6 +362,13 @@ class RecalibrationService:
     def delete(self, recalibration_id: str) -> None:
         self.record(recalibration_id)
         self._store.delete("recalibration", recalibration_id)
+
+
+def _fit_notes(fitted: FittedModel) -> list[str]:
+    """How the features were encoded, and which calibration rows a method sampled."""
+    notes = list(fitted.encoder.notes) if fitted.encoder is not None else []
+    sampled = getattr(fitted.recalibrator, "sampling_note_", "")
+    return [*notes, sampled] if sampled else notes
 
 
 def _before_after(prediction_set: PredictionSet, heldout: HeldOut, n_bins: int) -> dict[str, Any]:

@@ -216,6 +216,9 @@ def test_methods_need_valid_features(client, digits, binary) -> None:
         "method": "variable_tree", "features": ["student"]}), 422, "invalid_features")
     result = fit(client, binary, method="swc", features=["student", "balance"])
     assert result["features"] == ["student", "balance"]
+    assert not any("seeded sample" in note for note in result["feature_notes"])
+    sampled = fit(client, binary, method="swc", params={"max_calibration_rows": 300})
+    assert any("seeded sample of 300 of the" in note for note in sampled["feature_notes"])
 
 
 def test_composition_steps_by_name(client, digits) -> None:

@@ -64,14 +64,19 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
     parquet = uri.rstrip("/").lower().endswith((".parquet", ".pq"))
     frame = dd.read_parquet(uri) if parquet else dd.read_csv(uri)
     if label is None or not probabilities:
-        guess = infer_roles(frame.head(10_000, npartitions=-1))
+        # the first partition only (one file's worth): npartitions=-1 would read them all
+        guess = infer_roles(frame.get_partition(0).compute().head(10_000))
         roles = guess.to_roles()
         label = label or roles.label
         probabilities = probabilities or roles.probabilities
     if label is None:
         raise CalibrationInputError("no label column found; name it with --label.",
                                     code="roles_not_found")
-    with (Client(scheduler) if scheduler else Client(processes=False)) as client:
+    # the scheduler's HTTP server on a free port: on the fixed 8787 (also used when the
+    # dashboard is off) a second cluster on the machine makes the local one warn, and
+    # under -W error fail to start
+    local = {"processes": False, "dashboard_address": ":0"}
+    with (Client(scheduler) if scheduler else Client(**local)) as client:
         classes = partition_classes(frame, label, probabilities)
         summary = partitioned_summary(frame, label, probabilities, classes, n_bins=n_bins)
         workers = len(client.scheduler_info().get("workers", {}))

@@ -19,7 +19,7 @@ from tests.calibcore.test_summaries import in_memory
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as connected:
+                      dashboard_address=":0") as cluster, Client(cluster) as connected:
         yield connected
 
 

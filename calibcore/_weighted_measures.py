@@ -44,6 +44,22 @@ MeasureName = Literal[
 ]
 
 
+def row_losses(
+    labels: NDArray[np.intp], proba: NDArray[np.float64]
+) -> dict[MeasureName, NDArray[np.float64]]:
+    """Each row's Brier (summed over classes), NLL, correct top label and, for two
+    classes, binary Brier: the measures that are means over rows."""
+    true_class = proba[np.arange(labels.size), labels]
+    losses: dict[MeasureName, NDArray[np.float64]] = {
+        "brier": np.square(proba).sum(axis=1) - 2.0 * true_class + 1.0,
+        "nll": -np.log(np.clip(true_class, NLL_CLIP, 1.0)),
+        "accuracy": (top_class(proba)[0] == labels).astype(np.float64),
+    }
+    if proba.shape[1] == 2:
+        losses["binary_brier"] = np.square(proba[:, 1] - (labels == 1))
+    return losses
+
+
 class WeightedMeasures:
     """The per-row quantities every measure needs: losses (Brier, NLL, accuracy) and
     the view's and the classwise binary problems, with binning options."""
@@ -69,15 +85,7 @@ class WeightedMeasures:
         binning: Binning,
     ) -> WeightedMeasures:
         """The quantities of validated rows."""
-        true_class = proba[np.arange(labels.size), labels]
-        losses: dict[MeasureName, NDArray[np.float64]] = {
-            "brier": np.square(proba).sum(axis=1) - 2.0 * true_class + 1.0,
-            "nll": -np.log(np.clip(true_class, NLL_CLIP, 1.0)),
-            "accuracy": (top_class(proba)[0] == labels).astype(np.float64),
-        }
-        if proba.shape[1] == 2:
-            losses["binary_brier"] = np.square(proba[:, 1] - (labels == 1))
-        return cls(losses, view_problems(labels, proba, view),
+        return cls(row_losses(labels, proba), view_problems(labels, proba, view),
                    view_problems(labels, proba, "classwise", sort=False), n_bins, binning)
 
     def grouped(self, groups: NDArray[np.intp], counts: NDArray[np.float64]) -> WeightedMeasures:

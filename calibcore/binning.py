@@ -85,6 +85,17 @@ def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDAr
     return np.clip(index, 0, n_bins - 1)
 
 
+def bin_sums(
+    scores: NDArray[np.float64], outcomes: NDArray[np.float64], edges: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Rows, score sums and outcome sums of each bin, shape (3, bins)."""
+    index = assign_bins(scores, edges)
+    size = edges.size - 1
+    return np.stack([np.bincount(index, minlength=size).astype(np.float64),
+                     np.bincount(index, weights=scores, minlength=size),
+                     np.bincount(index, weights=outcomes, minlength=size)])
+
+
 #: From this many scores, equal-width edges are found by arithmetic (a tenth of
 #: ``searchsorted``'s time on 1.5M scores), then corrected to the same bins exactly.
 _ARITHMETIC_MIN_ROWS = 4_096

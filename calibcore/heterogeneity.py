@@ -198,8 +198,9 @@ def hidden_heterogeneity_details(
     whose neighbourhoods are largely the same sets). Progress counts the forests
     still to fit.
 
-    ``grid`` (None: exact) shares forests between rows whose neighbourhoods nearly
-    coincide: each row's neighbourhood is centred on its sqrt-probabilities rounded
+    ``grid`` (None: exact; else in [1e-6, 1]) shares forests between rows whose
+    neighbourhoods nearly coincide: each row's neighbourhood is centred on its
+    sqrt-probabilities rounded
     to multiples of ``grid`` (at most ``grid * sqrt(K / 8)`` from its own point in
     Hellinger distance), so rows rounding to the same point share one forest.
     """
@@ -283,9 +284,7 @@ def _grid_centres(
     the centre of each row: the rows themselves, or their distinct rounded points."""
     if grid is None:
         return proba, np.arange(proba.shape[0])
-    grid = check_in_range(grid, "grid", low=0.0, high=1.0)
-    if grid == 0.0:
-        raise CalibrationInputError("grid must be positive (or None for exact HH).")
+    grid = check_in_range(grid, "grid", low=1e-6, high=1.0)
     points, rows_of_centre = np.unique(np.round(np.sqrt(proba) / grid) * grid, axis=0,
                                        return_inverse=True)
     return np.square(points), rows_of_centre.ravel().astype(np.intp)

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_positive_int, check_predictions
-from calibcore.binning import Binning, assign_bins, bin_edges
+from calibcore.binning import Binning, bin_edges, bin_sums
 from calibcore.exceptions import CalibrationInputError
 from calibcore.views import View, score_outcome, top_class
 
@@ -37,12 +37,8 @@ def _bin_gaps(
     scores: NDArray[np.float64], outcomes: NDArray[np.float64], n_bins: int, binning: Binning
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-bin weights n_b / n and gaps |mean score - mean outcome| of one problem."""
-    edges = bin_edges(scores, n_bins, binning)
-    index = assign_bins(scores, edges)
-    size = edges.size - 1
-    counts = np.bincount(index, minlength=size).astype(np.float64)
-    score_sums = np.bincount(index, weights=scores, minlength=size)
-    outcome_sums = np.bincount(index, weights=outcomes, minlength=size)
+    counts, score_sums, outcome_sums = bin_sums(scores, outcomes,
+                                                bin_edges(scores, n_bins, binning))
     filled = counts > 0
     gaps = np.abs(score_sums[filled] - outcome_sums[filled]) / counts[filled]
     return counts[filled] / scores.size, gaps

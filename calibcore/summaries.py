@@ -23,9 +23,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_positive_int, check_predictions
-from calibcore.binning import assign_bins, equal_width_edges
+from calibcore._weighted_measures import row_losses
+from calibcore.binning import bin_sums, equal_width_edges
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics import NLL_CLIP
 from calibcore.views import top_class
 
 #: The per-row losses whose sums a summary keeps.
@@ -66,20 +66,12 @@ class BinnedSummary:
             return cls.empty(2 if len(shape) == 1 else shape[1], n_bins)
         labels, proba = check_predictions(y_true, y_prob)
         edges = equal_width_edges(n_bins)
-        predicted, confidence = top_class(proba)
-        correct = (predicted == labels).astype(np.float64)
-        true_class = proba[np.arange(labels.size), labels]
-        losses = np.array([
-            -np.log(np.clip(true_class, NLL_CLIP, 1.0)).sum(),
-            (np.square(proba).sum(axis=1) - 2.0 * true_class + 1.0).sum(),
-            correct.sum(),
-            np.square(proba[:, 1] - (labels == 1)).sum() if proba.shape[1] == 2 else 0.0,
-        ])
-        classwise = np.stack([
-            _bin_sums(proba[:, k], (labels == k).astype(np.float64), edges)
-            for k in range(proba.shape[1])])
+        per_row = row_losses(labels, proba)
+        losses = np.array([per_row[key].sum() if key in per_row else 0.0 for key in LOSSES])
+        classwise = np.stack([bin_sums(proba[:, k], (labels == k).astype(np.float64), edges)
+                              for k in range(proba.shape[1])])
         return cls(int(labels.size), n_bins, losses,
-                   _bin_sums(confidence, correct, edges), classwise)
+                   bin_sums(top_class(proba)[1], per_row["accuracy"], edges), classwise)
 
     @classmethod
     def empty(cls, n_classes: int, n_bins: int = 15) -> BinnedSummary:
@@ -121,15 +113,6 @@ class BinnedSummary:
 def merge_all(summaries: Iterable[BinnedSummary]) -> BinnedSummary:
     """The merge of every summary (at least one)."""
     return reduce(BinnedSummary.merge, summaries)
-
-
-def _bin_sums(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
-              edges: NDArray[np.float64]) -> NDArray[np.float64]:
-    index = assign_bins(scores, edges)
-    size = edges.size - 1
-    return np.stack([np.bincount(index, minlength=size).astype(np.float64),
-                     np.bincount(index, weights=scores, minlength=size),
-                     np.bincount(index, weights=outcomes, minlength=size)])
 
 
 def _ece(bins: NDArray[np.float64], n_rows: int) -> float:

@@ -104,12 +104,24 @@ class SWC(Recalibrator):
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
     ) -> None:
+        self._fit_forest(*self._calibration_rows(proba, labels, features), heartbeat)
+
+    def _calibration_rows(
+        self, proba: NDArray[np.float64], labels: NDArray[np.intp],
+        features: NDArray[np.float64] | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]]:
+        """The calibration rows to use (all, or the seeded sample), validated."""
         features = check_features(features, proba.shape[0])
         check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
         kept = self._calibration_sample(proba.shape[0])
-        if kept is not None:
-            features, proba, labels = features[kept], proba[kept], labels[kept]
+        if kept is None:
+            return proba, labels, features
+        return proba[kept], labels[kept], features[kept]
 
+    def _fit_forest(
+        self, proba: NDArray[np.float64], labels: NDArray[np.intp],
+        features: NDArray[np.float64], heartbeat: Heartbeat,
+    ) -> None:
         def growing(done: float) -> None:
             heartbeat(0.9 * done, f"growing the proximity forest ({done:.0%} of the trees)")
 
@@ -241,7 +253,7 @@ class SWCHH(SWC):
         it).
     prior_strength, max_calibration_rows
         As :class:`SWC` (HH is then computed against the sampled calibration rows).
-    hh_grid : float or None, default=0.005
+    hh_grid : float in [1e-6, 1] or None, default=0.005
         HH_t of each row is that of its probabilities rounded to this step in sqrt(p)
         (a neighbourhood centre within Hellinger distance 0.0025 sqrt(K / 2) of the
         row's own, 2.5% of the default radius for two classes), so rows rounding alike
@@ -291,12 +303,13 @@ class SWCHH(SWC):
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
     ) -> None:
-        super()._fit(proba, labels, features, heartbeat)
+        if self.hh_grid is not None:  # refused before the forest is grown
+            check_in_range(self.hh_grid, "hh_grid", low=1e-6, high=1.0)
+        proba, labels, checked = self._calibration_rows(proba, labels, features)
+        self._fit_forest(proba, labels, checked, heartbeat)
         self.__dict__.pop("_neighbourhood_results", None)  # results of an earlier fit
-        features = check_features(features, proba.shape[0])
-        kept = self._calibration_sample(proba.shape[0])  # the rows SWC kept
-        self.calibration_features_ = features if kept is None else features[kept]
-        self.calibration_probabilities_ = proba if kept is None else proba[kept]
+        self.calibration_features_ = checked
+        self.calibration_probabilities_ = proba
 
     def _predict(
         self,

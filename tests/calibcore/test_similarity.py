@@ -129,6 +129,8 @@ def test_swc_hh_on_a_grid_shares_hh_between_rows_that_round_alike():
     for row in range(p.shape[0]):
         same = np.all(points == points[row], axis=1)
         assert np.all(gridded[same] == gridded[row])
+    with pytest.raises(CalibrationInputError, match="hh_grid"):  # a denormal step overflows
+        SWCHH(n_estimators=5, hh_grid=1e-320).fit(p_cal, y_cal, features=X_cal)
 
 
 @pytest.mark.parametrize("estimator", [SWC, SWCHH])

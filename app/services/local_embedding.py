@@ -8,8 +8,9 @@ made (written last: its presence means the table is complete). LCE landscapes
 and MLCE curves at any bandwidth reuse it (:mod:`app.services.local`).
 
 umap-learn compiles its code on first use in each process (about a minute on
-2 cores): :func:`start_warm_up` does that in a background job at server start,
-and a UMAP request arriving meanwhile waits for it, saying so.
+2 cores the first time on a machine; later processes load numba's on-disk cache):
+:func:`start_warm_up` does that in a background job at server start, and a UMAP
+request arriving meanwhile waits for it, saying so.
 """
 
 from __future__ import annotations

@@ -50,6 +50,12 @@ CCP_ALPHAS = np.linspace(0.0, 0.03, 7)
 N_TREES = 100
 #: Neighbourhood rows per parallel task (a task grows 100 trees per neighbourhood).
 _ROWS_PER_TASK = 2_000
+#: ``grid="auto"`` fits exactly up to this many neighbourhood rows in all (summed over
+#: the distinct neighbourhoods to fit): every test row of default_nb is 1.3M rows (12 s
+#: on two cores); 3,000 rows against 20,000 calibration rows would be 19M (many minutes).
+AUTO_EXACT_ROWS = 2_000_000
+#: The grid ``"auto"`` uses above that, as a fraction of the radius.
+AUTO_GRID_PER_RADIUS = 0.1
 
 ProgressCallback = Callable[[int, int], None]
 #: Results of one local forest by neighbourhood (valid for one set of calibration rows).
@@ -82,6 +88,8 @@ class HiddenHeterogeneity:
     n_calibration : int
     n_forests : int
         Distinct neighbourhoods for which forests were fitted.
+    grid : float or None
+        The grid the neighbourhood centres were rounded to (None: exact).
     """
 
     values: NDArray[np.float64]
@@ -94,6 +102,7 @@ class HiddenHeterogeneity:
     radius: float
     n_calibration: int
     n_forests: int
+    grid: float | None = None
 
     @property
     def mean(self) -> float:
@@ -188,7 +197,7 @@ def hidden_heterogeneity_details(
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
     cache: NeighbourhoodCache | None = None,
-    grid: float | None = None,
+    grid: float | Literal["auto"] | None = None,
 ) -> HiddenHeterogeneity:
     """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores.
 
@@ -203,6 +212,9 @@ def hidden_heterogeneity_details(
     sqrt-probabilities rounded
     to multiples of ``grid`` (at most ``grid * sqrt(K / 8)`` from its own point in
     Hellinger distance), so rows rounding to the same point share one forest.
+    ``"auto"`` is exact unless the distinct neighbourhoods hold more than
+    :data:`AUTO_EXACT_ROWS` rows in all; then the grid is ``radius / 10`` (centres
+    moved by at most 5% of the radius for two classes).
     """
     features, labels, proba_cal = check_calibration_rows(X_cal, y_cal, p_cal)
     proba_test = check_probabilities(p_test, name="p_test")
@@ -214,9 +226,7 @@ def hidden_heterogeneity_details(
     random_state = check_positive_int(random_state, "random_state", minimum=0)
 
     heartbeat = Heartbeat(progress, 0, 0)
-    centres, rows_of_centre = _grid_centres(proba_test, grid)
-    members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
-    groups = groups[rows_of_centre]
+    grid, members, groups = _neighbourhoods(proba_cal, proba_test, radius, grid, heartbeat)
     n_groups = len(members)
     sizes = np.array([rows.size for rows in members], dtype=np.int64)
     fitted = np.flatnonzero([np.unique(labels[rows]).size > 1 for rows in members])
@@ -274,7 +284,24 @@ def hidden_heterogeneity_details(
         radius=radius,
         n_calibration=int(labels.size),
         n_forests=n_forests,
+        grid=grid,
     )
+
+
+def _neighbourhoods(
+    proba_cal: NDArray[np.float64], proba_test: NDArray[np.float64], radius: float,
+    grid: float | Literal["auto"] | None, heartbeat: Heartbeat,
+) -> tuple[float | None, list[NDArray[np.intp]], NDArray[np.intp]]:
+    """The grid used, the distinct neighbourhoods and the neighbourhood of each test row."""
+    centres, rows_of_centre = _grid_centres(proba_test, None if grid == "auto" else grid)
+    members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
+    if grid == "auto":
+        if sum(rows.size for rows in members) <= AUTO_EXACT_ROWS:
+            return None, members, groups[rows_of_centre]
+        grid = max(AUTO_GRID_PER_RADIUS * radius, 1e-6)
+        centres, rows_of_centre = _grid_centres(proba_test, grid)
+        members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
+    return grid, members, groups[rows_of_centre]
 
 
 def _grid_centres(

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 #: Bump when the result document changes shape, so stale caches are not served.
 RESULT_VERSION = 1
 DEFAULT_SAMPLE = 500
+#: Calibration rows the local forests see by default (a seeded sample above): a 300k-row
+#: file's 150k calibration rows give 48k-row neighbourhoods, 10 s of forests each.
+MAX_CALIBRATION_ROWS = 20_000
 #: Rows not evaluated that are drawn (seeded) as grey context on the map.
 MAX_BACKGROUND_ROWS = 5_000
 #: Rows the map's PCA is fitted on (the rest are projected).
@@ -46,15 +50,20 @@ CONFIDENCE_BINS = 10
 
 @dataclass(frozen=True)
 class HeterogeneityParams:
-    """What to compute: Hellinger radius, test rows to evaluate, seed, feature columns.
+    """What to compute: Hellinger radius, test rows to evaluate, seed, feature columns,
+    calibration rows for the forests and the sharing of forests.
 
-    ``sample=None`` evaluates every test row; ``features=None`` uses every feature column.
+    ``sample=None`` evaluates every test row; ``features=None`` uses every feature
+    column; ``calibration_sample=None`` uses every calibration row; ``grid`` is
+    :func:`calibcore.heterogeneity.hidden_heterogeneity_details`'s (None: exact).
     """
 
     radius: float = 0.1
     sample: int | None = DEFAULT_SAMPLE
     random_state: int = 0
     features: tuple[str, ...] | None = None
+    calibration_sample: int | None = MAX_CALIBRATION_ROWS
+    grid: float | Literal["auto"] | None = "auto"
 
 
 @dataclass(frozen=True)
@@ -209,6 +218,7 @@ class _HeterogeneityTask:
     features: ForestFeatures
     rows: RowSplit
     evaluated: NDArray[np.intp]
+    calibration: NDArray[np.intp]
     key: str
 
     @classmethod
@@ -218,8 +228,11 @@ class _HeterogeneityTask:
         features = forest_features(prediction_set, columns)
         rows = split_rows(prediction_set, params.random_state)
         evaluated = sample_rows(rows.test, params.sample, params.random_state)
+        calibration = sample_rows(rows.calibration, params.calibration_sample,
+                                  params.random_state)
         key = params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})
-        return cls(store, dataset_id, prediction_set, params, features, rows, evaluated, key)
+        return cls(store, dataset_id, prediction_set, params, features, rows, evaluated,
+                   calibration, key)
 
     def run(self, progress: Progress) -> dict[str, Any]:
         if self.store.has_document(self.key):
@@ -241,25 +254,31 @@ class _HeterogeneityTask:
                           n_components=2, sample_size=MAP_SAMPLE_ROWS,
                           random_state=self.params.random_state)
 
+        began = time.monotonic()
+
         def report(done: int, total: int) -> None:
+            # the neighbourhood search has no count to report: its clock moves instead
             message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods" if total
-                       else "finding the neighbourhoods of the test rows")
+                       else "finding the neighbourhoods of the test rows "
+                            f"({time.monotonic() - began:.0f} s)")
             progress.update(0.05 + 0.9 * done / max(total, 1), message)
 
-        cal, evaluated, proba = self.rows.calibration, self.evaluated, self.prediction_set.proba
+        cal, evaluated, proba = self.calibration, self.evaluated, self.prediction_set.proba
         details = hidden_heterogeneity_details(
             self.features.values[cal], self.prediction_set.y_true[cal], proba[cal],
             proba[evaluated], radius=self.params.radius, random_state=self.params.random_state,
-            progress=report)
+            progress=report, grid=self.params.grid)
         progress.update(0.97, "summarizing")
-        recommendation = recommend_calibration(details.values, int(cal.size))
+        recommendation = recommend_calibration(details.values, int(self.rows.calibration.size))
         map_2d = embedding.map_2d
         return jsonable({
             "dataset_id": self.dataset_id,
             "params": {**asdict(self.params), "features": columns},
             "scheme": self.rows.scheme,
             "n_rows": self.prediction_set.n_rows,
-            "n_calibration": int(cal.size),
+            "n_calibration": int(self.rows.calibration.size),
+            "n_calibration_used": int(cal.size),
+            "grid": details.grid,
             "n_candidates": int(self.rows.test.size),
             "n_evaluated": int(evaluated.size),
             "sampled": bool(evaluated.size < self.rows.test.size),
@@ -286,7 +305,7 @@ class _HeterogeneityTask:
                     "background": self._background(map_2d)},
             "encoded_features": list(self.features.representation.encoded_names),
             "warning": self._warning(details.n_forests),
-            "notes": [*self._notes(), *self.features.notes, *embedding.notes],
+            "notes": [*self._notes(details.grid), *self.features.notes, *embedding.notes],
         })
 
     def _background(self, map_2d: NDArray[np.float64]) -> dict[str, Any]:
@@ -300,8 +319,22 @@ class _HeterogeneityTask:
         return (f"No neighbourhood within radius {self.params.radius:g} held two classes, so "
                 "HH is 0 for every row; a larger radius gives larger neighbourhoods.")
 
-    def _notes(self) -> list[str]:
+    def _notes(self, grid: float | None) -> list[str]:
         notes = [f"Rows: {self.rows.scheme}."]
+        n_calibration = self.rows.calibration.size
+        if self.calibration.size < n_calibration:
+            notes.append(
+                f"Local forests fitted on a seeded sample of {self.calibration.size:,} of the "
+                f"{n_calibration:,} calibration rows (random_state={self.params.random_state}):"
+                " HH grows with the neighbourhoods, so compare values computed on the same "
+                "number of calibration rows; more rows take longer (calibration_sample).")
+        if grid is not None:
+            notes.append(
+                f"Forests shared: rows whose square-root probabilities round to the same "
+                f"multiple of {grid:g} share one neighbourhood, centred on that point (at "
+                f"most {grid * np.sqrt(self.prediction_set.n_classes / 8):.2g} from the row "
+                "in Hellinger distance); every distinct neighbourhood would take many "
+                "minutes (grid: null for that).")
         if self.evaluated.size < self.rows.test.size:
             notes.append(f"HH evaluated on a seeded sample of {self.evaluated.size:,} of the "
                          f"{self.rows.test.size:,} test rows (random_state="

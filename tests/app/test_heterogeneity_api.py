@@ -12,7 +12,11 @@ from sklearn.datasets import make_moons
 from sklearn.linear_model import LogisticRegression
 
 from app.services.row_columns import load_row_columns
-from calibcore.heterogeneity import hidden_heterogeneity, recommend_calibration
+from calibcore.heterogeneity import (
+    hidden_heterogeneity,
+    hidden_heterogeneity_details,
+    recommend_calibration,
+)
 from calibcore.support import calibration_support
 from tests.app.test_api import assert_error, upload
 
@@ -101,6 +105,36 @@ def test_hh_job_equals_the_core_on_the_same_rows(client, moons) -> None:
     saved = load_row_columns(client.app.state.services.store, dataset_id, ["hh"])["hh"]
     assert len(saved) == N_ROWS and saved.notna().sum() == 120
     assert np.array_equal(saved.to_numpy()[rows], expected)
+
+
+def test_hh_on_a_calibration_sample_with_shared_forests_equals_the_core(client, moons) -> None:
+    """calibration_sample draws the forests' rows (seeded, as the test rows are drawn) and
+    grid shares forests; both are said in the notes and equal the core on those rows."""
+    dataset_id, frame = moons
+    job = wait_for_job(client, client.post(
+        f"/api/v1/datasets/{dataset_id}/heterogeneity",
+        json={"sample": 80, "random_state": 2, "calibration_sample": 100, "grid": 0.05}))
+    assert job["status"] == "succeeded", job
+    result = job["result"]
+    proba, labels, cal, test = as_arrays(frame)
+    drawn = np.sort(np.random.default_rng(2).choice(cal, size=100, replace=False))
+    rows = np.asarray(result["rows"]["row"])
+    expected = hidden_heterogeneity_details(standardized(frame)[drawn], labels[drawn],
+                                            proba[drawn], proba[rows], random_state=2,
+                                            grid=0.05)
+    assert np.array_equal(np.asarray(result["rows"]["hh"]), expected.values)
+    assert np.unique(expected.neighbourhood).size < 80
+    assert (result["n_calibration"], result["n_calibration_used"]) == (cal.size, 100)
+    assert result["grid"] == 0.05
+    assert result["recommendation"]["n_calibration"] == cal.size
+    assert any(f"seeded sample of 100 of the {cal.size:,} calibration rows" in note
+               for note in result["notes"])
+    assert any("multiple of 0.05 share one neighbourhood" in note for note in result["notes"])
+    every = wait_for_job(client, client.post(
+        f"/api/v1/datasets/{dataset_id}/heterogeneity",
+        json={"sample": 80, "random_state": 2, "calibration_sample": "all"}))["result"]
+    assert every["n_calibration_used"] == cal.size and every["grid"] is None
+    assert not any("calibration rows (random_state" in note for note in every["notes"])
 
 
 def test_hh_is_cached_per_parameter_set(client, moons) -> None:
@@ -202,7 +236,8 @@ def test_categorical_and_missing_features_are_encoded_and_said(client) -> None:
 
 @pytest.mark.parametrize("body", [
     {"radius": 0}, {"radius": 1.5}, {"sample": 0}, {"sample": "some"}, {"random_state": -1},
-    {"features": []}, {"unknown": 1},
+    {"features": []}, {"unknown": 1}, {"calibration_sample": 0}, {"grid": 0},
+    {"grid": 2}, {"grid": "coarse"},
 ])
 def test_bad_heterogeneity_params_are_422(client, moons, body) -> None:
     dataset_id, _ = moons

@@ -427,3 +427,25 @@ def test_cache_reuses_local_forests_and_changes_nothing():
         np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name))
     assert again.n_forests == fresh.n_forests
     assert calls[-1] == len(cache) - first.n_forests  # only the new neighbourhoods are fitted
+
+
+def test_auto_grid_is_exact_within_the_budget_and_radius_over_ten_beyond(monkeypatch):
+    """``grid="auto"`` equals the exact computation while the distinct neighbourhoods
+    hold at most AUTO_EXACT_ROWS rows, and the radius / 10 grid beyond, saying which."""
+    import calibcore.heterogeneity as heterogeneity
+
+    X_cal, y_cal, p_cal, p_test = small_problem(5, n_cal=150, n_test=40)
+    exact = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3)
+    auto = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3, grid="auto")
+    assert auto.grid is None and exact.grid is None
+    np.testing.assert_array_equal(auto.values, exact.values)
+    total_rows = int(np.sum([exact.n_neighbours[exact.neighbourhood == group][0]
+                             for group in np.unique(exact.neighbourhood)]))
+    monkeypatch.setattr(heterogeneity, "AUTO_EXACT_ROWS", total_rows - 1)
+    shared = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
+                                          grid="auto")
+    gridded = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
+                                           grid=0.03)
+    assert shared.grid == pytest.approx(0.03)
+    np.testing.assert_array_equal(shared.values, gridded.values)
+    assert np.unique(shared.neighbourhood).size < np.unique(exact.neighbourhood).size

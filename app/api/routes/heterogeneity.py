@@ -10,7 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import ServicesDep
 from app.schemas.models import ErrorResponse, RowCount
-from app.services.heterogeneity import DEFAULT_SAMPLE, HeterogeneityParams, start_heterogeneity
+from app.services.heterogeneity import (
+    DEFAULT_SAMPLE,
+    MAX_CALIBRATION_ROWS,
+    HeterogeneityParams,
+    start_heterogeneity,
+)
 from app.services.support import SupportParams, start_support
 
 router = APIRouter(tags=["heterogeneity"], responses={404: {"model": ErrorResponse},
@@ -35,6 +40,14 @@ class HeterogeneityRequest(BaseModel):
     random_state: Seed = 0
     features: list[str] | None = Field(default=None, min_length=1,
                                        description="feature columns (default: all)")
+    calibration_sample: RowCount | Literal["all"] = Field(
+        default=MAX_CALIBRATION_ROWS,
+        description="calibration rows the local forests see (a seeded sample), or \"all\"")
+    grid: Annotated[float, Field(ge=1e-6, le=1.0)] | Literal["auto"] | None = Field(
+        default="auto", description="share forests between rows whose square-root "
+        "probabilities round to the same multiple of this (1e-6 to 1); null: every "
+        "distinct neighbourhood exactly; \"auto\": exact unless that is many minutes of "
+        "work, then radius / 10")
 
 
 class SupportRequest(BaseModel):
@@ -72,7 +85,10 @@ def create_heterogeneity(services: ServicesDep, dataset_id: str,
     params = HeterogeneityParams(
         radius=request.radius, sample=None if request.sample == "all" else request.sample,
         random_state=request.random_state,
-        features=None if request.features is None else tuple(request.features))
+        features=None if request.features is None else tuple(request.features),
+        calibration_sample=(None if request.calibration_sample == "all"
+                            else request.calibration_sample),
+        grid=request.grid)
     job = start_heterogeneity(services, dataset_id, params)
     return _accepted(job.id, job.snapshot())
 

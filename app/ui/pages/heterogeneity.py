@@ -16,7 +16,12 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.services.context import Services
 from app.services.datasets import NotFound
-from app.services.heterogeneity import DEFAULT_SAMPLE, HeterogeneityParams, start_heterogeneity
+from app.services.heterogeneity import (
+    DEFAULT_SAMPLE,
+    MAX_CALIBRATION_ROWS,
+    HeterogeneityParams,
+    start_heterogeneity,
+)
 from app.services.support import SupportParams, start_support
 from app.ui import ids
 from app.ui.components import error_note, info_note, measure_card
@@ -64,6 +69,14 @@ def layout(services: Services) -> html.Div:
                                               "value": "all"}], value=[])],
                      className="control"),
             _number("Random seed", ids.HH_SEED, 0, min=0, step=1),
+            html.Div([html.Label("Calibration rows for the forests (seeded sample)",
+                                 className="field-label", htmlFor=ids.HH_CALIBRATION),
+                      dcc.Input(id=ids.HH_CALIBRATION, type="number",
+                                value=MAX_CALIBRATION_ROWS, min=1, step=1, debounce=True,
+                                placeholder="all", className="text-input"),
+                      html.Div("empty: every calibration row (slower on large files)",
+                               className="card-note")],
+                     className="control"),
             html.Div([html.Label("Feature columns", className="field-label",
                                  htmlFor=ids.HH_FEATURES),
                       dcc.Dropdown(id=ids.HH_FEATURES, multi=True,
@@ -138,18 +151,20 @@ def _register_hh(app: Dash, services: Services) -> None:
                   Input(ids.HH_RUN, "n_clicks"), State(ids.DATASET_PICKER, "value"),
                   State(ids.HH_RADIUS, "value"), State(ids.HH_SAMPLE, "value"),
                   State(ids.HH_ALL_ROWS, "value"), State(ids.HH_SEED, "value"),
-                  State(ids.HH_FEATURES, "value"), prevent_initial_call=True)
+                  State(ids.HH_FEATURES, "value"), State(ids.HH_CALIBRATION, "value"),
+                  prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, radius: float | None,
                     sample: float | None, all_rows: list[str] | None, seed: float | None,
-                    features: list[str] | None) -> tuple[Any, ...]:
+                    features: list[str] | None, calibration: float | None) -> tuple[Any, ...]:
         if not clicks or not dataset_id:
             return no_update, True, True, error_note("Choose a dataset first."), no_update
-        problem = _hh_problem(radius, sample, bool(all_rows), seed)
+        problem = _hh_problem(radius, sample, bool(all_rows), seed, calibration)
         if problem:
             return no_update, True, True, error_note(problem), no_update
         params = HeterogeneityParams(
             radius=float(radius or 0.1), sample=None if all_rows else int(sample or 0),
-            random_state=int(seed or 0), features=tuple(features) if features else None)
+            random_state=int(seed or 0), features=tuple(features) if features else None,
+            calibration_sample=None if calibration is None else int(calibration))
         try:
             job = await asyncio.to_thread(start_heterogeneity, services, dataset_id, params)
         except (CalibrationInputError, NotFound) as exc:
@@ -157,6 +172,10 @@ def _register_hh(app: Dash, services: Services) -> None:
         return job.id, False, False, info_note("Computing hidden heterogeneity…"), None
 
     register_job_panel(app, services, HH_PANEL, what="HH", done=_hh_done, render=_hh_results)
+
+    @app.callback(Output(ids.HH_SAMPLE, "disabled"), Input(ids.HH_ALL_ROWS, "value"))
+    def grey_out_sample(all_rows: list[str] | None) -> bool:
+        return bool(all_rows)
 
 
 def _register_support(app: Dash, services: Services) -> None:
@@ -185,20 +204,28 @@ def _register_support(app: Dash, services: Services) -> None:
 
 
 def _hh_problem(radius: float | None, sample: float | None, all_rows: bool,
-                seed: float | None) -> str | None:
+                seed: float | None, calibration: float | None) -> str | None:
     if radius is None or not 0 < radius <= 1:
         return "The Hellinger radius must be in (0, 1]."
     if not all_rows and (sample is None or sample < 1 or sample != int(sample)):
         return "The number of test rows must be a whole number of at least 1 (or tick 'all')."
     if seed is None or seed < 0 or seed != int(seed):
         return "The random seed must be a whole number of at least 0."
+    if calibration is not None and (calibration < 1 or calibration != int(calibration)):
+        return ("The number of calibration rows must be a whole number of at least 1 "
+                "(or empty for every row).")
     return None
 
 
 def _hh_done(result: dict[str, Any]) -> str:
-    return (f"HH of {result['n_evaluated']:,} test rows against {result['n_calibration']:,} "
-            f"calibration rows (radius {result['params']['radius']:g}; "
+    return (f"HH of {result['n_evaluated']:,} test rows against "
+            f"{_calibration_rows(result)} calibration rows (radius {result['params']['radius']:g}; "
             f"{result['n_forests']:,} local forests). Saved as the per-row column “hh”.")
+
+
+def _calibration_rows(result: dict[str, Any]) -> str:
+    used, total = result.get("n_calibration_used", result["n_calibration"]), result["n_calibration"]
+    return f"{used:,}" if used == total else f"{used:,} of {total:,}"
 
 
 def _hh_results(result: dict[str, Any]) -> html.Div:
@@ -208,7 +235,7 @@ def _hh_results(result: dict[str, Any]) -> html.Div:
                      title="mean hidden heterogeneity (Brier, summed over classes)"),
         measure_card("Median HH", result["median_hh"], n),
         measure_card("Rows with HH > 0", f"{result['share_positive']:.1%}", n),
-        measure_card("Calibration rows", result["n_calibration"], "neighbourhood pool"),
+        measure_card("Calibration rows", _calibration_rows(result), "neighbourhood pool"),
         measure_card("Median neighbours", int(result["median_neighbours"]), n,
                      title="calibration rows within the Hellinger radius of a test row"),
         measure_card("Neighbourhoods", result["n_neighbourhoods"],

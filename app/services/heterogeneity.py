@@ -257,10 +257,14 @@ class _HeterogeneityTask:
         began = time.monotonic()
 
         def report(done: int, total: int) -> None:
-            # the neighbourhood search has no count to report: its clock moves instead
-            message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods" if total
-                       else "finding the neighbourhoods of the test rows "
-                            f"({time.monotonic() - began:.0f} s)")
+            # called every 0.25 s: the clock moves while a large forest grows
+            elapsed = time.monotonic() - began
+            clock = f"{elapsed:.0f} s"
+            if 0 < done < total:
+                clock += f", about {elapsed / done * (total - done):.0f} s left"
+            message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods "
+                       f"({clock})" if total
+                       else f"finding the neighbourhoods of the test rows ({clock})")
             progress.update(0.05 + 0.9 * done / max(total, 1), message)
 
         cal, evaluated, proba = self.calibration, self.evaluated, self.prediction_set.proba

@@ -42,7 +42,8 @@ def _report(args: argparse.Namespace) -> int:
                           if part.strip()] if args.probabilities else None)
         report = build_partitioned_report(args.file, label=args.label,
                                           probabilities=probabilities,
-                                          scheduler=args.scheduler, n_bins=args.n_bins)
+                                          scheduler=args.scheduler, n_bins=args.n_bins,
+                                          n_bootstrap=args.n_bootstrap)
     else:
         if args.label or args.probabilities or args.scheduler:
             raise CalibrationInputError("--label, --probabilities and --scheduler go with "

@@ -168,11 +168,7 @@ def row_cells(
     like :func:`calibcore.binning.assign_bins`), so no cell straddles a bin edge.
     """
     n_rows, n_classes = proba.shape
-    per_bin = max(1, -(-GRID_CELLS // n_bins))
-    edges = equal_width_edges(n_bins)
-    columns = [labels.astype(np.int64), assign_bins(top_class(proba)[1], edges).astype(np.int64)]
-    columns += [_sub_cells(proba[:, k], edges, per_bin) for k in range(n_classes)]
-    sizes = [n_classes, n_bins] + [n_bins * per_bin] * n_classes
+    columns, sizes = cell_columns(labels, proba, n_bins)
     if n_classes > 2:
         probe = np.unique(np.column_stack([c[:PROBE_ROWS] for c in columns]), axis=0)
         if probe.shape[0] > min(PROBE_ROWS, n_rows) // 2:
@@ -191,6 +187,20 @@ def row_cells(
     if counts.size > n_rows // 2:
         return None
     return groups.ravel().astype(np.intp), counts.astype(np.float64)
+
+
+def cell_columns(
+    labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int
+) -> tuple[list[NDArray[np.int64]], list[int]]:
+    """The coordinates of each row's cell (label, top-label bin, each class's sub-cell)
+    and how many values each coordinate takes; cells in lexicographic order of these
+    are in the order :func:`row_cells` numbers them."""
+    n_classes = proba.shape[1]
+    per_bin = max(1, -(-GRID_CELLS // n_bins))
+    edges = equal_width_edges(n_bins)
+    columns = [labels.astype(np.int64), assign_bins(top_class(proba)[1], edges).astype(np.int64)]
+    columns += [_sub_cells(proba[:, k], edges, per_bin) for k in range(n_classes)]
+    return columns, [n_classes, n_bins] + [n_bins * per_bin] * n_classes
 
 
 def _sub_cells(

@@ -109,6 +109,39 @@ class WeightedMeasures:
         return WeightedMeasures(losses, [merge(p) for p in self.problems],
                                 [merge(p) for p in self.classwise], self.n_bins, self.binning)
 
+    def quantities(self) -> dict[str, Vector]:
+        """Every per-row quantity, in row order: the losses and each problem's scores
+        and residuals (what a partition sums per resampling cell)."""
+        out: dict[str, Vector] = {f"loss:{key}": value for key, value in self.losses.items()}
+        for group, problems in (("view", self.problems), ("classwise", self.classwise)):
+            for index, problem in enumerate(problems):
+                scores, residuals = problem.scores, problem.residuals
+                if problem.order is not None:
+                    scores, residuals = np.empty_like(scores), np.empty_like(residuals)
+                    scores[problem.order] = problem.scores
+                    residuals[problem.order] = problem.residuals
+                out[f"{group}:{index}:score"] = scores
+                out[f"{group}:{index}:residual"] = residuals
+        return out
+
+    def with_quantities(self, quantities: dict[str, Vector]) -> WeightedMeasures:
+        """These problems (labels, sorted or not) on other rows, given their
+        :meth:`quantities`."""
+
+        def problem(group: str, index: int, template: ViewProblem) -> ViewProblem:
+            scores = quantities[f"{group}:{index}:score"]
+            residuals = quantities[f"{group}:{index}:residual"]
+            if template.order is None:
+                return ViewProblem(template.label, scores, residuals, None)
+            order = np.argsort(scores, kind="stable")
+            return ViewProblem(template.label, scores[order], residuals[order], order)
+
+        losses = {key: quantities[f"loss:{key}"] for key in self.losses}
+        return WeightedMeasures(
+            losses, [problem("view", i, p) for i, p in enumerate(self.problems)],
+            [problem("classwise", i, p) for i, p in enumerate(self.classwise)],
+            self.n_bins, self.binning)
+
     @staticmethod
     def _average(
         problems: list[ViewProblem],

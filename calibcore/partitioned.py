@@ -11,14 +11,17 @@ scheduler without one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from calibcore.data import ColumnRoles, class_names_of, label_value_names
 from calibcore.exceptions import CalibrationInputError
-from calibcore.summaries import BinnedSummary, merge_all
+from calibcore.summaries import BinnedSummary, CellSummary, merge_all
+from calibcore.uncertainty import MEASURES, GlobalMeasures, measure_estimates
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -29,9 +32,24 @@ def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[
     """The summary of one partition. Labels are named as uploads name them
     (:func:`calibcore.data.label_value_names`) and mapped to ``classes`` (the class of
     each probability column); a single column holds P(``classes[1]``)."""
-    n_classes = max(len(probabilities), 2)
     if part.shape[0] == 0:
-        return BinnedSummary.empty(n_classes, n_bins)
+        return BinnedSummary.empty(max(len(probabilities), 2), n_bins)
+    return BinnedSummary.of(*_partition_rows(part, label, probabilities, classes),
+                            n_bins=n_bins)
+
+
+def partition_cells(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str], n_bins: int) -> CellSummary:
+    """The resampling cells of one partition (as :func:`summarize_partition` reads it)."""
+    if part.shape[0] == 0:
+        return CellSummary.empty(max(len(probabilities), 2), n_bins)
+    return CellSummary.of(*_partition_rows(part, label, probabilities, classes),
+                          n_bins=n_bins)
+
+
+def _partition_rows(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The class index of each row and its probabilities (one column: P(classes[1]))."""
     names = label_value_names(part[label])
     labels = pd.Index(list(classes)).get_indexer(names)
     if (labels < 0).any():
@@ -44,8 +62,7 @@ def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[
         proba = part[list(probabilities)].to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise CalibrationInputError(f"probability columns must be numeric: {exc}") from exc
-    return BinnedSummary.of(labels, proba[:, 0] if proba.shape[1] == 1 else proba,
-                            n_bins=n_bins)
+    return labels, proba[:, 0] if proba.shape[1] == 1 else proba
 
 
 def partition_classes(frame: dd.DataFrame, label: str,
@@ -54,6 +71,40 @@ def partition_classes(frame: dd.DataFrame, label: str,
     them, from the column names and the distinct labels (one pass over the labels)."""
     distinct = label_value_names(frame[label].drop_duplicates().compute())
     return list(class_names_of(ColumnRoles(label, tuple(probabilities)), distinct.dropna()))
+
+
+def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                         classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                         n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
+    """The binned measures of every partition of ``frame`` with their 95% intervals.
+
+    The values are exact (:func:`partitioned_summary`); the intervals resample the
+    merged :class:`calibcore.summaries.CellSummary` (one more reduction in the same
+    Dask computation), so they equal the in-memory bootstrap's on any partitioning.
+    When the rows fall into more than half as many cells as there are rows (many
+    classes), the values come without intervals, with a note saying so.
+    """
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    import dask
+
+    parts = frame[[label, *probabilities]].to_delayed()
+    summaries = [dask.delayed(summarize_partition)(part, label, columns, classes, n_bins)
+                 for part in parts]
+    cells = [dask.delayed(partition_cells)(part, label, columns, classes, n_bins)
+             for part in parts]
+    summary, merged = dask.compute(dask.delayed(merge_all)(summaries),
+                                   dask.delayed(reduce)(CellSummary.merge, cells))
+    values = {key: value for key, value in summary.measures().items() if key in MEASURES}
+    keys = [key for key in MEASURES if key in values]
+    if merged.sums.shape[0] <= summary.n_rows // 2:
+        return merged.measures(values, keys, n_bootstrap=n_bootstrap,
+                               random_state=random_state)
+    note = (f"no interval: the rows fall into {merged.sums.shape[0]:,} cells of the "
+            f"probabilities, more than half of the {summary.n_rows:,} rows")
+    estimates = measure_estimates(keys, values, {}, 0.95, "hybrid", missing="",
+                                  unresampled=note)
+    return GlobalMeasures(estimates, "top_label", summary.n_rows, len(classes), n_bins,
+                          "equal_width", 0, 0.95, note)
 
 
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
@@ -76,6 +127,17 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     """
     import dask
 
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    parts = [dask.delayed(summarize_partition)(part, label, columns, classes, n_bins)
+             for part in frame[[label, *probabilities]].to_delayed()]
+    (summary,) = dask.compute(dask.delayed(merge_all)(parts))
+    return summary
+
+
+def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                   classes: Sequence[Any] | None) -> tuple[list[str], list[str]]:
+    """The classes (found as an upload finds them when not given) and the probability
+    columns, after checking that the columns exist and match the classes."""
     missing = [c for c in (label, *probabilities) if c not in frame.columns]
     if missing:
         raise CalibrationInputError(
@@ -87,11 +149,8 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     if len(classes) != max(len(probabilities), 2):
         raise CalibrationInputError(
             f"{len(classes)} classes for {len(probabilities)} probability columns.")
-    parts = [dask.delayed(summarize_partition)(part, label, list(probabilities), classes,
-                                               n_bins)
-             for part in frame[[label, *probabilities]].to_delayed()]
-    (summary,) = dask.compute(dask.delayed(merge_all)(parts))
-    return summary
+    return list(classes), list(probabilities)
 
 
-__all__ = ["partition_classes", "partitioned_summary", "summarize_partition"]
+__all__ = ["partition_cells", "partition_classes", "partitioned_measures", "partitioned_summary",
+           "summarize_partition"]

@@ -15,17 +15,20 @@ summarized where it lies and only the summaries, O(K x bins) numbers each, trave
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from calibcore._resampling import GRID_CELLS, ResamplingPlan, cell_columns
 from calibcore._validation import check_positive_int, check_predictions
-from calibcore._weighted_measures import row_losses
+from calibcore._weighted_measures import MeasureName, WeightedMeasures, row_losses
 from calibcore.binning import bin_sums, equal_width_edges
 from calibcore.exceptions import CalibrationInputError
+from calibcore.uncertainty import GlobalMeasures, IntervalMethod, measure_estimates, resample
 from calibcore.views import top_class
 
 #: The per-row losses whose sums a summary keeps.
@@ -115,6 +118,104 @@ def merge_all(summaries: Iterable[BinnedSummary]) -> BinnedSummary:
     return reduce(BinnedSummary.merge, summaries)
 
 
+@dataclass(frozen=True, eq=False)
+class CellSummary:
+    """Rows grouped into the bootstrap's resampling cells, with the sums of every per-row
+    quantity the measures need: mergeable, and what the intervals resample.
+
+    The cells are those of the in-memory bootstrap above 20,000 rows
+    (:func:`calibcore._resampling.row_cells`: the same label, top-label bin and, for
+    every class, the same sub-cell of width about 1/8192), so a merged summary holds the
+    cells of all the rows, in the same order. :meth:`measures` resamples them as the
+    in-memory bootstrap does, with the same draws for the same seed: the intervals equal
+    :func:`calibcore.uncertainty.global_measures`' on the same rows whenever it
+    resamples through cells, on any partitioning, and cost O(cells) per resample.
+
+    Attributes
+    ----------
+    n_rows : int
+    n_bins : int
+    sums : pandas.DataFrame
+        One row per non-empty cell, indexed by the cell's coordinates (sorted): the
+        rows in it (``"rows"``) and the sums of
+        :meth:`calibcore._weighted_measures.WeightedMeasures.quantities`.
+    """
+
+    n_rows: int
+    n_bins: int
+    sums: pd.DataFrame
+
+    @classmethod
+    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15) -> CellSummary:
+        """The cells of these rows (top-label view); no rows give the empty summary."""
+        n_bins = check_positive_int(n_bins, "n_bins")
+        shape = np.shape(y_prob)
+        if len(shape) in (1, 2) and shape[0] == 0 and np.size(y_true) == 0:
+            return cls.empty(2 if len(shape) == 1 else shape[1], n_bins)
+        labels, proba = check_predictions(y_true, y_prob)
+        columns, _ = cell_columns(labels, proba, n_bins)
+        quantities = WeightedMeasures.of_rows(labels, proba, "top_label", n_bins,
+                                              "equal_width").quantities()
+        frame = pd.DataFrame({"rows": np.ones(labels.size), **quantities})
+        frame.index = pd.MultiIndex.from_arrays(columns, names=_coordinates(proba.shape[1]))
+        return cls(int(labels.size), n_bins, frame.groupby(level=list(frame.index.names),
+                                                           sort=True).sum())
+
+    @classmethod
+    def empty(cls, n_classes: int, n_bins: int = 15) -> CellSummary:
+        """The summary of no rows (the identity of :meth:`merge`)."""
+        names = ["rows", *_template(n_classes, n_bins).quantities()]
+        index = pd.MultiIndex.from_arrays([np.empty(0, np.int64)] * (n_classes + 2),
+                                          names=_coordinates(n_classes))
+        return cls(0, n_bins, pd.DataFrame(np.empty((0, len(names))), index=index,
+                                           columns=names))
+
+    def merge(self, other: CellSummary) -> CellSummary:
+        """The summary of both sets of rows."""
+        if (other.n_bins, list(other.sums.columns)) != (self.n_bins, list(self.sums.columns)):
+            raise CalibrationInputError("cell summaries of different classes or bins "
+                                        "cannot merge.")
+        sums = pd.concat([self.sums, other.sums])
+        return CellSummary(self.n_rows + other.n_rows, self.n_bins,
+                           sums.groupby(level=list(sums.index.names), sort=True).sum())
+
+    def measures(self, values: dict[MeasureName, float], keys: Sequence[MeasureName], *,
+                 n_bootstrap: int = 200, confidence_level: float = 0.95,
+                 random_state: int = 0, interval: IntervalMethod = "hybrid") -> GlobalMeasures:
+        """The measures ``keys`` (top-label view, equal-width bins) with intervals: the
+        exact plug-in ``values`` (e.g. :meth:`BinnedSummary.measures`) and the
+        resamples of the cells."""
+        counts = self.sums["rows"].to_numpy()
+        n_classes = self.sums.index.nlevels - 2
+        cells = _template(n_classes, self.n_bins).with_quantities(
+            {name: self.sums[name].to_numpy() / counts for name in self.sums.columns[1:]})
+        known = [key for key in keys if key in values]
+        samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in known}
+        resample(ResamplingPlan("cells", self.n_rows, None, counts), cells,
+                 cells.rows(known, counts[None, :], True),
+                 {key: np.array([values[key]]) for key in known}, known, samples,
+                 n_bootstrap, random_state)
+        estimates = measure_estimates(keys, {key: values[key] for key in known}, samples,
+                                      confidence_level, interval, missing="",
+                                      unresampled=None)
+        note = (f"resampled through {counts.size:,} cells of the probabilities: exact "
+                f"counts, scores within 1/{GRID_CELLS:,}")
+        return GlobalMeasures(estimates, "top_label", self.n_rows, n_classes, self.n_bins,
+                              "equal_width", n_bootstrap, confidence_level, note)
+
+
+def _coordinates(n_classes: int) -> list[str]:
+    return ["label", "bin", *(f"cell_{k}" for k in range(n_classes))]
+
+
+def _template(n_classes: int, n_bins: int) -> WeightedMeasures:
+    """The top-label problems of ``n_classes`` classes (their labels and sorting), from
+    one row: :meth:`WeightedMeasures.with_quantities` puts any rows in them."""
+    return WeightedMeasures.of_rows(np.zeros(1, dtype=np.intp),
+                                    np.full((1, n_classes), 1.0 / n_classes), "top_label",
+                                    n_bins, "equal_width")
+
+
 def _ece(bins: NDArray[np.float64], n_rows: int) -> float:
     """sum_b (n_b / n) |mean score - mean outcome| = sum_b |S_b - O_b| / n."""
     return float(np.abs(bins[1] - bins[2]).sum() / n_rows)
@@ -125,4 +226,4 @@ def _mce(bins: NDArray[np.float64]) -> float:
     return float((np.abs(bins[1] - bins[2])[filled] / bins[0][filled]).max())
 
 
-__all__ = ["LOSSES", "BinnedSummary", "merge_all"]
+__all__ = ["LOSSES", "BinnedSummary", "CellSummary", "merge_all"]

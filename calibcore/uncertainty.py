@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._resampling import (
     BLOCK_ELEMENTS,
+    ResamplingPlan,
     resample_blocks,
     resample_counts,
     resampling_plan,
@@ -357,35 +358,45 @@ def global_measures(
     if n_bootstrap:
         resampling = _bootstrap(context, labels, proba, view, keys, values, samples,
                                 n_bootstrap, random_state, not smce_interval, progress)
+    unresampled = (f"no interval: {n_rows:,} rows x {len(context.problems)} problems > "
+                   f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}")
+    results = measure_estimates(
+        keys, {key: float(v[0]) for key, v in values.items()}, samples, level, interval,
+        missing=f"skipped: {n_rows:,} rows > smce_max_rows={smce_max_rows:,}",
+        unresampled=unresampled if n_bootstrap else None)
+    return GlobalMeasures(
+        results, view, n_rows, n_classes, n_bins, binning, n_bootstrap, level, resampling
+    )
+
+
+def measure_estimates(
+    keys: Sequence[MeasureName], values: dict[MeasureName, float],
+    samples: dict[MeasureName, list[NDArray[np.float64]]], level: float,
+    interval: IntervalMethod, *, missing: str, unresampled: str | None,
+) -> tuple[MeasureEstimate, ...]:
+    """Each measure's shown value and interval from its plug-in value and resamples.
+
+    A key without a value gets the note ``missing`` (binary Brier: "binary problems
+    only"); one with a value but no resamples gets ``unresampled`` (None: no note)."""
     results = []
     for key in keys:
         info = MEASURES[key]
         estimate = MeasureEstimate(key, info.name, None, None, None, info.consistent, info.meaning)
         if key not in values:
-            note = (
-                "binary problems only"
-                if key == "binary_brier"
-                else f"skipped: {n_rows:,} rows > smce_max_rows={smce_max_rows:,}"
-            )
+            note = "binary problems only" if key == "binary_brier" else missing
             results.append(replace(estimate, note=note))
             continue
-        plug_in = float(values[key][0])
+        plug_in = values[key]
         estimate = replace(estimate, value=plug_in, plug_in=plug_in)
-        if samples[key]:
+        if samples.get(key):
             upper = 1.0 if key in ("accuracy", "ece", "mce", "classwise_ece") else np.inf
             value, low, high = _shown_estimate(np.concatenate(samples[key]), plug_in, level,
                                                interval, upper, key in CALIBRATION_ERRORS)
             estimate = replace(estimate, value=value, low=low, high=high)
-        elif n_bootstrap:
-            estimate = replace(
-                estimate,
-                note=f"no interval: {n_rows:,} rows x {len(context.problems)} problems > "
-                f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}",
-            )
+        elif unresampled is not None:
+            estimate = replace(estimate, note=unresampled)
         results.append(estimate)
-    return GlobalMeasures(
-        tuple(results), view, n_rows, n_classes, n_bins, binning, n_bootstrap, level, resampling
-    )
+    return tuple(results)
 
 
 def _bootstrap(
@@ -416,6 +427,26 @@ def _bootstrap(
         resampled = WeightedMeasures.of_rows(labels[plan.groups], proba[plan.groups],
                                              view, context.n_bins, context.binning)
         base = resampled.rows(keys, np.ones((1, plan.groups.size)), skip_smce)
+    resample(plan, resampled, base, values, keys, samples, n_bootstrap, random_state,
+             skip_smce, progress)
+    return plan.note
+
+
+def resample(
+    plan: ResamplingPlan,
+    resampled: WeightedMeasures,
+    base: dict[MeasureName, NDArray[np.float64]],
+    values: dict[MeasureName, NDArray[np.float64]],
+    keys: Sequence[MeasureName],
+    samples: dict[MeasureName, list[NDArray[np.float64]]],
+    n_bootstrap: int,
+    random_state: int | np.random.Generator | None,
+    skip_smce: bool = True,
+    progress: Callable[[float], None] | None = None,
+) -> None:
+    """Append each measure's resampled values to ``samples``: ``resampled`` evaluated on
+    the plan's resamples; on a summary, as the data's value ``values`` plus the scaled
+    deviation from the summary's own value ``base``."""
     done = 0
     for weights in plan.blocks(n_bootstrap, random_state):
         for key, block in resampled.rows(keys, weights, skip_smce).items():
@@ -425,4 +456,3 @@ def _bootstrap(
         done += weights.shape[0]
         if progress is not None:
             progress(done / n_bootstrap)
-    return plan.note

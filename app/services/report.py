@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,7 @@ from app.services import diagnostics, variables
 from app.services.tables import read_table
 from calibcore.data import build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
-from calibcore.partitioned import partition_classes, partitioned_summary
-from calibcore.uncertainty import MEASURES
+from calibcore.partitioned import partition_classes, partitioned_measures
 from calibcore.views import View
 
 
@@ -51,8 +51,10 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
 
 def build_partitioned_report(uri: str, *, label: str | None = None,
                              probabilities: Sequence[str] | None = None,
-                             scheduler: str | None = None, n_bins: int = 15) -> dict[str, Any]:
-    """The exact binned measures of files of any size on Dask (issue 14, in progress).
+                             scheduler: str | None = None, n_bins: int = 15,
+                             n_bootstrap: int = 200) -> dict[str, Any]:
+    """The exact binned measures of files of any size on Dask, with their bootstrap
+    intervals (issue 14, in progress).
 
     ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files.
     Roles not given are inferred from the first rows as for an upload. Runs on the
@@ -78,14 +80,17 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
     local = {"processes": False, "dashboard_address": ":0"}
     with (Client(scheduler) if scheduler else Client(**local)) as client:
         classes = partition_classes(frame, label, probabilities)
-        summary = partitioned_summary(frame, label, probabilities, classes, n_bins=n_bins)
+        result = partitioned_measures(frame, label, probabilities, classes, n_bins=n_bins,
+                                      n_bootstrap=n_bootstrap)
         workers = len(client.scheduler_info().get("workers", {}))
-    note = "exact, merged from per-partition summaries; no interval on the dask engine yet"
-    measures = {key: {"key": key, "name": MEASURES[key].name, "value": value, "low": None,
-                      "high": None, "plug_in": value, "note": note}
-                for key, value in summary.measures().items() if key in MEASURES}
+    measures = {estimate.key: asdict(estimate) for estimate in result.measures}
     return {"file": uri, "engine": "dask", "scheduler": scheduler or "local (in-process)",
-            "workers": workers, "n_partitions": frame.npartitions, "n_rows": summary.n_rows,
+            "workers": workers, "n_partitions": frame.npartitions, "n_rows": result.n,
             "n_bins": n_bins, "classes": classes,
             "roles": {"label": label, "probabilities": list(probabilities)},
-            "metrics": {"view": "top_label", "measures": measures}}
+            "metrics": {"view": "top_label", "n_bootstrap": n_bootstrap,
+                        "resampling": result.resampling,
+                        "note": "values exact, merged from per-partition summaries; "
+                                "intervals resample the merged cells (the in-memory "
+                                "bootstrap's draws, whatever the partitioning)",
+                        "measures": measures}}

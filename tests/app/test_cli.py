@@ -70,8 +70,10 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
     assert report["n_rows"] == 7000 and report["classes"] == expected["classes"]
     assert report["roles"] == {"label": "y_true", "probabilities": ["y_prob"]}
     for key, item in report["metrics"]["measures"].items():
-        assert item["value"] == pytest.approx(
+        assert item["plug_in"] == pytest.approx(
             expected["metrics"]["measures"][key]["value"], rel=1e-9, abs=1e-12), key
+        assert item["low"] <= item["value"] <= item["high"], key
+    assert report["metrics"]["resampling"].startswith("resampled through")
     assert "ECE" in capsys.readouterr().out
     assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--html",
                  str(tmp_path / "r.html")]) == 2

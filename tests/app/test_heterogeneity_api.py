@@ -116,7 +116,7 @@ def test_hh_on_a_calibration_sample_with_shared_forests_equals_the_core(client, 
         json={"sample": 80, "random_state": 2, "calibration_sample": 100, "grid": 0.05}))
     assert job["status"] == "succeeded", job
     result = job["result"]
-    proba, labels, cal, test = as_arrays(frame)
+    proba, labels, cal, _ = as_arrays(frame)
     drawn = np.sort(np.random.default_rng(2).choice(cal, size=100, replace=False))
     rows = np.asarray(result["rows"]["row"])
     expected = hidden_heterogeneity_details(standardized(frame)[drawn], labels[drawn],

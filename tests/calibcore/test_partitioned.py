@@ -12,7 +12,8 @@ import pytest
 from dask.distributed import Client, LocalCluster
 
 from calibcore.exceptions import CalibrationInputError
-from calibcore.partitioned import partitioned_summary
+from calibcore.partitioned import partitioned_measures, partitioned_summary
+from calibcore.uncertainty import global_measures
 from tests.calibcore.test_summaries import in_memory
 
 
@@ -31,6 +32,41 @@ def table(n_rows: int, classes: list[str], seed: int) -> pd.DataFrame:
     frame = pd.DataFrame(proba, columns=[f"p_{c}" for c in classes])
     frame.insert(0, "y", np.array(classes, dtype=object)[labels])
     return frame
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3, 17])
+def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partitions) -> None:
+    """Above 20,000 rows the in-memory bootstrap resamples cells; the merged cells of the
+    partitions are the same cells, drawn with the same seed: the same intervals."""
+    classes = ["no", "yes"]
+    frame = table(30_000, classes, seed=7)
+    columns = [f"p_{c}" for c in classes]
+    result = partitioned_measures(dd.from_pandas(frame, npartitions=n_partitions), "y",
+                                  columns, classes, n_bootstrap=100, random_state=3)
+    keys = [estimate.key for estimate in result.measures]
+    assert set(keys) == {"accuracy", "nll", "brier", "binary_brier", "ece", "mce",
+                         "classwise_ece", "binned_ece_plus_width"}
+    labels = pd.Index(classes).get_indexer(frame["y"])
+    expected = global_measures(labels, frame[columns].to_numpy(), measures=keys,
+                               n_bootstrap=100, random_state=3, interval="hybrid")
+    assert result.resampling == expected.resampling
+    assert result.resampling.startswith("resampled through")
+    for key in keys:
+        for part in ("plug_in", "value", "low", "high"):
+            assert getattr(result[key], part) == pytest.approx(
+                getattr(expected[key], part), rel=1e-9, abs=1e-12), (key, part)
+        assert result[key].low <= result[key].value <= result[key].high
+
+
+def test_many_distinct_cells_give_values_without_intervals(client) -> None:
+    frame = table(2_000, ["a", "b", "c"], seed=1)  # every row a cell of its own
+    result = partitioned_measures(dd.from_pandas(frame, npartitions=3), "y",
+                                  ["p_a", "p_b", "p_c"], ["a", "b", "c"])
+    assert result.resampling.startswith("no interval: the rows fall into")
+    assert all(m.low is None and m.note == result.resampling for m in result.measures)
+    assert result["ece"].value == pytest.approx(in_memory(
+        pd.Index(["a", "b", "c"]).get_indexer(frame["y"]),
+        frame[["p_a", "p_b", "p_c"]].to_numpy(), 15)["ece"], rel=1e-9)
 
 
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])

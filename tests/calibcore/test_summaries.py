@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibcore import metrics
+from calibcore._resampling import cell_columns
+from calibcore._weighted_measures import WeightedMeasures
 from calibcore.exceptions import CalibrationInputError
-from calibcore.summaries import BinnedSummary, merge_all
+from calibcore.summaries import BinnedSummary, CellSummary, merge_all
 
 
 def in_memory(labels: np.ndarray, proba: np.ndarray, n_bins: int) -> dict[str, float]:
@@ -67,3 +69,32 @@ def test_a_binary_summary_of_one_dimensional_scores_and_its_refusals() -> None:
         empty.measures()
     with pytest.raises(CalibrationInputError, match="cannot merge"):
         summary.merge(BinnedSummary.empty(3, 5))
+
+
+@settings(max_examples=100, deadline=None)
+@given(n_classes=st.integers(2, 4), n_rows=st.integers(1, 300), n_bins=st.integers(1, 20),
+       n_cuts=st.integers(0, 8), seed=st.integers(0, 2**32 - 1))
+def test_merged_cells_are_the_cells_of_all_rows(n_classes: int, n_rows: int, n_bins: int,
+                                                n_cuts: int, seed: int) -> None:
+    """Merging the cell summaries of any parts gives the cells of all rows: the cells
+    :func:`row_cells` numbers, in its order, with its counts, and the sums of each
+    row quantity over the rows of each cell."""
+    rng = np.random.default_rng(seed)
+    proba = np.round(rng.dirichlet(np.full(n_classes, 0.7), size=n_rows), 2)
+    proba /= proba.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, n_classes, size=n_rows)
+    parts = np.split(np.arange(n_rows), np.sort(rng.integers(0, n_rows + 1, size=n_cuts)))
+    merged = CellSummary.empty(n_classes, n_bins)
+    for rows in parts:
+        merged = merged.merge(CellSummary.of(labels[rows], proba[rows], n_bins=n_bins))
+    columns, _ = cell_columns(labels, proba, n_bins)
+    _, groups, counts = np.unique(np.column_stack(columns), axis=0, return_inverse=True,
+                                  return_counts=True)
+    groups = groups.ravel()
+    assert merged.n_rows == n_rows
+    np.testing.assert_array_equal(merged.sums["rows"].to_numpy(), counts)
+    quantities = WeightedMeasures.of_rows(labels, proba, "top_label", n_bins,
+                                          "equal_width").quantities()
+    for name, values in quantities.items():
+        np.testing.assert_allclose(merged.sums[name].to_numpy(),
+                                   np.bincount(groups, weights=values), rtol=1e-12, atol=1e-12)

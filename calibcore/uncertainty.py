@@ -1,6 +1,5 @@
 """Bootstrap intervals for global calibration measures (SPEC §4.1).
 
-:func:`bootstrap_interval` resamples rows for any scalar measure.
 :func:`global_measures` computes every global measure of one view with its
 percentile bootstrap interval in one pass; there a resample is a row of count
 weights, ``w_i`` = times row i was drawn, and each measure's ``*_rows`` kernel
@@ -28,6 +27,7 @@ from calibcore._resampling import (
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore._weighted_measures import MeasureName, WeightedMeasures
 from calibcore.binning import Binning
+from calibcore.bootstrap import Interval, bootstrap_interval, percentiles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import _check_binning
 from calibcore.views import View
@@ -98,27 +98,6 @@ CALIBRATION_ERRORS: frozenset[MeasureName] = frozenset(MEASURES) - {
 
 
 @dataclass(frozen=True)
-class Interval:
-    """A point estimate and its percentile bootstrap interval.
-
-    Attributes
-    ----------
-    estimate : float
-        The measure on the data.
-    low, high : float
-        Bootstrap percentiles (1 - level) / 2 and (1 + level) / 2.
-    n_resamples : int
-    confidence_level : float
-    """
-
-    estimate: float
-    low: float
-    high: float
-    n_resamples: int
-    confidence_level: float
-
-
-@dataclass(frozen=True)
 class MeasureEstimate:
     """One global measure with its interval, as shown in the measures table.
 
@@ -167,11 +146,6 @@ class GlobalMeasures:
 IntervalMethod = Literal["percentile", "basic", "hybrid"]
 
 
-def _percentiles(values: NDArray[np.float64], level: float) -> tuple[float, float]:
-    low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    return float(low), float(high)
-
-
 def _bootstrap_bounds(
     values: NDArray[np.float64], estimate: float, level: float, method: IntervalMethod,
     upper_limit: float,
@@ -179,7 +153,7 @@ def _bootstrap_bounds(
     """Percentile interval, the basic (reverse-percentile) one, 2*estimate minus the
     percentiles, or their hybrid: from the lower of their lower bounds to the higher of
     their upper bounds; clipped to [0, upper_limit]."""
-    low, high = _percentiles(values, level)
+    low, high = percentiles(values, level)
     if method == "basic":
         low, high = 2.0 * estimate - high, 2.0 * estimate - low
     elif method == "hybrid":
@@ -208,51 +182,6 @@ def _shown_estimate(
     if method in ("basic", "hybrid") and bias_corrected:
         value = min(max(2.0 * plug_in - float(values.mean()), 0.0), upper_limit)
     return value, min(low, value), max(high, value)
-
-
-def bootstrap_interval(
-    measure: Callable[[NDArray[np.generic], NDArray[np.float64]], float],
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    n_resamples: int = 200,
-    confidence_level: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
-) -> Interval:
-    """Percentile bootstrap interval of any scalar measure ``measure(y_true, y_prob)``.
-
-    Rows are resampled with replacement (one resample of row indices per call
-    of ``measure``). For the global measures, :func:`global_measures` is much
-    faster: it evaluates blocks of resamples at once.
-
-    Parameters
-    ----------
-    measure : callable
-        ``measure(y_true, y_prob) -> float``, e.g. a :mod:`calibcore.metrics` function
-        (wrap it in ``functools.partial`` to fix options such as ``view``).
-    y_true : array-like of shape (n,)
-    y_prob : array-like of shape (n,) or (n, K)
-        Passed to ``measure`` resampled, in the shape given.
-    n_resamples : int, default=200
-    confidence_level : float, default=0.95
-    random_state : int, Generator or None, default=0
-        Seed of the resampling.
-
-    Returns
-    -------
-    Interval
-    """
-    labels, _ = check_predictions(y_true, y_prob)
-    n_resamples = check_positive_int(n_resamples, "n_resamples")
-    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
-    raw_labels, raw_proba = np.asarray(y_true), np.asarray(y_prob, dtype=np.float64)
-    rng = np.random.default_rng(random_state)
-    values = np.empty(n_resamples)
-    for resample in range(n_resamples):
-        rows = rng.integers(0, labels.size, size=labels.size)
-        values[resample] = measure(raw_labels[rows], raw_proba[rows])
-    low, high = _percentiles(values, level)
-    return Interval(float(measure(raw_labels, raw_proba)), low, high, n_resamples, level)
 
 
 def _check_measures(measures: Sequence[str] | None) -> tuple[MeasureName, ...]:

@@ -35,9 +35,9 @@ def _report(args: argparse.Namespace) -> int:
     from app.services.report import build_partitioned_report, build_report
 
     if args.engine == "dask":
-        if args.html or args.view != "top_label":
-            raise CalibrationInputError("--html and --view are not available with --engine "
-                                        "dask yet (it computes the top-label measures).")
+        if args.view != "top_label":
+            raise CalibrationInputError("--view is not available with --engine dask yet (it "
+                                        "computes the top-label measures).")
         probabilities = ([part.strip() for part in args.probabilities.split(",")
                           if part.strip()] if args.probabilities else None)
         report = build_partitioned_report(args.file, label=args.label,

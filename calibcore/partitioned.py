@@ -76,17 +76,21 @@ def partition_classes(frame: dd.DataFrame, label: str,
 def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                          classes: Sequence[Any] | None = None, *, n_bins: int = 15,
                          n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
-    """The binned measures of every partition of ``frame`` with their 95% intervals.
+    """The binned measures of every partition of ``frame`` with their 95% intervals
+    (:func:`partitioned_summaries`, then :func:`measures_with_intervals`)."""
+    summary, cells = partitioned_summaries(frame, label, probabilities, classes, n_bins=n_bins)
+    return measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap,
+                                   random_state=random_state)
 
-    The values are exact (:func:`partitioned_summary`); the intervals resample the
-    merged :class:`calibcore.summaries.CellSummary` (one more reduction in the same
-    Dask computation), so they equal the in-memory bootstrap's on any partitioning.
-    When the rows fall into more than half as many cells as there are rows (many
-    classes), the values come without intervals, with a note saying so.
-    """
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
+
+def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                          classes: Sequence[Any] | None = None, *,
+                          n_bins: int = 15) -> tuple[BinnedSummary, CellSummary]:
+    """The merged bin sums and resampling cells of every partition, in one Dask pass
+    (each partition is read once and reduced to both where it lies)."""
     import dask
 
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
     parts = frame[[label, *probabilities]].to_delayed()
     summaries = [dask.delayed(summarize_partition)(part, label, columns, classes, n_bins)
                  for part in parts]
@@ -94,17 +98,26 @@ def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequenc
              for part in parts]
     summary, merged = dask.compute(dask.delayed(merge_all)(summaries),
                                    dask.delayed(reduce)(CellSummary.merge, cells))
+    return summary, merged
+
+
+def measures_with_intervals(summary: BinnedSummary, cells: CellSummary, *,
+                            n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
+    """The exact measures of ``summary`` with intervals from resampling ``cells``.
+
+    When the rows fall into more than half as many cells as there are rows (many
+    classes), the values come without intervals, with a note saying so.
+    """
     values = {key: value for key, value in summary.measures().items() if key in MEASURES}
     keys = [key for key in MEASURES if key in values]
-    if merged.sums.shape[0] <= summary.n_rows // 2:
-        return merged.measures(values, keys, n_bootstrap=n_bootstrap,
-                               random_state=random_state)
-    note = (f"no interval: the rows fall into {merged.sums.shape[0]:,} cells of the "
+    if cells.sums.shape[0] <= summary.n_rows // 2:
+        return cells.measures(values, keys, n_bootstrap=n_bootstrap, random_state=random_state)
+    note = (f"no interval: the rows fall into {cells.sums.shape[0]:,} cells of the "
             f"probabilities, more than half of the {summary.n_rows:,} rows")
     estimates = measure_estimates(keys, values, {}, 0.95, "hybrid", missing="",
                                   unresampled=note)
-    return GlobalMeasures(estimates, "top_label", summary.n_rows, len(classes), n_bins,
-                          "equal_width", 0, 0.95, note)
+    return GlobalMeasures(estimates, "top_label", summary.n_rows, summary.classwise.shape[0],
+                          summary.n_bins, "equal_width", 0, 0.95, note)
 
 
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
@@ -152,5 +165,6 @@ def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str]
     return list(classes), list(probabilities)
 
 
-__all__ = ["partition_cells", "partition_classes", "partitioned_measures", "partitioned_summary",
+__all__ = ["measures_with_intervals", "partition_cells", "partition_classes",
+           "partitioned_measures", "partitioned_summaries", "partitioned_summary",
            "summarize_partition"]

@@ -116,28 +116,45 @@ def _one_diagram(
     edges = bin_edges(scores, n_bins, binning)
     index = assign_bins(scores, edges)
     size = edges.size - 1
-    count = np.bincount(index, minlength=size)
-    successes = np.bincount(index, weights=outcomes, minlength=size)
-    score_sums = np.bincount(index, weights=scores, minlength=size)
-    filled = count > 0
+    return diagram_of_sums(name, edges, np.bincount(index, minlength=size),
+                           np.bincount(index, weights=scores, minlength=size),
+                           np.bincount(index, weights=outcomes, minlength=size),
+                           interval=interval, confidence_level=level)
+
+
+def diagram_of_sums(
+    label: str,
+    edges: NDArray[np.float64],
+    count: ArrayLike,
+    score_sums: ArrayLike,
+    successes: ArrayLike,
+    *,
+    interval: IntervalMethod = "wilson",
+    confidence_level: float = 0.95,
+) -> BinnedReliability:
+    """The diagram of bins given by their rows, score sums and outcome sums (which is
+    all a diagram needs, so merged per-partition sums give it exactly)."""
+    level, size = confidence_level, edges.size - 1
+    rows, hits = np.asarray(count, dtype=np.float64), np.asarray(successes, dtype=np.float64)
+    filled = rows > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_score = np.where(filled, score_sums / count, np.nan)
-        observed = np.where(filled, successes / count, np.nan)
+        mean_score = np.where(filled, np.asarray(score_sums, dtype=np.float64) / rows, np.nan)
+        observed = np.where(filled, hits / rows, np.nan)
     low = np.full(size, np.nan)
     high = np.full(size, np.nan)
     if filled.any():
         low[filled], high[filled] = proportion_confint(
-            np.round(successes[filled]), count[filled], alpha=1 - level, method=interval
+            np.round(hits[filled]), rows[filled], alpha=1 - level, method=interval
         )
     return BinnedReliability(
-        label=name,
+        label=label,
         edges=edges,
-        count=count.astype(np.int64),
+        count=rows.astype(np.int64),
         mean_score=mean_score,
         observed=observed,
         observed_low=np.clip(low, 0.0, 1.0),
         observed_high=np.clip(high, 0.0, 1.0),
-        n=int(scores.size),
+        n=int(rows.sum()),
         confidence_level=level,
     )
 

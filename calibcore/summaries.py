@@ -28,6 +28,7 @@ from calibcore._validation import check_positive_int, check_predictions
 from calibcore._weighted_measures import MeasureName, WeightedMeasures, row_losses
 from calibcore.binning import bin_sums, equal_width_edges
 from calibcore.exceptions import CalibrationInputError
+from calibcore.reliability import BinnedReliability, diagram_of_sums
 from calibcore.uncertainty import GlobalMeasures, IntervalMethod, measure_estimates, resample
 from calibcore.views import top_class
 
@@ -111,6 +112,19 @@ class BinnedSummary:
             out["binary_brier"] = float(binary_brier)
             out["positive_ece"] = _ece(self.classwise[1], n)
         return out
+
+
+    def diagrams(self, *, classwise: bool = False,
+                 class_names: Sequence[str] | None = None) -> list[BinnedReliability]:
+        """The binned reliability diagrams with Wilson 95% intervals (equal-width bins):
+        the top label's, or with ``classwise`` one per class; equal to
+        :func:`calibcore.reliability.binned_reliability` on the summarized rows."""
+        edges = equal_width_edges(self.n_bins)
+        if not classwise:
+            return [diagram_of_sums("top label", edges, *self.top_label)]
+        names = class_names or [str(k) for k in range(self.classwise.shape[0])]
+        return [diagram_of_sums(f"class {name}", edges, *bins)
+                for name, bins in zip(names, self.classwise, strict=True)]
 
 
 def merge_all(summaries: Iterable[BinnedSummary]) -> BinnedSummary:

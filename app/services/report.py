@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from app.services import diagnostics, variables
+from app.services.jsonable import jsonable
 from app.services.tables import read_table
 from calibcore.data import build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
-from calibcore.partitioned import partition_classes, partitioned_measures
+from calibcore.partitioned import (
+    measures_with_intervals,
+    partition_classes,
+    partitioned_summaries,
+)
 from calibcore.views import View
 
 
@@ -80,17 +85,25 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
     local = {"processes": False, "dashboard_address": ":0"}
     with (Client(scheduler) if scheduler else Client(**local)) as client:
         classes = partition_classes(frame, label, probabilities)
-        result = partitioned_measures(frame, label, probabilities, classes, n_bins=n_bins,
-                                      n_bootstrap=n_bootstrap)
+        summary, cells = partitioned_summaries(frame, label, probabilities, classes,
+                                               n_bins=n_bins)
         workers = len(client.scheduler_info().get("workers", {}))
+    result = measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap)
     measures = {estimate.key: asdict(estimate) for estimate in result.measures}
     return {"file": uri, "engine": "dask", "scheduler": scheduler or "local (in-process)",
             "workers": workers, "n_partitions": frame.npartitions, "n_rows": result.n,
             "n_bins": n_bins, "classes": classes,
             "roles": {"label": label, "probabilities": list(probabilities)},
-            "metrics": {"view": "top_label", "n_bootstrap": n_bootstrap,
+            "metrics": {"view": "top_label", "n": result.n, "n_bins": n_bins,
+                        "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
                         "resampling": result.resampling,
                         "note": "values exact, merged from per-partition summaries; "
                                 "intervals resample the merged cells (the in-memory "
                                 "bootstrap's draws, whatever the partitioning)",
-                        "measures": measures}}
+                        "measures": measures},
+            "reliability": jsonable({
+                "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,
+                "binning": "equal_width", "diagrams": summary.diagrams(),
+                "classwise": summary.diagrams(classwise=True, class_names=classes),
+                "note": "exact: per-bin counts and sums merged from the partitions; Wilson "
+                        "95% interval of each bin's observed frequency"})}

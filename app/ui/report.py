@@ -61,9 +61,11 @@ def _variables_table(ranking: dict[str, Any] | None) -> str:
 def render_html(report: dict[str, Any]) -> str:
     """The report as one HTML page with interactive figures and no external resources."""
     metrics = report["metrics"]
-    figures = [reliability_figure(report["reliability"]),
-               smooth_reliability_figure(report["reliability"]),
-               bin_sensitivity_figure(report["bin_sensitivity"], metrics["n_bins"])]
+    figures = [reliability_figure(report["reliability"])]
+    if "smooth" in report["reliability"]:  # not on the dask engine yet
+        figures.append(smooth_reliability_figure(report["reliability"]))
+    if "bin_sensitivity" in report:
+        figures.append(bin_sensitivity_figure(report["bin_sensitivity"], metrics["n_bins"]))
     plots = "".join(_figure(figure, number == 0) for number, figure in enumerate(figures))
     ranking = report.get("variables")
     ranking_plot = _figure(ranking_figure(ranking), False) if ranking else ""

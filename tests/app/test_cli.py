@@ -74,7 +74,20 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
             expected["metrics"]["measures"][key]["value"], rel=1e-9, abs=1e-12), key
         assert item["low"] <= item["value"] <= item["high"], key
     assert report["metrics"]["resampling"].startswith("resampled through")
+    (diagram,) = report["reliability"]["diagrams"]
+    (reference,) = expected["reliability"]["diagrams"]
+    assert diagram["count"] == reference["count"] and diagram["label"] == reference["label"]
+    for part in ("mean_score", "observed", "observed_low", "observed_high"):
+        assert np.allclose(np.array(diagram[part], dtype=float),
+                           np.array(reference[part], dtype=float), rtol=1e-9,
+                           equal_nan=True), part
+    assert [d["label"] for d in report["reliability"]["classwise"]] == [
+        f"class {name}" for name in report["classes"]]
     assert "ECE" in capsys.readouterr().out
+    page = tmp_path / "r.html"
     assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--html",
-                 str(tmp_path / "r.html")]) == 2
+                 str(page)]) == 0
+    assert "Reliability" in page.read_text() and "7,000 rows" in page.read_text()
+    assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--view",
+                 "classwise"]) == 2
     assert main(["report", str(shared_data / "default_nb.csv"), "--label", "y_true"]) == 2

@@ -12,6 +12,7 @@ from calibcore import metrics
 from calibcore._resampling import cell_columns
 from calibcore._weighted_measures import WeightedMeasures
 from calibcore.exceptions import CalibrationInputError
+from calibcore.reliability import binned_reliability
 from calibcore.summaries import BinnedSummary, CellSummary, merge_all
 
 
@@ -56,6 +57,16 @@ def test_merged_summaries_equal_the_measures_of_all_rows(
     assert merged.n_rows == n_rows and got.keys() == expected.keys()
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    for classwise in (False, True):
+        diagrams = binned_reliability(labels, proba, n_bins=n_bins,
+                                      view="classwise" if classwise else "top_label")
+        for got_diagram, diagram in zip(merged.diagrams(classwise=classwise), diagrams,
+                                        strict=True):
+            assert got_diagram.label == diagram.label and got_diagram.n == diagram.n
+            np.testing.assert_array_equal(got_diagram.count, diagram.count)
+            for part in ("edges", "mean_score", "observed", "observed_low", "observed_high"):
+                np.testing.assert_allclose(getattr(got_diagram, part), getattr(diagram, part),
+                                           rtol=1e-9, atol=1e-12, equal_nan=True)
 
 
 def test_a_binary_summary_of_one_dimensional_scores_and_its_refusals() -> None:

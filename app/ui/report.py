@@ -40,11 +40,13 @@ def _measures_table(metrics: dict[str, Any]) -> str:
         f"<td>{html.escape(item['meaning'])}</td></tr>"
         for item in metrics["measures"].values() if item["value"] is not None)
     return ("<table><tr><th>measure</th><th>estimate</th><th>95% interval</th>"
-            f"<th>plug-in</th><th></th><th>meaning</th></tr>{rows}</table>"
-            f"<p class='muted'>Estimates: {html.escape(metrics.get('interval', ''))}.</p>")
+            f"<th>plug-in</th><th></th><th>meaning</th></tr>{rows}</table>")
 
 
-def _variables_table(ranking: dict[str, Any] | None) -> str:
+def _variables_table(report: dict[str, Any]) -> str:
+    ranking = report.get("variables")
+    if report.get("engine") == "dask":
+        return "<p class='muted'>Not computed on the dask engine yet.</p>"
     if not ranking:
         return "<p class='muted'>No feature columns: no variable ranking.</p>"
     rows = "".join(
@@ -80,12 +82,12 @@ classes {html.escape(', '.join(report['classes'][:12]))} · {metrics['view'].rep
 view · generated {stamp} by calibdash</p>
 <h2>Global measures</h2>
 {_measures_table(metrics)}
-<p class="muted">n = {metrics['n']:,}; {html.escape(metrics['interval'])},
-{metrics['n_bootstrap']} resamples.</p>
+<p class="muted">n = {metrics['n']:,}. Estimates: {html.escape(metrics['interval'])},
+{metrics['n_bootstrap']} resamples ({html.escape(metrics.get('resampling') or 'rows')}).</p>
 <h2>Reliability</h2>
 {plots}
 <h2>Variables ranked by VECE</h2>
 {ranking_plot}
-{_variables_table(ranking)}
+{_variables_table(report)}
 </body></html>
 """

@@ -139,7 +139,8 @@ def run(quick: bool = False) -> list[Row]:
             dask_seconds, _, dask_report = _report(small, root / "small.json")
         memory_seconds, values = _in_memory(small)
         rows.append(Row(f"report --engine dask, {held:,} rows", dask_seconds,
-                        peer="pandas + calibcore in memory (with intervals)", peer_seconds=memory_seconds,
+                        peer="pandas + calibcore in memory (with intervals)",
+                        peer_seconds=memory_seconds,
                         note=_agreement(dask_report, values)))
         cluster_seconds, cluster_report = _with_dask_cli_cluster(small, root / "cluster.json")
         rows.append(Row(f"report --engine dask --scheduler (dask scheduler + 2 dask workers), "

@@ -43,7 +43,7 @@ from calibcore._validation import (
     first_rows,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.neighbourhoods import hellinger_neighbourhoods
+from calibcore.neighbourhoods import hellinger_neighbourhoods, neighbour_counts
 
 #: The pruning grid of the reference: linspace(0, 0.03, 7).
 CCP_ALPHAS = np.linspace(0.0, 0.03, 7)
@@ -56,6 +56,10 @@ _ROWS_PER_TASK = 2_000
 AUTO_EXACT_ROWS = 2_000_000
 #: The grid ``"auto"`` uses above that, as a fraction of the radius.
 AUTO_GRID_PER_RADIUS = 0.1
+#: Most (row, neighbour) pairs the neighbourhood search lists at once (8 bytes each, a
+#: few copies while sorting): every test row of a 300k-row file against 20,000
+#: calibration rows would be 960M. ``"auto"`` shares forests above it; exact refuses.
+MAX_NEIGHBOUR_PAIRS = 50_000_000
 
 ProgressCallback = Callable[[int, int], None]
 #: Results of one local forest by neighbourhood (valid for one set of calibration rows).
@@ -293,15 +297,30 @@ def _neighbourhoods(
     grid: float | Literal["auto"] | None, heartbeat: Heartbeat,
 ) -> tuple[float | None, list[NDArray[np.intp]], NDArray[np.intp]]:
     """The grid used, the distinct neighbourhoods and the neighbourhood of each test row."""
-    centres, rows_of_centre = _grid_centres(proba_test, None if grid == "auto" else grid)
-    members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
-    if grid == "auto":
-        if sum(rows.size for rows in members) <= AUTO_EXACT_ROWS:
-            return None, members, groups[rows_of_centre]
-        grid = max(AUTO_GRID_PER_RADIUS * radius, 1e-6)
+    shared = max(AUTO_GRID_PER_RADIUS * radius, 1e-6)
+    if grid == "auto" and _pairs(proba_cal, proba_test, radius) > MAX_NEIGHBOUR_PAIRS:
+        grid = shared
+    if grid != "auto":
         centres, rows_of_centre = _grid_centres(proba_test, grid)
+        pairs = _pairs(proba_cal, centres, radius)
+        if pairs > MAX_NEIGHBOUR_PAIRS:
+            raise CalibrationInputError(
+                f"the neighbourhoods of these {proba_test.shape[0]:,} rows hold {pairs:,} "
+                f"calibration rows in all, too many to list at once (at most "
+                f"{MAX_NEIGHBOUR_PAIRS:,}): share forests (grid={shared:g} or 'auto'), "
+                "evaluate fewer rows or use fewer calibration rows.",
+                code="too_many_neighbours")
         members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
-    return grid, members, groups[rows_of_centre]
+        return grid, members, groups[rows_of_centre]
+    members, groups = hellinger_neighbourhoods(proba_cal, proba_test, radius, heartbeat)
+    if sum(rows.size for rows in members) <= AUTO_EXACT_ROWS:
+        return None, members, groups
+    return _neighbourhoods(proba_cal, proba_test, radius, shared, heartbeat)
+
+
+def _pairs(proba_cal: NDArray[np.float64], centres: NDArray[np.float64], radius: float) -> int:
+    """(centre, calibration row) pairs within the radius: what the search would list."""
+    return int(neighbour_counts(proba_cal, centres, radius).sum())
 
 
 def _grid_centres(

@@ -66,6 +66,16 @@ def hellinger_neighbourhoods(
     return members, groups
 
 
+def neighbour_counts(
+    proba_cal: NDArray[np.float64], proba_test: NDArray[np.float64], radius: float
+) -> NDArray[np.intp]:
+    """How many calibration rows lie within Hellinger distance ``radius`` of each query
+    row (what :func:`hellinger_neighbourhoods` would list, without listing them)."""
+    index = KDTree(np.sqrt(proba_cal), leaf_size=30)
+    counts = index.query_radius(np.sqrt(proba_test), r=radius * np.sqrt(2), count_only=True)
+    return np.asarray(counts, dtype=np.intp)
+
+
 def _nothing() -> None:
     """The default heartbeat."""
 

@@ -24,7 +24,11 @@ from calibcore.heterogeneity import (
     hidden_heterogeneity_details,
     recommend_calibration,
 )
-from calibcore.neighbourhoods import group_identical_sets, hellinger_neighbourhoods
+from calibcore.neighbourhoods import (
+    group_identical_sets,
+    hellinger_neighbourhoods,
+    neighbour_counts,
+)
 
 # ----------------------------------------------------------------- independent references
 
@@ -449,3 +453,22 @@ def test_auto_grid_is_exact_within_the_budget_and_radius_over_ten_beyond(monkeyp
     assert shared.grid == pytest.approx(0.03)
     np.testing.assert_array_equal(shared.values, gridded.values)
     assert np.unique(shared.neighbourhood).size < np.unique(exact.neighbourhood).size
+
+
+def test_too_many_neighbour_pairs_share_forests_or_are_refused(monkeypatch):
+    """Above MAX_NEIGHBOUR_PAIRS listed (row, neighbour) pairs, "auto" goes straight to
+    the shared grid and the exact computation is refused with a way out."""
+    import calibcore.heterogeneity as heterogeneity
+
+    X_cal, y_cal, p_cal, p_test = small_problem(6, n_cal=150, n_test=40)
+    exact_pairs = int(neighbour_counts(p_cal, p_test, 0.3).sum())
+    monkeypatch.setattr(heterogeneity, "MAX_NEIGHBOUR_PAIRS", exact_pairs - 1)
+    shared = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
+                                          grid="auto")
+    gridded = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
+                                           grid=0.03)
+    assert shared.grid == pytest.approx(0.03)
+    np.testing.assert_array_equal(shared.values, gridded.values)
+    with pytest.raises(CalibrationInputError, match=r"grid=0\.03 or 'auto'") as refused:
+        hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3)
+    assert refused.value.code == "too_many_neighbours"

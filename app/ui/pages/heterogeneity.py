@@ -65,7 +65,8 @@ def layout(services: Services) -> html.Div:
                                 step=1, debounce=True, className="text-input"),
                       dcc.Checklist(id=ids.HH_ALL_ROWS, className="checklist",
                                     options=[{"label": "all test rows (the default up to "
-                                                       f"{ALL_ROWS_DEFAULT_MAX:,})",
+                                                       f"{ALL_ROWS_DEFAULT_MAX:,}, and "
+                                                       "with two classes)",
                                               "value": "all"}], value=[])],
                      className="control"),
             _number("Random seed", ids.HH_SEED, 0, min=0, step=1),
@@ -101,7 +102,8 @@ def layout(services: Services) -> html.Div:
 
 
 #: Up to this many test rows, the page evaluates every row by default (default_nb's
-#: 3,474 take about 20 s on two cores; benchmarks/bench_path.py).
+#: 3,474 take about 12 s on two cores; benchmarks/bench_path.py); with two classes it
+#: always does (forests shared: all 150,000 test rows of a 300k-row file took 52 s).
 ALL_ROWS_DEFAULT_MAX = 4_000
 
 
@@ -125,10 +127,14 @@ def register(app: Dash, services: Services) -> None:
         batches = [{"label": f"{d['name']} ({d['n_rows']:,} rows)", "value": d["id"]}
                    for d in reversed(listed) if d["id"] != dataset_id]
         n_test = summary.get("n_test") or summary["n_rows"]
-        every_row = n_test <= ALL_ROWS_DEFAULT_MAX
+        binary = len(summary["classes"]) == 2
+        every_row = n_test <= ALL_ROWS_DEFAULT_MAX or binary
         hint = info_note(
             f"Press “Compute HH” to evaluate all {n_test:,} test rows (about half a minute)."
-            if every_row else
+            if n_test <= ALL_ROWS_DEFAULT_MAX else
+            f"Press “Compute HH” to evaluate all {n_test:,} test rows: with two classes, rows "
+            "whose probabilities round to the same point share a forest, so this takes about "
+            "a minute." if binary else
             f"Press “Compute HH” to evaluate a seeded sample of {DEFAULT_SAMPLE} of the "
             f"{n_test:,} test rows: HH fits a forest per distinct neighbourhood, so every "
             "row of a file this size takes many minutes.")

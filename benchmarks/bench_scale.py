@@ -77,7 +77,9 @@ def _in_memory(folder: Path) -> tuple[float, dict[str, float]]:
     intervals = global_measures(labels, positive, measures=["ece", "nll", "accuracy"],
                                 interval="hybrid")
     for key in list(values):
-        values[f"{key} low"], values[f"{key} high"] = intervals[key].low, intervals[key].high
+        estimate = intervals[key]
+        assert estimate.low is not None and estimate.high is not None
+        values[f"{key} low"], values[f"{key} high"] = estimate.low, estimate.high
     return time.perf_counter() - began, values
 
 

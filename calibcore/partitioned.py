@@ -18,10 +18,20 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from calibcore._validation import check_predictions
+from calibcore.binning import bin_sums
 from calibcore.data import ColumnRoles, class_names_of, label_value_names
+from calibcore.exact_quantiles import (
+    cell_counts,
+    cell_values,
+    merge_values,
+    merged_equal_mass_edges,
+    target_cells,
+)
 from calibcore.exceptions import CalibrationInputError
 from calibcore.summaries import BinnedSummary, CellSummary, merge_all
 from calibcore.uncertainty import MEASURES, GlobalMeasures, measure_estimates
+from calibcore.views import score_outcome
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -120,6 +130,83 @@ def measures_with_intervals(summary: BinnedSummary, cells: CellSummary, *,
                           summary.n_bins, "equal_width", 0, 0.95, note)
 
 
+def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                           classes: Sequence[Any] | None = None, *,
+                           n_bins: int = 15) -> dict[str, Any]:
+    """ECE, MCE and classwise ECE with equal-mass bins, exactly, in three Dask passes.
+
+    Bins are numpy's quantiles of the scores of all rows (top-label confidence; each
+    class's probability for classwise ECE), found exactly by
+    :mod:`calibcore.exact_quantiles` (cell counts, then the scores of a few cells);
+    a third pass sums each bin. The values equal :mod:`calibcore.metrics` with
+    ``binning="equal_mass"`` on all rows; the edges are returned with them.
+    """
+    import dask
+
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    parts = frame[[label, *probabilities]].to_delayed()
+
+    def each(function: Any, *args: Any) -> list[Any]:
+        return [dask.delayed(function)(part, label, columns, classes, *args) for part in parts]
+
+    (counts,) = dask.compute(dask.delayed(sum)(each(_problem_counts)))
+    targets = [target_cells(problem, n_bins) for problem in counts]
+    (values,) = dask.compute(dask.delayed(_merged_values)(each(_problem_values, targets)))
+    edges = [merged_equal_mass_edges(problem, problem_values, n_bins)
+             for problem, problem_values in zip(counts, values, strict=True)]
+    (sums,) = dask.compute(dask.delayed(_added)(each(_problem_sums, edges)))
+    n_rows = int(counts[0].sum())
+    top, per_class = sums[0], sums[1:]
+    if n_rows == 0:
+        raise CalibrationInputError("no rows were summarized.")
+    filled = top[0] > 0
+    return {"ece": float(np.abs(top[1] - top[2]).sum() / n_rows),
+            "mce": float((np.abs(top[1] - top[2])[filled] / top[0][filled]).max()),
+            "classwise_ece": float(np.mean([np.abs(b[1] - b[2]).sum() / n_rows
+                                            for b in per_class])),
+            "n_rows": n_rows, "edges": [e.tolist() for e in edges]}
+
+
+def _problems(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+              classes: Sequence[str]) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """(scores, outcomes) of the top-label problem, then of each class's."""
+    if part.shape[0] == 0:
+        empty = np.empty(0)
+        return [(empty, empty)] * (1 + max(len(probabilities), 2))
+    labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    top, each_class = score_outcome(labels, proba, "top_label"), score_outcome(
+        labels, proba, "classwise")
+    return [(top.scores[0], top.outcomes[0]),
+            *zip(each_class.scores, each_class.outcomes, strict=True)]
+
+
+def _problem_counts(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str]) -> NDArray[np.int64]:
+    return np.stack([cell_counts(scores)
+                     for scores, _ in _problems(part, label, probabilities, classes)])
+
+
+def _problem_values(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str], targets: list[NDArray[np.int64]]) -> list[pd.Series]:
+    return [cell_values(scores, cells) for (scores, _), cells in
+            zip(_problems(part, label, probabilities, classes), targets, strict=True)]
+
+
+def _merged_values(parts: list[list[pd.Series]]) -> list[pd.Series]:
+    return [merge_values(list(problem)) for problem in zip(*parts, strict=True)]
+
+
+def _problem_sums(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                  classes: Sequence[str], edges: list[NDArray[np.float64]]
+                  ) -> list[NDArray[np.float64]]:
+    return [bin_sums(scores, outcomes, problem_edges) for (scores, outcomes), problem_edges
+            in zip(_problems(part, label, probabilities, classes), edges, strict=True)]
+
+
+def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:
+    return [np.sum(problem, axis=0) for problem in zip(*parts, strict=True)]
+
+
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                         classes: Sequence[Any] | None = None, *,
                         n_bins: int = 15) -> BinnedSummary:
@@ -165,6 +252,13 @@ def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str]
     return list(classes), list(probabilities)
 
 
-__all__ = ["measures_with_intervals", "partition_cells", "partition_classes",
-           "partitioned_measures", "partitioned_summaries", "partitioned_summary",
-           "summarize_partition"]
+__all__ = [
+    "measures_with_intervals",
+    "partition_cells",
+    "partition_classes",
+    "partitioned_equal_mass",
+    "partitioned_measures",
+    "partitioned_summaries",
+    "partitioned_summary",
+    "summarize_partition",
+]

@@ -15,6 +15,7 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
     measures_with_intervals,
     partition_classes,
+    partitioned_equal_mass,
     partitioned_summaries,
 )
 from calibcore.views import View
@@ -87,6 +88,8 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
         classes = partition_classes(frame, label, probabilities)
         summary, cells = partitioned_summaries(frame, label, probabilities, classes,
                                                n_bins=n_bins)
+        equal_mass = partitioned_equal_mass(frame, label, probabilities, classes,
+                                            n_bins=n_bins)
         workers = len(client.scheduler_info().get("workers", {}))
     result = measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap)
     measures = {estimate.key: asdict(estimate) for estimate in result.measures}
@@ -100,7 +103,13 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
                         "note": "values exact, merged from per-partition summaries; "
                                 "intervals resample the merged cells (the in-memory "
                                 "bootstrap's draws, whatever the partitioning)",
-                        "measures": measures},
+                        "measures": measures,
+                        "equal_mass": {
+                            **{key: equal_mass[key] for key in ("ece", "mce",
+                                                                "classwise_ece")},
+                            "edges": equal_mass["edges"][0],
+                            "note": "bins at numpy's quantiles of all the scores, found "
+                                    "exactly in two passes; no interval"}},
             "reliability": jsonable({
                 "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,
                 "binning": "equal_width", "diagrams": summary.diagrams(),

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from app.cli import main
+from calibcore import metrics
 from tests.calibcore.test_metrics import brute_force_ece
 
 
@@ -74,6 +75,9 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
             expected["metrics"]["measures"][key]["value"], rel=1e-9, abs=1e-12), key
         assert item["low"] <= item["value"] <= item["high"], key
     assert report["metrics"]["resampling"].startswith("resampled through")
+    labels, proba = frame["y_true"].to_numpy(), frame["y_prob"].to_numpy()
+    assert report["metrics"]["equal_mass"]["ece"] == pytest.approx(
+        metrics.expected_calibration_error(labels, proba, binning="equal_mass"), rel=1e-9)
     (diagram,) = report["reliability"]["diagrams"]
     (reference,) = expected["reliability"]["diagrams"]
     assert diagram["count"] == reference["count"] and diagram["label"] == reference["label"]

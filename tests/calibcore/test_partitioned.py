@@ -11,8 +11,14 @@ import pandas as pd
 import pytest
 from dask.distributed import Client, LocalCluster
 
+from calibcore import metrics
+from calibcore.binning import equal_mass_edges
 from calibcore.exceptions import CalibrationInputError
-from calibcore.partitioned import partitioned_measures, partitioned_summary
+from calibcore.partitioned import (
+    partitioned_equal_mass,
+    partitioned_measures,
+    partitioned_summary,
+)
 from calibcore.uncertainty import global_measures
 from tests.calibcore.test_summaries import in_memory
 
@@ -56,6 +62,32 @@ def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partition
             assert getattr(result[key], part) == pytest.approx(
                 getattr(expected[key], part), rel=1e-9, abs=1e-12), (key, part)
         assert result[key].low <= result[key].value <= result[key].high
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3, 17])
+@pytest.mark.parametrize("classes", [["no", "yes"], ["a", "b", "c"]])
+def test_equal_mass_measures_equal_the_in_memory_ones(client, n_partitions, classes) -> None:
+    """Quantile edges found exactly in two passes, then bin sums: ECE, MCE and classwise
+    ECE with equal-mass bins as calibcore.metrics gives them on all rows (scores
+    rounded to two decimals, so many ties sit on the edges)."""
+    frame = table(6_000, classes, seed=5)
+    columns = [f"p_{c}" for c in classes]
+    frame[columns] = frame[columns].round(2)
+    frame[columns] = frame[columns].div(frame[columns].sum(axis=1), axis=0)
+    got = partitioned_equal_mass(dd.from_pandas(frame, npartitions=n_partitions), "y",
+                                 columns, classes, n_bins=10)
+    labels, proba = pd.Index(classes).get_indexer(frame["y"]), frame[columns].to_numpy()
+    expected = {
+        "ece": metrics.expected_calibration_error(labels, proba, n_bins=10,
+                                                  binning="equal_mass"),
+        "mce": metrics.maximum_calibration_error(labels, proba, n_bins=10,
+                                                 binning="equal_mass"),
+        "classwise_ece": metrics.classwise_expected_calibration_error(
+            labels, proba, n_bins=10, binning="equal_mass")}
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    assert got["n_rows"] == 6_000 and len(got["edges"]) == 1 + len(classes)
+    assert got["edges"][0] == equal_mass_edges(proba.max(axis=1), 10).tolist()
 
 
 def test_many_distinct_cells_give_values_without_intervals(client) -> None:

@@ -29,7 +29,7 @@ from calibcore.exact_quantiles import (
     target_cells,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.summaries import BinnedSummary, CellSummary, merge_all
+from calibcore.summaries import FROM_CELLS, BinnedSummary, CellSummary, merge_all
 from calibcore.uncertainty import MEASURES, GlobalMeasures, measure_estimates
 from calibcore.views import score_outcome
 
@@ -121,6 +121,7 @@ def measures_with_intervals(summary: BinnedSummary, cells: CellSummary, *,
     values = {key: value for key, value in summary.measures().items() if key in MEASURES}
     keys = [key for key in MEASURES if key in values]
     if cells.sums.shape[0] <= summary.n_rows // 2:
+        keys = [key for key in MEASURES if key in values or key in FROM_CELLS]
         return cells.measures(values, keys, n_bootstrap=n_bootstrap, random_state=random_state)
     note = (f"no interval: the rows fall into {cells.sums.shape[0]:,} cells of the "
             f"probabilities, more than half of the {summary.n_rows:,} rows")

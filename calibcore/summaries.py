@@ -16,7 +16,7 @@ summarized where it lies and only the summaries, O(K x bins) numbers each, trave
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 
 import numpy as np
@@ -132,6 +132,14 @@ def merge_all(summaries: Iterable[BinnedSummary]) -> BinnedSummary:
     return reduce(BinnedSummary.merge, summaries)
 
 
+#: The bin-free measures :meth:`CellSummary.measures` computes on the cells.
+FROM_CELLS: tuple[MeasureName, ...] = ("interval_calibration_error",
+                                       "laplace_kernel_calibration_error", "smooth_ece")
+#: How far from the exact value the tests allow those (observed: intCE 6e-5, smooth
+#: ECE 2e-7, kCE 2e-8 on binary and multiclass families of 50k-300k rows).
+CELL_ERROR_BOUND = 1e-4
+
+
 @dataclass(frozen=True, eq=False)
 class CellSummary:
     """Rows grouped into the bootstrap's resampling cells, with the sums of every per-row
@@ -198,11 +206,20 @@ class CellSummary:
                  random_state: int = 0, interval: IntervalMethod = "hybrid") -> GlobalMeasures:
         """The measures ``keys`` (top-label view, equal-width bins) with intervals: the
         exact plug-in ``values`` (e.g. :meth:`BinnedSummary.measures`) and the
-        resamples of the cells."""
+        resamples of the cells.
+
+        Keys among :data:`FROM_CELLS` without a value are computed on the cells, every
+        row's scores moved to its cell's mean (by less than one sub-cell, 1/8,190 at
+        15 bins), and say so in their note; the tests hold them within
+        :data:`CELL_ERROR_BOUND` of the exact value.
+        """
         counts = self.sums["rows"].to_numpy()
         n_classes = self.sums.index.nlevels - 2
         cells = _template(n_classes, self.n_bins).with_quantities(
             {name: self.sums[name].to_numpy() / counts for name in self.sums.columns[1:]})
+        approximate = [key for key in keys if key in FROM_CELLS and key not in values]
+        values = {**values, **{key: float(value[0]) for key, value in cells.rows(
+            approximate, counts[None, :], True).items()}}
         known = [key for key in keys if key in values]
         samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in known}
         resample(ResamplingPlan("cells", self.n_rows, None, counts), cells,
@@ -212,6 +229,11 @@ class CellSummary:
         estimates = measure_estimates(keys, {key: values[key] for key in known}, samples,
                                       confidence_level, interval, missing="",
                                       unresampled=None)
+        cell_note = (f"computed on the {counts.size:,} resampling cells (scores moved by less "
+                     f"than one sub-cell; within {CELL_ERROR_BOUND:g} of the exact value in "
+                     "the tests)")
+        estimates = tuple(replace(e, note=cell_note) if e.key in approximate else e
+                          for e in estimates)
         note = (f"resampled through {counts.size:,} cells of the probabilities: exact "
                 f"counts, scores within 1/{GRID_CELLS:,}")
         return GlobalMeasures(estimates, "top_label", self.n_rows, n_classes, self.n_bins,
@@ -240,4 +262,4 @@ def _mce(bins: NDArray[np.float64]) -> float:
     return float((np.abs(bins[1] - bins[2])[filled] / bins[0][filled]).max())
 
 
-__all__ = ["LOSSES", "BinnedSummary", "CellSummary", "merge_all"]
+__all__ = ["CELL_ERROR_BOUND", "FROM_CELLS", "LOSSES", "BinnedSummary", "CellSummary", "merge_all"]

@@ -19,6 +19,7 @@ from calibcore.partitioned import (
     partitioned_measures,
     partitioned_summary,
 )
+from calibcore.summaries import CELL_ERROR_BOUND, FROM_CELLS
 from calibcore.uncertainty import global_measures
 from tests.calibcore.test_summaries import in_memory
 
@@ -50,18 +51,22 @@ def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partition
     result = partitioned_measures(dd.from_pandas(frame, npartitions=n_partitions), "y",
                                   columns, classes, n_bootstrap=100, random_state=3)
     keys = [estimate.key for estimate in result.measures]
-    assert set(keys) == {"accuracy", "nll", "brier", "binary_brier", "ece", "mce",
-                         "classwise_ece", "binned_ece_plus_width"}
+    exact = ["accuracy", "nll", "brier", "binary_brier", "ece", "mce", "classwise_ece",
+             "binned_ece_plus_width"]
+    assert set(keys) == {*exact, *FROM_CELLS}
     labels = pd.Index(classes).get_indexer(frame["y"])
     expected = global_measures(labels, frame[columns].to_numpy(), measures=keys,
                                n_bootstrap=100, random_state=3, interval="hybrid")
     assert result.resampling == expected.resampling
     assert result.resampling.startswith("resampled through")
     for key in keys:
+        # the bin-free measures are computed on the cells: within the stated bound
+        tolerance = {"rel": 1e-9, "abs": 1e-12} if key in exact else {"abs": CELL_ERROR_BOUND}
         for part in ("plug_in", "value", "low", "high"):
             assert getattr(result[key], part) == pytest.approx(
-                getattr(expected[key], part), rel=1e-9, abs=1e-12), (key, part)
+                getattr(expected[key], part), **tolerance), (key, part)
         assert result[key].low <= result[key].value <= result[key].high
+        assert (key in exact) == (result[key].note == "")
 
 
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])

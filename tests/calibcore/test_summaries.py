@@ -13,7 +13,14 @@ from calibcore._resampling import cell_columns
 from calibcore._weighted_measures import WeightedMeasures
 from calibcore.exceptions import CalibrationInputError
 from calibcore.reliability import binned_reliability
-from calibcore.summaries import BinnedSummary, CellSummary, merge_all
+from calibcore.summaries import (
+    CELL_ERROR_BOUND,
+    FROM_CELLS,
+    BinnedSummary,
+    CellSummary,
+    merge_all,
+)
+from calibcore.uncertainty import global_measures
 
 
 def in_memory(labels: np.ndarray, proba: np.ndarray, n_bins: int) -> dict[str, float]:
@@ -109,3 +116,23 @@ def test_merged_cells_are_the_cells_of_all_rows(n_classes: int, n_rows: int, n_b
     for name, values in quantities.items():
         np.testing.assert_allclose(merged.sums[name].to_numpy(),
                                    np.bincount(groups, weights=values), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("n_rows", "n_classes", "concentration", "temper"), [
+    (50_000, 2, 0.8, 1.0), (120_000, 2, 2.0, 1.5), (120_000, 2, 0.3, 0.7),
+    (60_000, 3, 0.8, 1.2),
+])
+def test_bin_free_measures_on_the_cells_are_within_the_stated_bound(
+        n_rows: int, n_classes: int, concentration: float, temper: float) -> None:
+    """intCE, kCE and smooth ECE computed on the resampling cells (each row's scores
+    moved to its cell's mean) stay within CELL_ERROR_BOUND of the exact values."""
+    rng = np.random.default_rng(n_rows + n_classes)
+    proba = rng.dirichlet(np.full(n_classes, concentration), size=n_rows)
+    tempered = proba**temper / (proba**temper).sum(axis=1, keepdims=True)
+    labels = (rng.random(n_rows)[:, None] > np.cumsum(tempered, axis=1)).sum(axis=1)
+    cells = CellSummary.of(labels, proba)
+    got = cells.measures({}, list(FROM_CELLS), n_bootstrap=0)
+    exact = global_measures(labels, proba, measures=list(FROM_CELLS), n_bootstrap=0)
+    for key in FROM_CELLS:
+        assert abs(got[key].value - exact[key].value) <= CELL_ERROR_BOUND, key
+        assert got[key].note.startswith("computed on the")

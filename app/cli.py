@@ -7,9 +7,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from calibcore.exceptions import CalibrationInputError
+
+if TYPE_CHECKING:
+    from app.services.methods import MethodSpec
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -89,6 +92,11 @@ def _recalibrate(args: argparse.Namespace) -> int:
         raise CalibrationInputError('--params must be a JSON object, e.g. \'{"n_bins": 10}\'.')
     features = [part.strip() for part in args.features.split(",") if part.strip()] \
         if args.features else None
+    if args.engine == "dask":
+        return _recalibrate_partitioned(args, MethodSpec(args.method, params, features))
+    if not args.out or args.scheduler:
+        raise CalibrationInputError("--out is required (and --scheduler goes with --engine "
+                                    "dask).")
     path = Path(args.file)
     result = recalibrate_table(read_table(path, path.name),
                                MethodSpec(args.method, params, features),
@@ -102,6 +110,26 @@ def _recalibrate(args: argparse.Namespace) -> int:
         print(f"wrote the fitted recalibrator to {args.model_out}")
     if result.test_before is not None and result.test_after is not None:
         print("held-out test rows:     before     after")
+        for key in ("nll", "brier", "ece", "accuracy"):
+            print(f"{key:>18}: {result.test_before[key]:9.5f} {result.test_after[key]:9.5f}")
+    return 0
+
+
+def _recalibrate_partitioned(args: argparse.Namespace, spec: MethodSpec) -> int:
+    from app.services.partitioned_files import recalibrate_partitioned
+
+    if args.renormalize or args.format == "csv":
+        raise CalibrationInputError("--renormalize and --format csv are not available with "
+                                    "--engine dask (it writes partitioned Parquet).")
+    result = recalibrate_partitioned(args.file, spec, out=args.out, scheduler=args.scheduler,
+                                     max_fit_rows=args.max_fit_rows)
+    print(f"{spec.method}: {result.note}; wrote {result.n_rows:,} corrected rows in "
+          f"{result.n_partitions} partitions to {result.out}/")
+    if args.model_out:
+        Path(args.model_out).write_text(json.dumps(result.document, allow_nan=False))
+        print(f"wrote the fitted recalibrator to {args.model_out}")
+    if result.test_before is not None and result.test_after is not None:
+        print("held-out test rows of the fit sample:     before     after")
         for key in ("nll", "brier", "ece", "accuracy"):
             print(f"{key:>18}: {result.test_before[key]:9.5f} {result.test_after[key]:9.5f}")
     return 0
@@ -160,7 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
     recalibrate.add_argument("file", help="CSV or Parquet prediction file")
     recalibrate.add_argument("--method", required=True,
                              help="registry name: platt, temperature, isotonic, lece, ...")
-    recalibrate.add_argument("--out", required=True, help="corrected file (.csv or .parquet)")
+    recalibrate.add_argument("--out", help="corrected file (.csv or .parquet); with --engine "
+                             "dask a directory (default: calibrated-<method> beside the input)")
+    recalibrate.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                             help="dask: files of any size (paths, globs, fsspec URLs); fitted "
+                             "on a sample above --max-fit-rows, every partition corrected "
+                             "where it lies, written as partitioned Parquet")
+    recalibrate.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address")
+    recalibrate.add_argument("--max-fit-rows", type=int, default=1_000_000,
+                             help="with --engine dask: fit on a seeded sample above this")
     recalibrate.add_argument("--model-out", help="write the fitted recalibrator (JSON) here")
     recalibrate.add_argument("--params", help='method parameters as JSON, e.g. \'{"n_bins": 10}\'')
     recalibrate.add_argument("--features", help="feature columns, comma-separated (the "

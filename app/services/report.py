@@ -9,6 +9,7 @@ from typing import Any
 
 from app.services import diagnostics, variables
 from app.services.jsonable import jsonable
+from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import read_table
 from calibcore.data import build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -66,25 +67,15 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
     Roles not given are inferred from the first rows as for an upload. Runs on the
     scheduler at ``scheduler`` or on a local in-process cluster sized to the machine.
     """
-    import dask.dataframe as dd
-    from dask.distributed import Client
-
-    parquet = uri.rstrip("/").lower().endswith((".parquet", ".pq"))
-    frame = dd.read_parquet(uri) if parquet else dd.read_csv(uri)
+    frame = read_partitioned(uri)
     if label is None or not probabilities:
-        # the first partition only (one file's worth): npartitions=-1 would read them all
-        guess = infer_roles(frame.get_partition(0).compute().head(10_000))
-        roles = guess.to_roles()
+        roles = infer_roles(first_rows(frame)).to_roles()
         label = label or roles.label
         probabilities = probabilities or roles.probabilities
     if label is None:
         raise CalibrationInputError("no label column found; name it with --label.",
                                     code="roles_not_found")
-    # the scheduler's HTTP server on a free port: on the fixed 8787 (also used when the
-    # dashboard is off) a second cluster on the machine makes the local one warn, and
-    # under -W error fail to start
-    local = {"processes": False, "dashboard_address": ":0"}
-    with (Client(scheduler) if scheduler else Client(**local)) as client:
+    with dask_client(scheduler) as client:
         classes = partition_classes(frame, label, probabilities)
         summary, cells = partitioned_summaries(frame, label, probabilities, classes,
                                                n_bins=n_bins)

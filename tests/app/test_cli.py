@@ -97,3 +97,51 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
     assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--view",
                  "classwise"]) == 2
     assert main(["report", str(shared_data / "default_nb.csv"), "--label", "y_true"]) == 2
+
+
+def split_logs(tmp_path, n_rows: int = 12_000) -> tuple[pd.DataFrame, str]:  # type: ignore[no-untyped-def]
+    """A binary prediction file with features and a split column, as three Parquet files."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(n_rows, 2))
+    logit = 1.5 * x[:, 0] - x[:, 1]
+    frame = pd.DataFrame({
+        "y_true": (rng.random(n_rows) < 1 / (1 + np.exp(-logit))).astype(int),
+        "y_prob": (1 / (1 + np.exp(-2 * logit + 0.3))).round(6), "x0": x[:, 0], "x1": x[:, 1],
+        "split": np.where(rng.random(n_rows) < 0.5, "calibration", "test")})
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for number, rows in enumerate(np.array_split(np.arange(n_rows), 3)):
+        frame.iloc[rows].to_parquet(folder / f"part-{number}.parquet")
+    return frame, str(folder / "*.parquet")
+
+
+def test_recalibrate_with_the_dask_engine_writes_every_partition_corrected(
+        tmp_path, capsys) -> None:
+    """Fitted on the calibration rows as the in-memory command fits them, applied to every
+    partition where it lies, written as partitioned Parquet beside the input; with a fit
+    sample, the exported model applied to the whole file gives the same scores."""
+    frame, logs = split_logs(tmp_path)
+    frame.to_csv(tmp_path / "whole.csv", index=False)
+    assert main(["recalibrate", logs, "--engine", "dask", "--method", "temperature"]) == 0
+    assert "fitted on its calibration rows (" in capsys.readouterr().out
+    written = pd.read_parquet(tmp_path / "logs" / "calibrated-temperature")
+    assert main(["recalibrate", str(tmp_path / "whole.csv"), "--method", "temperature",
+                 "--out", str(tmp_path / "memory.csv")]) == 0
+    memory = pd.read_csv(tmp_path / "memory.csv")
+    assert list(written.columns) == list(memory.columns) and len(written) == len(frame)
+    np.testing.assert_allclose(written["calibrated_proba_1"], memory["calibrated_proba_1"],
+                               rtol=1e-9)
+
+    model, out = tmp_path / "model.json", tmp_path / "sampled"
+    assert main(["recalibrate", logs, "--engine", "dask", "--method", "platt", "--out",
+                 str(out), "--max-fit-rows", "5000", "--model-out", str(model)]) == 0
+    printed = capsys.readouterr().out
+    assert "seeded uniform sample of" in printed and "above max_fit_rows=5,000" in printed
+    assert main(["apply", str(model), str(tmp_path / "whole.csv"), "--out",
+                 str(tmp_path / "applied.csv")]) == 0
+    applied = pd.read_csv(tmp_path / "applied.csv")
+    np.testing.assert_allclose(pd.read_parquet(out)["calibrated_proba_1"],
+                               applied["calibrated_proba_1"], rtol=1e-9)
+    assert main(["recalibrate", logs, "--engine", "dask", "--method", "platt",
+                 "--renormalize"]) == 2
+    assert main(["recalibrate", str(tmp_path / "whole.csv"), "--method", "platt"]) == 2

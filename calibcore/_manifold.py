@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,6 +162,11 @@ def _import_umap_quietly() -> Any:
     return umap
 
 
+#: Packages whose jitted functions cache to disk already (set once, under the lock).
+_CACHED: set[str] = set()
+_CACHING_LOCK = threading.Lock()
+
+
 def _cache_compiled_code(packages: tuple[str, ...]) -> None:
     """Turn on numba's on-disk cache for the jitted functions of ``packages``.
 
@@ -173,12 +179,16 @@ def _cache_compiled_code(packages: tuple[str, ...]) -> None:
     """
     from numba.core.dispatcher import Dispatcher
 
-    for name, module in list(sys.modules.items()):
-        if module is None or name.partition(".")[0] not in packages:
-            continue
-        for value in list(vars(module).values()):
-            if isinstance(value, Dispatcher):
-                value.enable_caching()
+    with _CACHING_LOCK:
+        if _CACHED.issuperset(packages):
+            return
+        _CACHED.update(packages)
+        for name, module in list(sys.modules.items()):
+            if module is None or name.partition(".")[0] not in packages:
+                continue
+            for value in list(vars(module).values()):
+                if isinstance(value, Dispatcher):
+                    value.enable_caching()
 
 
 class _EpochReports:

@@ -304,12 +304,13 @@ def _neighbourhoods(
         centres, rows_of_centre = _grid_centres(proba_test, grid)
         pairs = _pairs(proba_cal, centres, radius)
         if pairs > MAX_NEIGHBOUR_PAIRS:
+            way_out = (f"share forests (a grid step such as {shared:g}), evaluate fewer "
+                       "rows or use fewer calibration rows" if grid is None else
+                       "evaluate fewer rows, use fewer calibration rows or a coarser grid")
             raise CalibrationInputError(
                 f"the neighbourhoods of these {proba_test.shape[0]:,} rows hold {pairs:,} "
                 f"calibration rows in all, too many to list at once (at most "
-                f"{MAX_NEIGHBOUR_PAIRS:,}): share forests (grid={shared:g} or 'auto'), "
-                "evaluate fewer rows or use fewer calibration rows.",
-                code="too_many_neighbours")
+                f"{MAX_NEIGHBOUR_PAIRS:,}): {way_out}.", code="too_many_neighbours")
         members, groups = hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
         return grid, members, groups[rows_of_centre]
     members, groups = hellinger_neighbourhoods(proba_cal, proba_test, radius, heartbeat)

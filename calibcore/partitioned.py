@@ -11,7 +11,6 @@ scheduler without one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,12 +28,15 @@ from calibcore.exact_quantiles import (
     target_cells,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.summaries import FROM_CELLS, BinnedSummary, CellSummary, merge_all
+from calibcore.summaries import FROM_CELLS, BinnedSummary, CellSummary
 from calibcore.uncertainty import MEASURES, GlobalMeasures, measure_estimates
 from calibcore.views import score_outcome
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+
+#: Most resampling cells a partition, or all of them, may hold (beyond, no intervals).
+MAX_CELLS = 2_000_000
 
 
 def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
@@ -49,12 +51,35 @@ def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[
 
 
 def partition_cells(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str], n_bins: int) -> CellSummary:
-    """The resampling cells of one partition (as :func:`summarize_partition` reads it)."""
+                    classes: Sequence[str], n_bins: int) -> CellSummary | None:
+    """The resampling cells of one partition (as :func:`summarize_partition` reads it), or
+    None above :data:`MAX_CELLS` (rows with distinct probability vectors, many classes:
+    the cells would be as large as the rows)."""
     if part.shape[0] == 0:
         return CellSummary.empty(max(len(probabilities), 2), n_bins)
-    return CellSummary.of(*_partition_rows(part, label, probabilities, classes),
-                          n_bins=n_bins)
+    cells = CellSummary.of(*_partition_rows(part, label, probabilities, classes),
+                           n_bins=n_bins)
+    return cells if cells.sums.shape[0] <= MAX_CELLS else None
+
+
+def merge_cells(first: CellSummary | None, second: CellSummary | None) -> CellSummary | None:
+    """Both partitions' cells, or None when either was too many or together they are."""
+    if first is None or second is None:
+        return None
+    merged = first.merge(second)
+    return merged if merged.sums.shape[0] <= MAX_CELLS else None
+
+
+def _tree(merge: Any, items: list[Any]) -> Any:
+    """Delayed pairwise merges of ``items`` (depth log2 of their number), so no task
+    folds every partition's result into a growing one."""
+    import dask
+
+    while len(items) > 1:
+        pairs = [dask.delayed(merge)(items[i], items[i + 1])
+                 for i in range(0, len(items) - 1, 2)]
+        items = pairs + items[len(pairs) * 2:]
+    return items[0]
 
 
 def _partition_rows(part: pd.DataFrame, label: str, probabilities: Sequence[str],
@@ -95,7 +120,7 @@ def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequenc
 
 def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                           classes: Sequence[Any] | None = None, *,
-                          n_bins: int = 15) -> tuple[BinnedSummary, CellSummary]:
+                          n_bins: int = 15) -> tuple[BinnedSummary, CellSummary | None]:
     """The merged bin sums and resampling cells of every partition, in one Dask pass
     (each partition is read once and reduced to both where it lies)."""
     import dask
@@ -106,25 +131,26 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
                  for part in parts]
     cells = [dask.delayed(partition_cells)(part, label, columns, classes, n_bins)
              for part in parts]
-    summary, merged = dask.compute(dask.delayed(merge_all)(summaries),
-                                   dask.delayed(reduce)(CellSummary.merge, cells))
+    summary, merged = dask.compute(_tree(BinnedSummary.merge, summaries),
+                                   _tree(merge_cells, cells))
     return summary, merged
 
 
-def measures_with_intervals(summary: BinnedSummary, cells: CellSummary, *,
+def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None, *,
                             n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
     """The exact measures of ``summary`` with intervals from resampling ``cells``.
 
-    When the rows fall into more than half as many cells as there are rows (many
-    classes), the values come without intervals, with a note saying so.
+    Without cells (more than :data:`MAX_CELLS`: many classes with distinct probability
+    vectors), the binned values come without intervals, with a note saying so.
     """
     values = {key: value for key, value in summary.measures().items() if key in MEASURES}
     keys = [key for key in MEASURES if key in values]
-    if cells.sums.shape[0] <= summary.n_rows // 2:
+    if cells is not None:
         keys = [key for key in MEASURES if key in values or key in FROM_CELLS]
         return cells.measures(values, keys, n_bootstrap=n_bootstrap, random_state=random_state)
-    note = (f"no interval: the rows fall into {cells.sums.shape[0]:,} cells of the "
-            f"probabilities, more than half of the {summary.n_rows:,} rows")
+    note = (f"no interval: the rows fall into more than {MAX_CELLS:,} cells of the "
+            "probabilities (many classes with distinct probability vectors), too many to "
+            "resample")
     estimates = measure_estimates(keys, values, {}, 0.95, "hybrid", missing="",
                                   unresampled=note)
     return GlobalMeasures(estimates, "top_label", summary.n_rows, summary.classwise.shape[0],
@@ -231,7 +257,7 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     classes, columns = _checked_roles(frame, label, probabilities, classes)
     parts = [dask.delayed(summarize_partition)(part, label, columns, classes, n_bins)
              for part in frame[[label, *probabilities]].to_delayed()]
-    (summary,) = dask.compute(dask.delayed(merge_all)(parts))
+    (summary,) = dask.compute(_tree(BinnedSummary.merge, parts))
     return summary
 
 

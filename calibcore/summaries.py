@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calibcore._resampling import GRID_CELLS, ResamplingPlan, cell_columns
-from calibcore._validation import check_positive_int, check_predictions
+from calibcore._resampling import ResamplingPlan, cell_columns
+from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore._weighted_measures import MeasureName, WeightedMeasures, row_losses
 from calibcore.binning import bin_sums, equal_width_edges
 from calibcore.exceptions import CalibrationInputError
@@ -213,31 +213,33 @@ class CellSummary:
         15 bins), and say so in their note; the tests hold them within
         :data:`CELL_ERROR_BOUND` of the exact value.
         """
+        n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
+        level = check_in_range(confidence_level, "confidence_level", low=0, high=1,
+                               inclusive=False)
         counts = self.sums["rows"].to_numpy()
         n_classes = self.sums.index.nlevels - 2
         cells = _template(n_classes, self.n_bins).with_quantities(
             {name: self.sums[name].to_numpy() / counts for name in self.sums.columns[1:]})
         approximate = [key for key in keys if key in FROM_CELLS and key not in values]
         values = {**values, **{key: float(value[0]) for key, value in cells.rows(
-            approximate, counts[None, :], True).items()}}
+            approximate, counts[None, :], True).items() if key in approximate}}
         known = [key for key in keys if key in values]
         samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in known}
-        resample(ResamplingPlan("cells", self.n_rows, None, counts), cells,
-                 cells.rows(known, counts[None, :], True),
-                 {key: np.array([values[key]]) for key in known}, known, samples,
-                 n_bootstrap, random_state)
+        plan = ResamplingPlan("cells", self.n_rows, None, counts)
+        base = {key: value for key, value in cells.rows(known, counts[None, :], True).items()
+                if key in samples}
+        resample(plan, cells, base, {key: np.array([values[key]]) for key in known}, known,
+                 samples, n_bootstrap, random_state)
         estimates = measure_estimates(keys, {key: values[key] for key in known}, samples,
-                                      confidence_level, interval, missing="",
-                                      unresampled=None)
+                                      level, interval, missing="", unresampled=None)
         cell_note = (f"computed on the {counts.size:,} resampling cells (scores moved by less "
                      f"than one sub-cell; within {CELL_ERROR_BOUND:g} of the exact value in "
                      "the tests)")
         estimates = tuple(replace(e, note=cell_note) if e.key in approximate else e
                           for e in estimates)
-        note = (f"resampled through {counts.size:,} cells of the probabilities: exact "
-                f"counts, scores within 1/{GRID_CELLS:,}")
         return GlobalMeasures(estimates, "top_label", self.n_rows, n_classes, self.n_bins,
-                              "equal_width", n_bootstrap, confidence_level, note)
+                              "equal_width", n_bootstrap, level,
+                              plan.note if n_bootstrap else "")
 
 
 def _coordinates(n_classes: int) -> list[str]:

@@ -379,6 +379,8 @@ def resample(
     done = 0
     for weights in plan.blocks(n_bootstrap, random_state):
         for key, block in resampled.rows(keys, weights, skip_smce).items():
+            if key not in samples:  # a kernel may give more measures than asked for
+                continue
             if plan.method != "rows":
                 block = values[key][0] + plan.scale * (block - base[key][0])
             samples[key].append(block)

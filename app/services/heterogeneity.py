@@ -254,14 +254,16 @@ class _HeterogeneityTask:
                           n_components=2, sample_size=MAP_SAMPLE_ROWS,
                           random_state=self.params.random_state)
 
-        began = time.monotonic()
+        began = {"search": time.monotonic()}
 
         def report(done: int, total: int) -> None:
-            # called every 0.25 s: the clock moves while a large forest grows
-            elapsed = time.monotonic() - began
-            clock = f"{elapsed:.0f} s"
+            # called every 0.25 s: the clock moves while a large forest grows; the time
+            # left is extrapolated from the forests alone
+            now = time.monotonic()
+            forests_began = began.setdefault("forests", now) if total else now
+            clock = f"{now - began['search']:.0f} s"
             if 0 < done < total:
-                clock += f", about {elapsed / done * (total - done):.0f} s left"
+                clock += f", about {(now - forests_began) / done * (total - done):.0f} s left"
             message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods "
                        f"({clock})" if total
                        else f"finding the neighbourhoods of the test rows ({clock})")
@@ -333,12 +335,13 @@ class _HeterogeneityTask:
                 " HH grows with the neighbourhoods, so compare values computed on the same "
                 "number of calibration rows; more rows take longer (calibration_sample).")
         if grid is not None:
+            why = ("every distinct neighbourhood would take many minutes (grid: null for "
+                   "that)" if self.params.grid == "auto" else f"grid={grid:g} was asked for")
             notes.append(
                 f"Forests shared: rows whose square-root probabilities round to the same "
                 f"multiple of {grid:g} share one neighbourhood, centred on that point (at "
                 f"most {grid * np.sqrt(self.prediction_set.n_classes / 8):.2g} from the row "
-                "in Hellinger distance); every distinct neighbourhood would take many "
-                "minutes (grid: null for that).")
+                f"in Hellinger distance); {why}.")
         if self.evaluated.size < self.rows.test.size:
             notes.append(f"HH evaluated on a seeded sample of {self.evaluated.size:,} of the "
                          f"{self.rows.test.size:,} test rows (random_state="

@@ -91,9 +91,11 @@ def build_partitioned_report(uri: str, *, label: str | None = None,
             "metrics": {"view": "top_label", "n": result.n, "n_bins": n_bins,
                         "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
                         "resampling": result.resampling,
-                        "note": "values exact, merged from per-partition summaries; "
-                                "intervals resample the merged cells (the in-memory "
-                                "bootstrap's draws, whatever the partitioning)",
+                        "note": "values exact, merged from per-partition summaries; " + (
+                            "intervals resample the merged cells (the in-memory "
+                            "bootstrap's draws, whatever the partitioning)"
+                            if result.resampling.startswith("resampled")
+                            else result.resampling or "no intervals asked for"),
                         "measures": measures,
                         "equal_mass": {
                             **{key: equal_mass[key] for key in ("ece", "mce",

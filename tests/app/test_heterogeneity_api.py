@@ -237,7 +237,7 @@ def test_categorical_and_missing_features_are_encoded_and_said(client) -> None:
 @pytest.mark.parametrize("body", [
     {"radius": 0}, {"radius": 1.5}, {"sample": 0}, {"sample": "some"}, {"random_state": -1},
     {"features": []}, {"unknown": 1}, {"calibration_sample": 0}, {"grid": 0},
-    {"grid": 2}, {"grid": "coarse"},
+    {"grid": 2}, {"grid": "coarse"}, {"grid": True}, {"grid": 0.2, "radius": 0.1},
 ])
 def test_bad_heterogeneity_params_are_422(client, moons, body) -> None:
     dataset_id, _ = moons

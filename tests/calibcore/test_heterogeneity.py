@@ -469,6 +469,6 @@ def test_too_many_neighbour_pairs_share_forests_or_are_refused(monkeypatch):
                                            grid=0.03)
     assert shared.grid == pytest.approx(0.03)
     np.testing.assert_array_equal(shared.values, gridded.values)
-    with pytest.raises(CalibrationInputError, match=r"grid=0\.03 or 'auto'") as refused:
+    with pytest.raises(CalibrationInputError, match=r"a grid step such as 0\.03") as refused:
         hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3)
     assert refused.value.code == "too_many_neighbours"

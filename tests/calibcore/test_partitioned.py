@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from dask.distributed import Client, LocalCluster
 
+import calibcore.partitioned as partitioned
 from calibcore import metrics
 from calibcore.binning import equal_mass_edges
 from calibcore.exceptions import CalibrationInputError
@@ -95,15 +96,34 @@ def test_equal_mass_measures_equal_the_in_memory_ones(client, n_partitions, clas
     assert got["edges"][0] == equal_mass_edges(proba.max(axis=1), 10).tolist()
 
 
-def test_many_distinct_cells_give_values_without_intervals(client) -> None:
-    frame = table(2_000, ["a", "b", "c"], seed=1)  # every row a cell of its own
+def test_rows_with_distinct_probabilities_are_resampled_as_their_cells(client) -> None:
+    """Three classes, every row a cell of its own: the cells are the rows, resampled."""
+    frame = table(2_000, ["a", "b", "c"], seed=1)
     result = partitioned_measures(dd.from_pandas(frame, npartitions=3), "y",
                                   ["p_a", "p_b", "p_c"], ["a", "b", "c"])
-    assert result.resampling.startswith("no interval: the rows fall into")
-    assert all(m.low is None and m.note == result.resampling for m in result.measures)
-    assert result["ece"].value == pytest.approx(in_memory(
+    assert result.resampling.startswith("resampled through 2,000 cells")
+    assert all(m.low <= m.value <= m.high for m in result.measures)
+    assert result["ece"].plug_in == pytest.approx(in_memory(
         pd.Index(["a", "b", "c"]).get_indexer(frame["y"]),
         frame[["p_a", "p_b", "p_c"]].to_numpy(), 15)["ece"], rel=1e-9)
+
+
+def test_too_many_cells_give_values_without_intervals(monkeypatch) -> None:
+    """Above MAX_CELLS a partition gives up its cells (memory stays bounded), merges keep
+    that, and the measures come without intervals, saying why."""
+    monkeypatch.setattr(partitioned, "MAX_CELLS", 100)
+    frame = table(600, ["a", "b", "c"], seed=2)
+    columns, classes = ["p_a", "p_b", "p_c"], ["a", "b", "c"]
+    small = partitioned.partition_cells(frame.iloc[:50], "y", columns, classes, 15)
+    assert small is not None
+    assert partitioned.partition_cells(frame, "y", columns, classes, 15) is None
+    assert partitioned.merge_cells(small, None) is None
+    assert partitioned.merge_cells(small, partitioned.partition_cells(
+        frame.iloc[50:120], "y", columns, classes, 15)) is None  # 120 cells together
+    summary = partitioned.summarize_partition(frame, "y", columns, classes, 15)
+    result = partitioned.measures_with_intervals(summary, None)
+    assert result.resampling.startswith("no interval: the rows fall into more than 100 cells")
+    assert all(m.low is None and m.note == result.resampling for m in result.measures)
 
 
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.deps import ServicesDep
 from app.schemas.models import ErrorResponse, RowCount
@@ -43,11 +43,19 @@ class HeterogeneityRequest(BaseModel):
     calibration_sample: RowCount | Literal["all"] = Field(
         default=MAX_CALIBRATION_ROWS,
         description="calibration rows the local forests see (a seeded sample), or \"all\"")
-    grid: Annotated[float, Field(ge=1e-6, le=1.0)] | Literal["auto"] | None = Field(
+    grid: Annotated[float, Field(ge=1e-6, le=1.0, strict=True)] | Literal["auto"] | None = Field(
         default="auto", description="share forests between rows whose square-root "
         "probabilities round to the same multiple of this (1e-6 to 1); null: every "
         "distinct neighbourhood exactly; \"auto\": exact unless that is many minutes of "
         "work, then radius / 10")
+
+    @model_validator(mode="after")
+    def _grid_within_radius(self) -> HeterogeneityRequest:
+        if isinstance(self.grid, float) and self.grid > self.radius:
+            raise ValueError(f"grid ({self.grid:g}) must not exceed the radius "
+                             f"({self.radius:g}): centres would move by more than the "
+                             "neighbourhoods are wide")
+        return self
 
 
 class SupportRequest(BaseModel):

@@ -65,8 +65,9 @@ def layout(services: Services) -> html.Div:
                                 step=1, debounce=True, className="text-input"),
                       dcc.Checklist(id=ids.HH_ALL_ROWS, className="checklist",
                                     options=[{"label": "all test rows (the default up to "
-                                                       f"{ALL_ROWS_DEFAULT_MAX:,}, and "
-                                                       "with two classes)",
+                                                       f"{ALL_ROWS_DEFAULT_MAX:,}; with "
+                                                       "two classes up to "
+                                                       f"{BINARY_ALL_ROWS_DEFAULT_MAX:,})",
                                               "value": "all"}], value=[])],
                      className="control"),
             _number("Random seed", ids.HH_SEED, 0, min=0, step=1),
@@ -103,8 +104,10 @@ def layout(services: Services) -> html.Div:
 
 #: Up to this many test rows, the page evaluates every row by default (default_nb's
 #: 3,474 take about 12 s on two cores; benchmarks/bench_path.py); with two classes it
-#: always does (forests shared: all 150,000 test rows of a 300k-row file took 52 s).
+#: does up to BINARY_ALL_ROWS_DEFAULT_MAX (forests shared: all 150,000 test rows of a
+#: 300k-row file took 52 s, but the map of that many rows is 16 MB for the browser).
 ALL_ROWS_DEFAULT_MAX = 4_000
+BINARY_ALL_ROWS_DEFAULT_MAX = 50_000
 
 
 def register(app: Dash, services: Services) -> None:
@@ -127,7 +130,7 @@ def register(app: Dash, services: Services) -> None:
         batches = [{"label": f"{d['name']} ({d['n_rows']:,} rows)", "value": d["id"]}
                    for d in reversed(listed) if d["id"] != dataset_id]
         n_test = summary.get("n_test") or summary["n_rows"]
-        binary = len(summary["classes"]) == 2
+        binary = len(summary["classes"]) == 2 and n_test <= BINARY_ALL_ROWS_DEFAULT_MAX
         every_row = n_test <= ALL_ROWS_DEFAULT_MAX or binary
         hint = info_note(
             f"Press “Compute HH” to evaluate all {n_test:,} test rows (about half a minute)."

@@ -65,7 +65,9 @@ def test_upload_digits_see_reliability_fit_temperature_and_download(
     assert "Temperature scaling" in table.text and "uncalibrated (n = 624)" in table.text
     assert "test rows" in browser.find_element(By.ID, "fit-status").text
 
-    browser.find_element(By.CSS_SELECTOR, "#recal-downloads a.download-csv").click()
+    # the links come from a callback chained on the result store, just after the table
+    wait(browser).until(ec.element_to_be_clickable(
+        (By.CSS_SELECTOR, "#recal-downloads a.download-csv"))).click()
     corrected = pd.read_csv(wait_for_download(downloads, ".csv"))
     new = [f"calibrated_proba_{k}" for k in range(10)]
     assert len(corrected) == 1197 and set(new) <= set(corrected.columns)

@@ -84,8 +84,8 @@ def test_compare_three_methods_download_the_model_and_apply_it(
     wait(browser).until(lambda b: len(b.find_elements(
         By.CSS_SELECTOR, "#recal-graph .scatterlayer .trace")) >= 5)
 
-    browser.find_element(By.CSS_SELECTOR,
-                         "#recal-downloads li.download-temperature a.download-model").click()
+    wait(browser).until(ec.element_to_be_clickable(  # a callback chained on the results
+        (By.CSS_SELECTOR, "#recal-downloads li.download-temperature a.download-model"))).click()
     model_path = wait_for_download(downloads, "*-model.json")
     document = json.loads(model_path.read_text())
     assert document["method"] == "temperature"

@@ -69,7 +69,9 @@ def test_sign_in_then_upload_fit_download_and_apply(guarded, browser, shared_dat
     wait(browser).until(ec.element_to_be_clickable((By.LINK_TEXT, "Recalibrate"))).click()
     wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button"))).click()
     wait(browser, 60).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
-    browser.find_element(By.CSS_SELECTOR, "#recal-downloads a.download-csv").click()
+    # the links come from a callback chained on the result store, just after the table
+    wait(browser).until(ec.element_to_be_clickable(
+        (By.CSS_SELECTOR, "#recal-downloads a.download-csv"))).click()
     corrected = pd.read_csv(wait_for_download(downloads, "*calibrated*.csv"))
     assert len(corrected) == 1197 and "calibrated_proba_0" in corrected.columns
     browser.find_element(By.CSS_SELECTOR, "#recal-downloads a.download-model").click()

@@ -17,10 +17,19 @@ def test_table_marks_misses_and_ratios() -> None:
     assert [r.passed for r in rows] == [True, False, True]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", run.discover())
-def test_benchmark_module_runs_quick(name: str) -> None:
+#: The longest smoke run (two servers, every page's job), in a file of its own so that the
+#: two test workers (whole files each) share the benchmark runs.
+ON_ITS_OWN = "bench_path"
+
+
+def runs_quick(name: str) -> None:
     import importlib
 
     rows = importlib.import_module(f"benchmarks.{name}").run(quick=True)
     assert rows and all(isinstance(r, Row) and r.seconds >= 0 for r in rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name in run.discover() if name != ON_ITS_OWN])
+def test_benchmark_module_runs_quick(name: str) -> None:
+    runs_quick(name)

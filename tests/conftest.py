@@ -20,6 +20,22 @@ settings.load_profile("deterministic")
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CALIBDASH_SHARED_DATA", REPO.parent / "shared" / "data"))
 
+#: Files of 40 s or more on the 2-core CI machine (its --durations output), longest first.
+#: They are collected first, so the two xdist workers (whole files each, taken in
+#: collection order) start them first and end together, instead of one worker running
+#: a long file alone at the end.
+LONG_FILES = ("calibcore/test_umap_index.py", "calibcore/test_resampling.py",
+              "test_benchmark_path.py", "calibcore/test_interval_coverage.py",
+              "app/test_local_api.py", "test_benchmarks.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(REPO / "tests").as_posix()
+        return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
+
+    items.sort(key=rank)  # stable: the order within each file and among the rest is kept
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

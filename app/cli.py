@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from calibcore.exceptions import CalibrationInputError
 
@@ -105,13 +105,8 @@ def _recalibrate(args: argparse.Namespace) -> int:
     Path(args.out).write_bytes(export_bytes(result.frame, export_format))
     print(f"fitted {args.method} on {result.n_fitted:,} rows; wrote {args.out} "
           f"({export_format}, {len(result.frame):,} rows)")
-    if args.model_out:
-        Path(args.model_out).write_text(json.dumps(result.document, allow_nan=False))
-        print(f"wrote the fitted recalibrator to {args.model_out}")
-    if result.test_before is not None and result.test_after is not None:
-        print("held-out test rows:     before     after")
-        for key in ("nll", "brier", "ece", "accuracy"):
-            print(f"{key:>18}: {result.test_before[key]:9.5f} {result.test_after[key]:9.5f}")
+    _fit_outputs(args.model_out, result.document, result.test_before, result.test_after,
+                 "held-out test rows")
     return 0
 
 
@@ -125,14 +120,22 @@ def _recalibrate_partitioned(args: argparse.Namespace, spec: MethodSpec) -> int:
                                      max_fit_rows=args.max_fit_rows)
     print(f"{spec.method}: {result.note}; wrote {result.n_rows:,} corrected rows in "
           f"{result.n_partitions} partitions to {result.out}/")
-    if args.model_out:
-        Path(args.model_out).write_text(json.dumps(result.document, allow_nan=False))
-        print(f"wrote the fitted recalibrator to {args.model_out}")
-    if result.test_before is not None and result.test_after is not None:
-        print("held-out test rows of the fit sample:     before     after")
-        for key in ("nll", "brier", "ece", "accuracy"):
-            print(f"{key:>18}: {result.test_before[key]:9.5f} {result.test_after[key]:9.5f}")
+    _fit_outputs(args.model_out, result.document, result.test_before, result.test_after,
+                 "held-out test rows of the fit sample")
     return 0
+
+
+def _fit_outputs(model_out: str | None, document: dict[str, Any],
+                 before: dict[str, float] | None, after: dict[str, float] | None,
+                 held_out: str) -> None:
+    """Write the model document if asked, and print the held-out measures if any."""
+    if model_out:
+        Path(model_out).write_text(json.dumps(document, allow_nan=False))
+        print(f"wrote the fitted recalibrator to {model_out}")
+    if before is not None and after is not None:
+        print(f"{held_out}:     before     after")
+        for key in ("nll", "brier", "ece", "accuracy"):
+            print(f"{key:>18}: {before[key]:9.5f} {after[key]:9.5f}")
 
 
 def _apply(args: argparse.Namespace) -> int:

@@ -126,11 +126,9 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
     import dask
 
     classes, columns = _checked_roles(frame, label, probabilities, classes)
-    parts = frame[[label, *probabilities]].to_delayed()
-    summaries = [dask.delayed(summarize_partition)(part, label, columns, classes, n_bins)
-                 for part in parts]
-    cells = [dask.delayed(partition_cells)(part, label, columns, classes, n_bins)
-             for part in parts]
+    parts = frame[[label, *columns]].to_delayed()
+    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
+    cells = _each_partition(parts, partition_cells, label, columns, classes, n_bins)
     summary, merged = dask.compute(_tree(BinnedSummary.merge, summaries),
                                    _tree(merge_cells, cells))
     return summary, merged
@@ -174,7 +172,7 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     parts = frame[[label, *probabilities]].to_delayed()
 
     def each(function: Any, *args: Any) -> list[Any]:
-        return [dask.delayed(function)(part, label, columns, classes, *args) for part in parts]
+        return _each_partition(parts, function, label, columns, classes, *args)
 
     (counts,) = dask.compute(dask.delayed(sum)(each(_problem_counts)))
     targets = [target_cells(problem, n_bins) for problem in counts]
@@ -255,10 +253,19 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     import dask
 
     classes, columns = _checked_roles(frame, label, probabilities, classes)
-    parts = [dask.delayed(summarize_partition)(part, label, columns, classes, n_bins)
-             for part in frame[[label, *probabilities]].to_delayed()]
-    (summary,) = dask.compute(_tree(BinnedSummary.merge, parts))
+    parts = frame[[label, *columns]].to_delayed()
+    (summary,) = dask.compute(_tree(BinnedSummary.merge, _each_partition(
+        parts, summarize_partition, label, columns, classes, n_bins)))
     return summary
+
+
+def _each_partition(parts: list[Any], function: Any, label: str, columns: list[str],
+                    classes: list[str], *args: Any) -> list[Any]:
+    """``function(part, label, columns, classes, *args)`` delayed on every partition
+    (the same delayed ``parts`` for every reduction, so each partition is read once)."""
+    import dask
+
+    return [dask.delayed(function)(part, label, columns, classes, *args) for part in parts]
 
 
 def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str],

@@ -433,6 +433,17 @@ def test_cache_reuses_local_forests_and_changes_nothing():
     assert calls[-1] == len(cache) - first.n_forests  # only the new neighbourhoods are fitted
 
 
+def auto_shares_the_radius_over_ten_grid(X_cal, y_cal, p_cal, p_test):  # type: ignore[no-untyped-def]
+    """grid="auto" at radius 0.3 equals grid=0.03 and says so; returns the auto result."""
+    shared = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
+                                          grid="auto")
+    gridded = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
+                                           grid=0.03)
+    assert shared.grid == pytest.approx(0.03)
+    np.testing.assert_array_equal(shared.values, gridded.values)
+    return shared
+
+
 def test_auto_grid_is_exact_within_the_budget_and_radius_over_ten_beyond(monkeypatch):
     """``grid="auto"`` equals the exact computation while the distinct neighbourhoods
     hold at most AUTO_EXACT_ROWS rows, and the radius / 10 grid beyond, saying which."""
@@ -446,12 +457,7 @@ def test_auto_grid_is_exact_within_the_budget_and_radius_over_ten_beyond(monkeyp
     total_rows = int(np.sum([exact.n_neighbours[exact.neighbourhood == group][0]
                              for group in np.unique(exact.neighbourhood)]))
     monkeypatch.setattr(heterogeneity, "AUTO_EXACT_ROWS", total_rows - 1)
-    shared = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
-                                          grid="auto")
-    gridded = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
-                                           grid=0.03)
-    assert shared.grid == pytest.approx(0.03)
-    np.testing.assert_array_equal(shared.values, gridded.values)
+    shared = auto_shares_the_radius_over_ten_grid(X_cal, y_cal, p_cal, p_test)
     assert np.unique(shared.neighbourhood).size < np.unique(exact.neighbourhood).size
 
 
@@ -463,12 +469,7 @@ def test_too_many_neighbour_pairs_share_forests_or_are_refused(monkeypatch):
     X_cal, y_cal, p_cal, p_test = small_problem(6, n_cal=150, n_test=40)
     exact_pairs = int(neighbour_counts(p_cal, p_test, 0.3).sum())
     monkeypatch.setattr(heterogeneity, "MAX_NEIGHBOUR_PAIRS", exact_pairs - 1)
-    shared = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
-                                          grid="auto")
-    gridded = hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3,
-                                           grid=0.03)
-    assert shared.grid == pytest.approx(0.03)
-    np.testing.assert_array_equal(shared.values, gridded.values)
+    auto_shares_the_radius_over_ten_grid(X_cal, y_cal, p_cal, p_test)
     with pytest.raises(CalibrationInputError, match=r"a grid step such as 0\.03") as refused:
         hidden_heterogeneity_details(X_cal, y_cal, p_cal, p_test, radius=0.3)
     assert refused.value.code == "too_many_neighbours"

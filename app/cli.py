@@ -38,19 +38,21 @@ def _report(args: argparse.Namespace) -> int:
     from app.services.report import build_partitioned_report, build_report
 
     if args.engine == "dask":
+        from app.services.datasets import RoleOverrides
+
         if args.view != "top_label":
             raise CalibrationInputError("--view is not available with --engine dask yet (it "
                                         "computes the top-label measures).")
-        probabilities = ([part.strip() for part in args.probabilities.split(",")
-                          if part.strip()] if args.probabilities else None)
-        report = build_partitioned_report(args.file, label=args.label,
-                                          probabilities=probabilities,
-                                          scheduler=args.scheduler, n_bins=args.n_bins,
-                                          n_bootstrap=args.n_bootstrap)
+        overrides = RoleOverrides(label=args.label,
+                                  probabilities=_column_list(args.probabilities),
+                                  features=_column_list(args.features), split=args.split)
+        report = build_partitioned_report(args.file, overrides, scheduler=args.scheduler,
+                                          n_bins=args.n_bins, n_bootstrap=args.n_bootstrap)
     else:
-        if args.label or args.probabilities or args.scheduler:
-            raise CalibrationInputError("--label, --probabilities and --scheduler go with "
-                                        "--engine dask; a file's roles are inferred.")
+        if args.label or args.probabilities or args.features or args.split or args.scheduler:
+            raise CalibrationInputError("--label, --probabilities, --features, --split and "
+                                        "--scheduler go with --engine dask; a file's roles "
+                                        "are inferred.")
         report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
                               n_bootstrap=args.n_bootstrap)
     text = json.dumps(report, indent=2, allow_nan=False)
@@ -73,6 +75,13 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _column_list(value: str | None) -> tuple[str, ...] | None:
+    """Comma-separated column names, or None when not given."""
+    if not value:
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip()) or None
+
+
 def _export_format(out: str, given: str | None) -> Literal["csv", "parquet"]:
     if given == "parquet" or (given is None and Path(out).suffix.lower() in (".parquet", ".pq")):
         return "parquet"
@@ -90,8 +99,7 @@ def _recalibrate(args: argparse.Namespace) -> int:
         raise CalibrationInputError(f"--params is not valid JSON: {exc}") from exc
     if not isinstance(params, dict):
         raise CalibrationInputError('--params must be a JSON object, e.g. \'{"n_bins": 10}\'.')
-    features = [part.strip() for part in args.features.split(",") if part.strip()] \
-        if args.features else None
+    features = list(_column_list(args.features) or ()) or None
     if args.engine == "dask":
         return _recalibrate_partitioned(args, MethodSpec(args.method, params, features))
     if not args.out or args.scheduler:
@@ -184,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--label", help="with --engine dask: the label column")
     report.add_argument("--probabilities",
                         help="with --engine dask: probability columns, comma-separated")
+    report.add_argument("--features",
+                        help="with --engine dask: feature columns, comma-separated (default: "
+                        "every column without another role)")
+    report.add_argument("--split", help="with --engine dask: the split column (calibration/"
+                        "test); the report adds the measures of the test rows")
     report.set_defaults(handler=_report)
     recalibrate = commands.add_parser(
         "recalibrate", help="fit a recalibrator on a prediction file (its calibration rows, or "

@@ -51,6 +51,16 @@ class Settings(BaseSettings):
     warm_up : bool
         Compile UMAP (numba, about a minute) in a background job at start, so the first
         UMAP landscape does not wait for it.
+    dask_scheduler : str or None
+        Address of the Dask scheduler that reads external datasets (``tcp://host:8786``);
+        none: a local in-process cluster sized to the machine.
+    external_roots : str
+        Comma-separated folders (absolute paths) and URL prefixes (``s3://bucket/logs/``)
+        under which clients may register files by reference; empty turns
+        ``POST /api/v1/datasets/external`` off.
+    external_sample_rows : int
+        Rows of the seeded uniform sample of an external dataset that the per-row
+        diagnostics run on.
     """
 
     model_config = SettingsConfigDict(env_prefix="CALIBDASH_")
@@ -75,6 +85,9 @@ class Settings(BaseSettings):
     job_workers: int = 2
     warm_up: bool = True
     random_state: int = 0
+    dask_scheduler: str | None = None
+    external_roots: str = ""
+    external_sample_rows: int = Field(default=1_000_000, ge=1_000)
 
 
 @lru_cache

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.services.datasets import NotFound
+from app.services.datasets import NotAllowed, NotFound
 from calibcore.exceptions import CalibrationInputError
 
 logger = logging.getLogger("calibdash")
@@ -55,6 +55,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CalibrationInputError)
     async def _input_error(_: Request, exc: CalibrationInputError) -> JSONResponse:
         return error_response(422, exc.code, exc.message, exc.details())
+
+    @app.exception_handler(NotAllowed)
+    async def _not_allowed(_: Request, exc: NotAllowed) -> JSONResponse:
+        return error_response(403, "not_allowed", str(exc))
 
     @app.exception_handler(NotFound)
     async def _not_found(_: Request, exc: NotFound) -> JSONResponse:

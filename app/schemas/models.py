@@ -46,6 +46,28 @@ class RolesRequest(BaseModel):
     name: str | None = None
 
 
+class ExternalDatasetRequest(BaseModel):
+    """Files to register by reference, with roles (omitted roles are inferred from the
+    first rows, as for an upload)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str = Field(min_length=1, max_length=4096, description=(
+        "a path, glob or fsspec URL of Parquet (.parquet/.pq) or CSV files, under one of "
+        "the server's CALIBDASH_EXTERNAL_ROOTS"))
+    label: str | None = None
+    probabilities: list[str] | None = None
+    features: list[str] | None = None
+    split: str | None = None
+    id: str | None = None
+    logits: bool = False
+    renormalize: bool = False
+    name: str | None = Field(default=None, max_length=200)
+    sample_rows: int | None = Field(default=None, ge=1_000, le=5_000_000, description=(
+        "rows of the seeded uniform sample the per-row diagnostics run on (default: the "
+        "server's CALIBDASH_EXTERNAL_SAMPLE_ROWS)"))
+
+
 class DatasetSummary(BaseModel):
     """A stored dataset: size, classes, confirmed roles and warnings."""
 

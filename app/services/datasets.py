@@ -27,6 +27,8 @@ from calibcore.data import (
 from calibcore.exceptions import CalibrationInputError
 
 PREVIEW_ROWS = 10
+#: The document of an external dataset (:mod:`app.services.external`) with its exact report.
+EXTERNAL_REPORT = "external-report"
 _CACHE_SIZE = 8
 
 logger = logging.getLogger("calibdash")
@@ -39,6 +41,11 @@ class NotFound(LookupError):
         super().__init__(f"no {kind} with id {record_id!r}; {reason}.")
         self.kind = kind
         self.record_id = record_id
+
+
+class NotAllowed(PermissionError):
+    """Something this server does not let clients do, e.g. name a file outside the
+    folders it may read (403)."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +186,23 @@ class DatasetService:
         table = self.read_file(path, filename)
         return self._create(table, overrides, name or filename, filename)
 
+    def create_from_frame(self, frame: pd.DataFrame, overrides: RoleOverrides, name: str,
+                          filename: str, *, extra_meta: dict[str, Any] | None = None,
+                          documents: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Validate and store a table read elsewhere (e.g. a sample of external files);
+        ``extra_meta`` is kept with the dataset's record and each of ``documents`` as
+        the document ``<dataset id>-<key>`` (:meth:`document`), deleted with it."""
+        return self._create(LoadedTable(frame, (), ()), overrides, name, filename,
+                            extra_meta=extra_meta, documents=documents)
+
+    def document(self, dataset_id: str, key: str) -> Any:
+        """A document stored with the dataset (:meth:`create_from_frame`), or None."""
+        name = f"{dataset_id}-{key}"
+        return self._store.read_document(name) if self._store.has_document(name) else None
+
     def _create(self, table: LoadedTable, overrides: RoleOverrides, name: str,
-                filename: str) -> dict[str, Any]:
+                filename: str, *, extra_meta: dict[str, Any] | None = None,
+                documents: dict[str, Any] | None = None) -> dict[str, Any]:
         frame = table.frame
         columns = [str(c) for c in frame.columns]
         roles = _roles(frame, overrides, columns, table.dropped_columns)
@@ -189,6 +211,9 @@ class DatasetService:
         self._store.write_table(dataset_id, frame)
         meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns))
         meta["warnings"] = [*table.warnings, *meta["warnings"]]
+        meta.update(extra_meta or {})
+        for key, document in (documents or {}).items():
+            self._store.write_document(f"{dataset_id}-{key}", document)
         self._store.put(Record("dataset", dataset_id, None, name, now(), meta))
         self._remember(dataset_id, prediction_set)
         return self.summary(dataset_id)
@@ -259,6 +284,15 @@ class DatasetService:
         summary = self.create_from_file(path, path.name, RoleOverrides(),
                                         name=f"{path.stem} (example)")
         return str(summary["id"])
+
+
+def sample_note(meta: dict[str, Any]) -> str | None:
+    """"computed on a sample of N of M rows" for a sampled external dataset, else None."""
+    external = meta.get("external")
+    if not external or not external.get("sampled"):
+        return None
+    return (f"computed on a sample of {external['n_sample']:,} of {external['n_rows']:,} "
+            f"rows (seeded uniform, random_state={external['random_state']})")
 
 
 def _roles(frame: pd.DataFrame, overrides: RoleOverrides, columns: list[str],

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from app.jobs import Progress
 from app.services.cache import cache_key, cached
+from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from calibcore import metrics
 from calibcore.binning import Binning
@@ -171,13 +172,58 @@ def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
                                   f"{request.n_bootstrap} resamples")
 
     def compute() -> dict[str, Any]:
+        exact = _external_metrics(services, dataset_id, request)
+        if exact is not None:
+            return {"dataset_id": dataset_id, **exact}
         prediction_set = services.datasets.prediction_set(dataset_id)
         return {"dataset_id": dataset_id,
                 **global_metrics(prediction_set, **asdict(request),
                                  random_state=services.settings.random_state,
-                                 progress=report)}
+                                 progress=report), **_sampled(services, dataset_id)}
 
     return dict(cached(services.store, _metrics_key(services, dataset_id, request), compute))
+
+
+def _sampled(services: Services, dataset_id: str) -> dict[str, str]:
+    """``{"sample_note": ...}`` for a sampled external dataset, else nothing."""
+    note = sample_note(services.datasets.record(dataset_id).meta)
+    return {} if note is None else {"sample_note": note}
+
+
+def _exact_report(services: Services, dataset_id: str,
+                  request: MetricsRequest) -> dict[str, Any] | None:
+    """The exact report of every row of an external dataset when it answers ``request``
+    (top-label view, equal-width bins, its bin count and resamples), else None."""
+    if not services.datasets.record(dataset_id).meta.get("external"):
+        return None
+    report = services.datasets.document(dataset_id, EXTERNAL_REPORT)
+    if report is None or (request.view, request.binning, request.n_bins) != (
+            "top_label", "equal_width", report["n_bins"]):
+        return None
+    return dict(report)
+
+
+def _external_metrics(services: Services, dataset_id: str,
+                      request: MetricsRequest) -> dict[str, Any] | None:
+    """The measures table of every row of an external dataset, from its exact report."""
+    report = _exact_report(services, dataset_id, request)
+    if report is None:
+        return None
+    result = report["metrics_by_subset"].get(request.subset)
+    if result is None or result["n_bootstrap"] != request.n_bootstrap:
+        return None
+    fields = ("name", "value", "low", "high", "plug_in", "consistent", "meaning", "note")
+    measures = {key: {field: item[field] for field in fields}
+                for key, item in result["measures"].items()}
+    return {"view": "top_label", "subset": request.subset, "n": result["n"],
+            "n_classes": len(report["classes"]), "n_bins": request.n_bins,
+            "binning": "equal_width", "n_bootstrap": request.n_bootstrap,
+            "confidence_level": 0.95, "interval": result["interval"],
+            "resampling": result["resampling"],
+            "metrics": {key: item["plug_in"] for key, item in measures.items()
+                        if item["plug_in"] is not None},
+            "measures": measures,
+            "exact_note": f"every one of the {result['n']:,} rows ({result['note']})"}
 
 
 def reliability_for(services: Services, dataset_id: str,
@@ -188,9 +234,19 @@ def reliability_for(services: Services, dataset_id: str,
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
-        return {"dataset_id": dataset_id,
-                **reliability(prediction_set, **asdict(request),
-                              random_state=services.settings.random_state)}
+        result = {"dataset_id": dataset_id,
+                  **reliability(prediction_set, **asdict(request),
+                                random_state=services.settings.random_state),
+                  **_sampled(services, dataset_id)}
+        report = _exact_report(services, dataset_id, request)
+        if report is not None and request.subset == "all":
+            result["diagrams"] = report["reliability"]["diagrams"]
+            result["n_binned"] = report["n_rows"]
+            sampled = result.get("sample_note")
+            result["exact_note"] = (f"binned diagram: every one of the {report['n_rows']:,} "
+                                    "rows, exact" + (f"; smooth diagram {sampled}" if sampled
+                                                     else ""))
+        return result
 
     return dict(cached(services.store, key, compute))
 

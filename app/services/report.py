@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from app.services import diagnostics, variables
+from app.services.datasets import RoleOverrides, apply_overrides
 from app.services.jsonable import jsonable
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import read_table
-from calibcore.data import build_prediction_set, infer_roles
+from calibcore.data import SPLIT_VALUES, ColumnRoles, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
     measures_with_intervals,
@@ -19,7 +22,11 @@ from calibcore.partitioned import (
     partitioned_equal_mass,
     partitioned_summaries,
 )
+from calibcore.summaries import BinnedSummary, CellSummary
 from calibcore.views import View
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
@@ -56,56 +63,92 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
     }
 
 
-def build_partitioned_report(uri: str, *, label: str | None = None,
-                             probabilities: Sequence[str] | None = None,
+def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,
                              scheduler: str | None = None, n_bins: int = 15,
                              n_bootstrap: int = 200) -> dict[str, Any]:
-    """The exact binned measures of files of any size on Dask, with their bootstrap
-    intervals (issue 14, in progress).
+    """The exact measures and diagrams of files of any size on Dask (issue 14).
 
     ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files.
-    Roles not given are inferred from the first rows as for an upload. Runs on the
-    scheduler at ``scheduler`` or on a local in-process cluster sized to the machine.
+    Roles not given in ``overrides`` are inferred from the first rows as for an upload.
+    Runs on the scheduler at ``scheduler`` or on a local in-process cluster sized to the
+    machine.
     """
     frame = read_partitioned(uri)
-    if label is None or not probabilities:
-        roles = infer_roles(first_rows(frame)).to_roles()
-        label = label or roles.label
-        probabilities = probabilities or roles.probabilities
-    if label is None:
-        raise CalibrationInputError("no label column found; name it with --label.",
-                                    code="roles_not_found")
+    roles = partitioned_roles(frame, overrides or RoleOverrides())
     with dask_client(scheduler) as client:
-        classes = partition_classes(frame, label, probabilities)
-        summary, cells = partitioned_summaries(frame, label, probabilities, classes,
-                                               n_bins=n_bins)
-        equal_mass = partitioned_equal_mass(frame, label, probabilities, classes,
-                                            n_bins=n_bins)
+        report = partitioned_report(frame, roles, n_bins=n_bins, n_bootstrap=n_bootstrap)
         workers = len(client.scheduler_info().get("workers", {}))
-    result = measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap)
-    measures = {estimate.key: asdict(estimate) for estimate in result.measures}
     return {"file": uri, "engine": "dask", "scheduler": scheduler or "local (in-process)",
-            "workers": workers, "n_partitions": frame.npartitions, "n_rows": result.n,
-            "n_bins": n_bins, "classes": classes,
-            "roles": {"label": label, "probabilities": list(probabilities)},
-            "metrics": {"view": "top_label", "n": result.n, "n_bins": n_bins,
-                        "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
-                        "resampling": result.resampling,
-                        "note": "values exact, merged from per-partition summaries; " + (
-                            "intervals resample the merged cells (the in-memory "
-                            "bootstrap's draws, whatever the partitioning)"
-                            if result.resampling.startswith("resampled")
-                            else result.resampling or "no intervals asked for"),
-                        "measures": measures,
-                        "equal_mass": {
-                            **{key: equal_mass[key] for key in ("ece", "mce",
-                                                                "classwise_ece")},
-                            "edges": equal_mass["edges"][0],
-                            "note": "bins at numpy's quantiles of all the scores, found "
-                                    "exactly in two passes; no interval"}},
+            "workers": workers, **report}
+
+
+def partitioned_roles(frame: dd.DataFrame, overrides: RoleOverrides) -> ColumnRoles:
+    """The roles of a partitioned table: ``overrides``, the rest inferred from its first
+    rows as for an upload (features default to every other column)."""
+    return apply_overrides(infer_roles(first_rows(frame)), overrides,
+                           [str(column) for column in frame.columns])
+
+
+def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int = 15,
+                       n_bootstrap: int = 200,
+                       progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
+    """The report's exact parts of ``frame`` on the Dask client in use: the binned
+    measures with intervals on all rows (and on the test rows with a split column),
+    equal-mass ECE, and the binned reliability diagrams. ``progress(fraction,
+    message)`` is called between the passes (it may raise to stop)."""
+    label, probabilities = roles.label, list(roles.probabilities)
+    if label is None:
+        raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
+                                    "in the request).", code="roles_not_found")
+    step = progress or (lambda fraction, message: None)
+    step(0.0, "reading the classes")
+    classes = partition_classes(frame, label, probabilities)
+    step(0.1, "summarising every partition (counts and sums per bin, resampling cells)")
+    summary, cells = partitioned_summaries(frame, label, probabilities, classes,
+                                           n_bins=n_bins)
+    step(0.45, "equal-mass bins: exact quantiles of every score")
+    equal_mass = partitioned_equal_mass(frame, label, probabilities, classes, n_bins=n_bins)
+    metrics = {"all": _partitioned_metrics(summary, cells, n_bins, n_bootstrap)}
+    if roles.split is not None:
+        step(0.8, "summarising the test rows")
+        test = frame[frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
+                     == "test"]
+        metrics["test"] = _partitioned_metrics(
+            *partitioned_summaries(test, label, probabilities, classes, n_bins=n_bins),
+            n_bins, n_bootstrap)
+    step(0.95, "intervals")
+    metrics["all"]["equal_mass"] = {
+        **{key: equal_mass[key] for key in ("ece", "mce", "classwise_ece")},
+        "edges": equal_mass["edges"][0],
+        "note": "bins at numpy's quantiles of all the scores, found exactly in two passes; "
+                "no interval"}
+    return {"n_partitions": frame.npartitions, "n_rows": summary.n_rows, "n_bins": n_bins,
+            "classes": classes,
+            "roles": {"label": label, "probabilities": probabilities,
+                      "features": list(roles.features), "split": roles.split,
+                      "id": roles.id},
+            "metrics": metrics["all"], "metrics_by_subset": metrics,
             "reliability": jsonable({
                 "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,
                 "binning": "equal_width", "diagrams": summary.diagrams(),
                 "classwise": summary.diagrams(classwise=True, class_names=classes),
                 "note": "exact: per-bin counts and sums merged from the partitions; Wilson "
                         "95% interval of each bin's observed frequency"})}
+
+
+def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None, n_bins: int,
+                         n_bootstrap: int) -> dict[str, Any]:
+    result = measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap)
+    return {"view": "top_label", "n": result.n, "n_bins": n_bins,
+            "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
+            "resampling": result.resampling,
+            "note": "values exact, merged from per-partition summaries; " + (
+                "intervals resample the merged cells (the in-memory bootstrap's draws, "
+                "whatever the partitioning)" if result.resampling.startswith("resampled")
+                else result.resampling or "no intervals asked for"),
+            "measures": {estimate.key: asdict(estimate) for estimate in result.measures}}
+
+
+def _split_names(values: pd.Series) -> pd.Series:
+    """calibration / test (or NaN) for each value of a split column, as uploads read it."""
+    return values.map(lambda v: v if pd.isna(v) else str(v).strip().lower()).map(SPLIT_VALUES)

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.services.context import Services
+from app.services.datasets import sample_note
 from app.ui import ids
 from app.ui.pages import data, heterogeneity, local, overview, recalibrate, variables
 
@@ -41,6 +42,7 @@ def shell_layout(sign_out: bool = False) -> html.Div:
             *([html.A("Sign out", href="/sign-out", id=ids.SIGN_OUT, className="sign-out")]
                    if sign_out else []),
         ], className="header"),
+        html.Div(id=ids.SAMPLE_BANNER, role="note"),
         html.Main(id=ids.PAGE, className="page"),
         html.Div(id=ids.CALLBACK_ERROR, role="alert", className="callback-error"),
         html.Footer("calibdash — calibration diagnostics. Every number shows its sample size; "
@@ -63,8 +65,7 @@ def register(app: Dash, services: Services) -> None:
                   Input(ids.URL, "href"), State(ids.DATASET_STORE, "data"))
     async def refresh_picker(href: str | None, stored: str | None) -> tuple[Any, Any]:
         listed = await asyncio.to_thread(services.datasets.list)
-        options = [{"label": f"{d['name']} ({d['n_rows']:,} rows, {d['n_classes']} classes)",
-                    "value": d["id"]} for d in listed]
+        options = [{"label": _picker_label(d), "value": d["id"]} for d in listed]
         known = {d["id"] for d in listed}
         wanted = _query_dataset(href)
         for candidate in (wanted, stored, listed[-1]["id"] if listed else None):
@@ -77,9 +78,35 @@ def register(app: Dash, services: Services) -> None:
     def remember(dataset_id: str | None) -> Any:
         return dataset_id if dataset_id else no_update
 
+    @app.callback(Output(ids.SAMPLE_BANNER, "children"), Output(ids.SAMPLE_BANNER, "className"),
+                  Input(ids.DATASET_PICKER, "value"), Input(ids.URL, "pathname"))
+    async def sample_banner(dataset_id: str | None, pathname: str | None) -> tuple[Any, str]:
+        if not dataset_id:
+            return None, "sample-banner-off"
+        try:
+            meta = (await asyncio.to_thread(services.datasets.record, dataset_id)).meta
+        except LookupError:
+            return None, "sample-banner-off"
+        note = sample_note(meta)
+        if note is None:
+            return None, "sample-banner-off"
+        external = meta["external"]
+        exact = (f"The measures table and the binned reliability diagram use every one of the "
+                 f"{external['n_rows']:,} rows (exact, on Dask); the other figures are "
+                 if pathname == "/overview" else "Every figure on this page is ")
+        return [html.Strong("Sampled data. "), f"{exact}{note}. The files stay at ",
+                html.Code(external["uri"]), "."], "note note-warning sample-banner"
+
     for _, module in PAGES.values():
         register_page: Callable[[Dash, Services], None] = module.register
         register_page(app, services)
+
+
+def _picker_label(summary: dict[str, Any]) -> str:
+    external = summary.get("external")
+    rows = (f"{external['n_rows']:,} rows, a sample of {summary['n_rows']:,}"
+            if external and external.get("sampled") else f"{summary['n_rows']:,} rows")
+    return f"{summary['name']} ({rows}, {summary['n_classes']} classes)"
 
 
 def _query_dataset(href: str | None) -> str | None:

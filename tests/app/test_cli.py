@@ -70,12 +70,18 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
     report, expected = json.loads(out.read_text()), json.loads(memory.read_text())
     assert report["engine"] == "dask" and report["n_partitions"] == 3
     assert report["n_rows"] == 7000 and report["classes"] == expected["classes"]
-    assert report["roles"] == {"label": "y_true", "probabilities": ["y_prob"]}
-    for key, item in report["metrics"]["measures"].items():
-        bound = {"abs": CELL_ERROR_BOUND} if key in FROM_CELLS else {"rel": 1e-9, "abs": 1e-12}
-        assert item["plug_in"] == pytest.approx(
-            expected["metrics"]["measures"][key]["value"], **bound), key
-        assert item["low"] <= item["value"] <= item["high"], key
+    assert report["roles"] == expected["roles"]
+    assert report["roles"]["label"] == "y_true" and report["roles"]["split"] is not None
+    assert set(report["metrics_by_subset"]) == {"all", "test"}
+    for subset, result in report["metrics_by_subset"].items():
+        reference = expected["metrics_by_subset"][subset]
+        assert result["n"] == reference["n"]
+        for key, item in result["measures"].items():
+            bound = ({"abs": CELL_ERROR_BOUND} if key in FROM_CELLS
+                     else {"rel": 1e-9, "abs": 1e-12})
+            assert item["plug_in"] == pytest.approx(reference["measures"][key]["value"],
+                                                    **bound), (subset, key)
+            assert item["low"] <= item["value"] <= item["high"], (subset, key)
     assert report["metrics"]["resampling"].startswith("resampled through")
     labels, proba = frame["y_true"].to_numpy(), frame["y_prob"].to_numpy()
     assert report["metrics"]["equal_mass"]["ece"] == pytest.approx(

@@ -5,12 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
 from app.api.uploads import saved_upload
-from app.schemas.models import DatasetSummary, ErrorResponse, RolesRequest
+from app.jobs import Progress
+from app.schemas.models import (
+    DatasetSummary,
+    ErrorResponse,
+    ExternalDatasetRequest,
+    RolesRequest,
+)
 from app.services import diagnostics
 from app.services.datasets import RoleOverrides
+from app.services.external import ExternalRequest, allowed_uri, register_external
 from calibcore.binning import Binning
 from calibcore.views import View
 
@@ -52,6 +60,36 @@ def create_dataset(
                       services.settings.data_dir / "incoming") as path:
         return services.datasets.create_from_file(path, file.filename or "upload", overrides,
                                                   name=name)
+
+
+@router.post("/datasets/external", status_code=status.HTTP_202_ACCEPTED,
+             responses={403: {"model": ErrorResponse}})
+def create_external_dataset(services: ServicesDep,
+                            request: ExternalDatasetRequest) -> JSONResponse:
+    """Register Parquet or CSV files of any size by reference (nothing is uploaded).
+
+    A job reads them on Dask (``CALIBDASH_DASK_SCHEDULER``, or a local in-process
+    cluster), computes the exact measures and binned diagrams of every row, and stores
+    a seeded uniform sample for the per-row diagnostics; its result is the dataset.
+    Only files under ``CALIBDASH_EXTERNAL_ROOTS`` may be named (403 otherwise).
+    """
+    settings = services.settings
+    uri = allowed_uri(request.uri, settings.external_roots)
+    external = ExternalRequest(uri, RoleOverrides(
+        label=request.label, probabilities=tuple(request.probabilities or ()) or None,
+        features=None if request.features is None else tuple(request.features),
+        split=request.split, id=request.id, logits=request.logits,
+        renormalize=request.renormalize), request.name)
+
+    def work(progress: Progress) -> dict[str, Any]:
+        return register_external(
+            services.datasets, external, scheduler=settings.dask_scheduler,
+            sample_rows=request.sample_rows or settings.external_sample_rows,
+            random_state=settings.random_state, n_bootstrap=settings.n_bootstrap,
+            progress=progress)
+
+    job = services.jobs.submit("external", work, params=request.model_dump(exclude_none=True))
+    return JSONResponse(status_code=202, content={"job_id": job.id, **job.snapshot()})
 
 
 @router.post("/uploads", status_code=status.HTTP_201_CREATED,

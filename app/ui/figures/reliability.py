@@ -60,8 +60,8 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
     figure.update_layout(
         title=title or f"Binned reliability diagram<br><sup>{_view_name(result['view'])}, "
-                       f"n = {result['n']:,}, {result['n_bins']} bins; bars: 95% Wilson "
-                       "intervals</sup>",
+                       f"n = {result.get('n_binned', result['n']):,}, {result['n_bins']} "
+                       "bins; bars: 95% Wilson intervals</sup>",
         barmode="overlay", legend={"orientation": "h", "y": -0.18},
         margin={"l": 60, "r": 20, "t": 60, "b": 40}, template="plotly_white", height=520)
     figure.update_xaxes(range=[0, 1], row=1, col=1)
@@ -141,9 +141,10 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     figure.update_layout(
         title=f"Smooth reliability diagram<br><sup>n = {first['n']:,}, bandwidth "
               f"{first['bandwidth']:.3f}; band: 95% bootstrap; shown where there is data"
-              "</sup>",
+              + (f"<br>{result['sample_note']}" if result.get("sample_note") else "")
+              + "</sup>",
         legend={"orientation": "h", "y": -0.18}, template="plotly_white", height=520,
-        margin={"l": 60, "r": 20, "t": 60, "b": 40})
+        margin={"l": 60, "r": 20, "t": 84 if result.get("sample_note") else 60, "b": 40})
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)

@@ -177,7 +177,10 @@ def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
     caption = (f"n = {result['n']:,} rows. "
                + (f"Estimates: {result['interval']}, {result['n_bootstrap']} resamples"
                   f"{' (' + result['resampling'] + ')' if result.get('resampling') else ''}."
-                  if with_intervals else "Intervals are being computed in the background."))
+                  if with_intervals else "Intervals are being computed in the background.")
+               + " " + (f"Computed on {result['exact_note']}." if result.get("exact_note")
+                        else f"Measures {result['sample_note']}." if result.get("sample_note")
+                        else ""))
     return html.Div([html.Table([html.Thead(header), html.Tbody(rows)], className="table"),
                      html.Div(caption, className="caption")])
 
@@ -199,6 +202,9 @@ def _note(summary: dict[str, Any], measures: dict[str, Any]) -> html.Div:
              if summary.get("n_test") else "no split column (recalibration uses cross-fitting)")
     view = {"top_label": "top-label", "positive": "positive-class",
             "classwise": "classwise"}[measures["view"]]
-    return info_note(f"{summary['name']}: {summary['n_rows']:,} rows, {split}. Measures on the "
+    external = summary.get("external") or {}
+    rows = (f"a seeded sample of {summary['n_rows']:,} of {external['n_rows']:,} rows"
+            if external.get("sampled") else f"{summary['n_rows']:,} rows")
+    return info_note(f"{summary['name']}: {rows}, {split}. Measures on the "
                      f"{view} view, {measures['n_bins']} {measures['binning'].replace('_', '-')}"
                      " bins." + "".join(" " + w for w in summary["warnings"]))

@@ -1,0 +1,115 @@
+"""Datasets registered by reference (issue 14): files of any size that stay where they are.
+
+``POST /api/v1/datasets/external`` names Parquet or CSV files by path, glob or fsspec
+URL. A job reads them on Dask (the cluster at ``CALIBDASH_DASK_SCHEDULER``, or a local
+in-process one) and keeps two things, never the rows themselves:
+
+* the exact report of every row (:func:`app.services.report.partitioned_report`:
+  binned measures with intervals, equal-mass ECE, binned reliability diagrams), which
+  the Overview shows for its default settings;
+* a seeded uniform sample of the rows (``CALIBDASH_EXTERNAL_SAMPLE_ROWS``, 1,000,000 by
+  default) stored as an ordinary dataset, on which every other diagnostic runs; every
+  page of such a dataset says "computed on a sample of N of M rows".
+
+Which files may be named is the server's choice, not the client's: only paths and URLs
+under ``CALIBDASH_EXTERNAL_ROOTS`` (none by default, which turns the route off).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from app.jobs import Progress
+from app.services.datasets import EXTERNAL_REPORT, DatasetService, NotAllowed, RoleOverrides
+from app.services.partitioned_files import dask_client, read_partitioned
+from app.services.report import partitioned_report, partitioned_roles
+from calibcore.exceptions import CalibrationInputError
+
+_WILDCARD = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class ExternalRequest:
+    """What a client asks to register: where the files are, their roles and a name."""
+
+    uri: str
+    overrides: RoleOverrides
+    name: str | None = None
+
+
+def allowed_uri(uri: str, roots: str) -> str:
+    """``uri`` when it lies under one of the comma-separated ``roots``, else NotAllowed.
+
+    Local paths must be absolute, without ``..``; every file a glob matches must resolve
+    (symbolic links followed) inside a root. URLs (``scheme://...``) must start with a
+    root that is itself a URL.
+    """
+    allowed = [root.strip() for root in roots.split(",") if root.strip()]
+    if not allowed:
+        raise NotAllowed("registering files by reference is turned off on this server: an "
+                         "administrator names the folders or buckets clients may read with "
+                         "CALIBDASH_EXTERNAL_ROOTS (comma-separated).")
+    if ".." in PurePosixPath(uri.split("://", 1)[-1]).parts:
+        raise NotAllowed(f"{uri!r} holds '..'; name the files without it.")
+    if "://" in uri:
+        prefixes = [root.rstrip("/") + "/" for root in allowed if "://" in root]
+        if not any(uri.startswith(prefix) for prefix in prefixes):
+            raise NotAllowed(f"{uri!r} is not under a URL this server may read "
+                             f"({', '.join(prefixes) or 'none: only local folders'}).")
+        return uri
+    if not os.path.isabs(uri):
+        raise NotAllowed(f"{uri!r} is not an absolute path; name the files from the root "
+                         "of the server's file system.")
+    folders = [os.path.realpath(root) for root in allowed if "://" not in root]
+    matches = glob.glob(uri) if _WILDCARD.search(uri) else [uri]
+    for match in matches:
+        real = os.path.realpath(match)
+        if not any(os.path.commonpath([real, folder]) == folder for folder in folders):
+            raise NotAllowed(f"{match!r} is not under a folder this server may read "
+                             f"({', '.join(folders) or 'none: only URLs'}).")
+    if not matches or not all(os.path.isfile(match) for match in matches):
+        raise CalibrationInputError(f"no files at {uri!r}: name Parquet or CSV files, or a "
+                                    "glob of them.", code="no_files")
+    return uri
+
+
+def register_external(datasets: DatasetService, request: ExternalRequest, *,
+                      scheduler: str | None, sample_rows: int, random_state: int,
+                      n_bootstrap: int, progress: Progress) -> dict[str, Any]:
+    """Compute the exact report of every row at ``request.uri``, store a seeded uniform
+    sample of ``sample_rows`` rows as a dataset, and return its summary."""
+    frame = read_partitioned(request.uri)
+    roles = partitioned_roles(frame, request.overrides)
+    with dask_client(scheduler):
+        report = partitioned_report(
+            frame, roles, n_bootstrap=n_bootstrap,
+            progress=lambda done, message: progress.update(0.85 * done, message))
+        n_rows = int(report["n_rows"])
+        progress.update(0.85, f"drawing a seeded sample of {min(sample_rows, n_rows):,} of "
+                              f"{n_rows:,} rows")
+        columns = [str(column) for column in roles.columns()]
+        part = frame[columns]
+        sample = (part.sample(frac=sample_rows / n_rows, random_state=random_state)
+                  if n_rows > sample_rows else part).compute()
+    sample = sample.reset_index(drop=True)
+    progress.update(0.95, "storing the sample")
+    external = {"uri": request.uri, "n_rows": n_rows, "n_sample": len(sample),
+                "sampled": n_rows > sample_rows, "random_state": random_state,
+                "n_partitions": int(report["n_partitions"]),
+                "scheduler": scheduler or "local (in-process)"}
+    fixed = RoleOverrides(label=roles.label, probabilities=roles.probabilities,
+                          features=roles.features, split=roles.split, id=roles.id,
+                          no_split=roles.split is None, no_id=roles.id is None,
+                          logits=roles.logits, renormalize=request.overrides.renormalize)
+    name = request.name or "/".join(PurePosixPath(request.uri.split("://", 1)[-1]).parts[-2:])
+    return datasets.create_from_frame(sample, fixed, name, request.uri,
+                                      extra_meta={"external": external},
+                                      documents={EXTERNAL_REPORT: report})
+
+
+__all__ = ["ExternalRequest", "allowed_uri", "register_external"]

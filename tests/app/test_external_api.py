@@ -1,0 +1,173 @@
+"""Datasets registered by reference (issue 14) through REST, read on a Dask LocalCluster of
+two worker processes named by CALIBDASH_DASK_SCHEDULER."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from dask.distributed import LocalCluster
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from calibcore import metrics
+from calibcore.data import build_prediction_set, infer_roles
+from calibcore.summaries import CELL_ERROR_BOUND, FROM_CELLS
+from calibcore.uncertainty import global_measures
+from tests.app.test_api import assert_error
+
+N_ROWS = 30_000
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
+def logs(folder: Path, n_rows: int = N_ROWS, n_files: int = 3,
+         names: tuple[str, str] = ("delayed", "p_delayed")) -> pd.DataFrame:
+    """Binary predictions with two features and a split, written as ``n_files`` Parquet
+    files (the returned frame is all of them, in order)."""
+    rng = np.random.default_rng(14)
+    x = rng.normal(size=(n_rows, 2))
+    logit = 1.2 * x[:, 0] - 0.7 * x[:, 1]
+    frame = pd.DataFrame({
+        names[0]: (rng.random(n_rows) < 1 / (1 + np.exp(-logit))).astype(int),
+        names[1]: 1 / (1 + np.exp(-1.6 * logit + 0.2)), "x0": x[:, 0], "x1": x[:, 1],
+        "split": np.where(rng.random(n_rows) < 0.5, "calibration", "test")})
+    folder.mkdir(parents=True)
+    for number, rows in enumerate(np.array_split(np.arange(n_rows), n_files)):
+        frame.iloc[rows].to_parquet(folder / f"part-{number}.parquet", index=False)
+    return frame
+
+
+def finished(client: TestClient, response) -> dict:  # type: ignore[no-untyped-def]
+    assert response.status_code == 202, response.text
+    job_id = response.json()["job_id"]
+    deadline = time.monotonic() + 120
+    while (job := client.get(f"/api/v1/jobs/{job_id}").json())["status"] in (
+            "queued", "running"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    return job
+
+
+def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
+        settings_factory, scheduler, tmp_path) -> None:
+    """Registered by a glob under an allowed root: the overview's measures equal the
+    in-memory ones on every row (intervals too), the binned diagram is exact, and every
+    other result says it was computed on a sample of N of M rows."""
+    frame = logs(tmp_path / "logs")
+    settings = settings_factory(external_roots=str(tmp_path / "logs"),
+                                dask_scheduler=scheduler, external_sample_rows=5_000)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        job = finished(client, client.post("/api/v1/datasets/external", json={
+            "uri": str(tmp_path / "logs" / "*.parquet"), "label": "delayed",
+            "probabilities": ["p_delayed"], "split": "split", "name": "flight logs"}))
+        assert job["status"] == "succeeded", job["error"]
+        dataset = job["result"]
+        assert dataset["name"] == "flight logs" and dataset["roles"]["features"] == ["x0", "x1"]
+        external = dataset["external"]
+        assert external["n_rows"] == N_ROWS and external["n_partitions"] == 3
+        assert external["sampled"] and abs(external["n_sample"] - 5_000) <= 3
+        assert dataset["n_rows"] == external["n_sample"]
+
+        labels, positive = frame["delayed"].to_numpy(), frame["p_delayed"].to_numpy()
+        expected = global_measures(labels, positive, interval="hybrid", random_state=0)
+        body = client.get(f"/api/v1/datasets/{dataset['id']}/metrics").json()
+        assert body["n"] == N_ROWS and "sample_note" not in body
+        assert f"{N_ROWS:,} rows" in body["exact_note"]
+        for estimate in expected.measures:
+            if estimate.value is None or estimate.key not in body["measures"]:
+                continue
+            item = body["measures"][estimate.key]
+            bound = ({"abs": CELL_ERROR_BOUND} if estimate.key in FROM_CELLS
+                     else {"rel": 1e-9, "abs": 1e-12})
+            assert item["plug_in"] == pytest.approx(estimate.plug_in, **bound), estimate.key
+            if estimate.key not in FROM_CELLS:
+                assert item["low"] == pytest.approx(estimate.low, rel=1e-9, abs=1e-12)
+                assert item["high"] == pytest.approx(estimate.high, rel=1e-9, abs=1e-12)
+            assert item["low"] <= item["value"] <= item["high"], estimate.key
+        assert body["metrics"]["ece"] == pytest.approx(
+            metrics.expected_calibration_error(labels, positive), rel=1e-9)
+
+        test_rows = frame[frame["split"] == "test"]
+        test = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
+                          params={"subset": "test"}).json()
+        assert test["n"] == len(test_rows) and test["metrics"]["nll"] == pytest.approx(
+            metrics.negative_log_likelihood(test_rows["delayed"].to_numpy(),
+                                            test_rows["p_delayed"].to_numpy()), rel=1e-9)
+
+        sample = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
+                            params={"n_bins": 10}).json()
+        assert sample["n"] == external["n_sample"]
+        assert sample["sample_note"].startswith(
+            f"computed on a sample of {external['n_sample']:,} of {N_ROWS:,} rows")
+
+        diagram = client.get(f"/api/v1/datasets/{dataset['id']}/reliability").json()
+        assert sum(diagram["diagrams"][0]["count"]) == N_ROWS
+        assert "smooth diagram computed on a sample" in diagram["exact_note"]
+
+        variables = client.get(f"/api/v1/datasets/{dataset['id']}/variables")
+        assert variables.status_code == 200, variables.text
+
+        assert client.delete(f"/api/v1/datasets/{dataset['id']}").status_code == 204
+        assert not list((settings.data_dir / "documents").glob(f"{dataset['id']}*"))
+    assert (tmp_path / "logs" / "part-0.parquet").exists()  # nothing of the input touched
+
+
+def test_the_sample_is_the_stored_rows_and_roles_are_inferred(
+        settings_factory, scheduler, tmp_path) -> None:
+    """Without roles they are inferred from the first rows as for an upload; the sample is
+    a seeded subset of the rows: the same on a second registration."""
+    frame = logs(tmp_path / "logs", n_rows=6_000, n_files=4, names=("y_true", "y_prob"))
+    settings = settings_factory(external_roots=str(tmp_path), dask_scheduler=scheduler,
+                                external_sample_rows=2_000)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        ids = []
+        for _ in range(2):
+            job = finished(client, client.post("/api/v1/datasets/external", json={
+                "uri": str(tmp_path / "logs" / "part-*.parquet")}))
+            assert job["status"] == "succeeded", job["error"]
+            ids.append(job["result"]["id"])
+        stored = [pd.read_parquet(settings.data_dir / "tables" / f"{i}.parquet") for i in ids]
+    pd.testing.assert_frame_equal(stored[0], stored[1])
+    keys = frame.round(12).astype(str).agg("|".join, axis=1)
+    assert stored[0].round(12).astype(str).agg("|".join, axis=1).isin(keys).all()
+    roles = infer_roles(frame).to_roles()
+    assert (roles.label, roles.probabilities, roles.split) == ("y_true", ("y_prob",), "split")
+    assert build_prediction_set(stored[0], roles).n_rows == len(stored[0])
+
+
+def test_files_outside_the_roots_are_refused_before_any_job(settings_factory,
+                                                            tmp_path) -> None:
+    logs(tmp_path / "logs", n_rows=1_000, n_files=1)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "keys.parquet").write_bytes(b"x")
+    (tmp_path / "logs" / "link.parquet").symlink_to(tmp_path / "secret" / "keys.parquet")
+    off = settings_factory()
+    with TestClient(create_app(off), raise_server_exceptions=False) as client:
+        error = assert_error(client.post("/api/v1/datasets/external", json={
+            "uri": str(tmp_path / "logs" / "*.parquet")}), 403, "not_allowed")
+        assert "CALIBDASH_EXTERNAL_ROOTS" in error["message"]
+    settings = settings_factory(external_roots=f"{tmp_path / 'logs'}, s3://bucket/logs/")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        for uri in (str(tmp_path / "secret" / "keys.parquet"),
+                    str(tmp_path / "logs" / ".." / "secret" / "keys.parquet"),
+                    str(tmp_path / "logs" / "*.parquet"),  # the link leads outside
+                    "logs/part-0.parquet", "s3://bucket/other/x.parquet",
+                    "http://169.254.169.254/latest/meta-data"):
+            assert_error(client.post("/api/v1/datasets/external", json={"uri": uri}),
+                         403, "not_allowed")
+        (tmp_path / "logs" / "link.parquet").unlink()
+        assert_error(client.post("/api/v1/datasets/external", json={
+            "uri": str(tmp_path / "logs" / "none-*.parquet")}), 422, "no_files")
+        assert_error(client.post("/api/v1/datasets/external", json={
+            "uri": str(tmp_path / "logs" / "*.parquet"), "sample_rows": 5}), 422)
+        assert client.get("/api/v1/datasets").json() == []

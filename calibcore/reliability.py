@@ -253,7 +253,9 @@ def smooth_reliability(
 
 
 def _bootstrap_curves(
-    problem: ViewProblem,
+    scores: NDArray[np.float64],
+    outcomes: NDArray[np.intp],
+    weights: NDArray[np.float64],
     bandwidth: float,
     grid: NDArray[np.float64],
     n_bootstrap: int,
@@ -261,22 +263,22 @@ def _bootstrap_curves(
 ) -> NDArray[np.float64]:
     """Smoothed curves (n_bootstrap, m) of resamples drawn cell by cell.
 
-    A resample only enters the smoother through the grid sums, so rows are
-    grouped into cells (grid interval x outcome) and each resample's cell
-    counts are drawn from the multinomial that row resampling induces; each
-    cell's rows are split onto the grid with the cell's mean share. Cell
-    counts are exact; positions within a cell (a tenth of a bandwidth) are
+    A resample only enters the smoother through the grid sums, so rows (``weights`` of
+    them at each score: ones for the data) are grouped into cells (grid interval x
+    outcome) and each resample's cell counts are drawn from the multinomial that row
+    resampling induces; each cell's rows are split onto the grid with the cell's mean
+    share. Cell counts are exact; positions within a cell (a tenth of a bandwidth) are
     averaged. Cost does not grow with the rows.
     """
     n_grid = grid_size(bandwidth)
-    position = problem.scores * (n_grid - 1)
+    position = scores * (n_grid - 1)
     left = np.clip(position.astype(np.intp), 0, n_grid - 2)
-    outcomes = np.rint(problem.scores - problem.residuals).astype(np.intp)
     cells = 2 * left + outcomes
-    counts = np.bincount(cells, minlength=2 * (n_grid - 1)).astype(np.float64)
-    shares = np.bincount(cells, weights=position - left, minlength=counts.size)
+    counts = np.bincount(cells, weights=weights, minlength=2 * (n_grid - 1))
+    shares = np.bincount(cells, weights=weights * (position - left), minlength=counts.size)
     right_share = np.divide(shares, counts, out=np.zeros_like(shares), where=counts > 0)
-    draws = rng.multinomial(problem.scores.size, counts / counts.sum(), size=n_bootstrap)
+    total = round(float(weights.sum()))
+    draws = rng.multinomial(total, counts / counts.sum(), size=n_bootstrap)
     right = (draws * right_share).reshape(n_bootstrap, n_grid - 1, 2)
     left_part = (draws * (1.0 - right_share)).reshape(n_bootstrap, n_grid - 1, 2)
     sums = np.zeros((2 * n_bootstrap, n_grid))  # rows: positives, then all rows
@@ -288,6 +290,54 @@ def _bootstrap_curves(
     return np.clip(smoothed[:n_bootstrap] / (smoothed[n_bootstrap:] + DENSITY_EPS), 0.0, 1.0)
 
 
+def smooth_reliability_of_groups(
+    scores: ArrayLike,
+    outcome_rates: ArrayLike,
+    counts: ArrayLike,
+    *,
+    label: str = "top label",
+    n_points: int = 200,
+    n_bootstrap: int = 200,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> SmoothReliability:
+    """The smooth reliability diagram of rows given as groups (e.g. the resampling cells of
+    :class:`calibcore.summaries.CellSummary`): ``counts[i]`` rows at score ``scores[i]``,
+    a fraction ``outcome_rates[i]`` of them with outcome 1.
+
+    Equal to :func:`smooth_reliability` on the rows when each group's rows share its
+    score; otherwise every row is moved to its group's mean score (within 1/8,190 for
+    resampling cells), which moves the curve by far less than the band (the tests hold
+    it within :data:`calibcore.summaries.CELL_ERROR_BOUND`). The band resamples rows, as
+    :func:`smooth_reliability`'s does.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    rates = np.asarray(outcome_rates, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if not (scores.ndim == rates.ndim == counts.ndim == 1
+            and scores.size == rates.size == counts.size) or scores.size == 0:
+        raise CalibrationInputError("scores, outcome_rates and counts must be 1-D arrays of "
+                                    "the same non-zero length.")
+    if not (np.all((scores >= 0) & (scores <= 1)) and np.all((rates >= 0) & (rates <= 1))
+            and np.all(counts > 0)):
+        raise CalibrationInputError("scores and outcome_rates must lie in [0, 1] and counts "
+                                    "be positive.")
+    n_points = check_positive_int(n_points, "n_points", minimum=2)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    order = np.argsort(scores, kind="stable")
+    # each group as its outcome-1 and outcome-0 rows
+    both = np.concatenate([order, order])
+    outcomes = np.repeat(np.array([1, 0], dtype=np.intp), order.size)
+    weights = np.concatenate([counts[order] * rates[order], counts[order] * (1 - rates[order])])
+    keep = weights > 0
+    position = np.argsort(scores[both][keep], kind="stable")
+    return _weighted_smooth_diagram(
+        label, scores[both][keep][position], outcomes[keep][position],
+        weights[keep][position], np.linspace(0.0, 1.0, n_points), None, n_bootstrap, level,
+        np.random.default_rng(random_state))
+
+
 def _one_smooth_diagram(
     problem: ViewProblem,
     grid: NDArray[np.float64],
@@ -296,26 +346,44 @@ def _one_smooth_diagram(
     level: float,
     rng: np.random.Generator,
 ) -> SmoothReliability:
-    n_rows = problem.scores.size
-    ones = np.ones((1, n_rows))
-    values, bandwidths = smooth_ece_rows(problem.scores, problem.residuals, ones, bandwidth)
+    outcomes = np.rint(problem.scores - problem.residuals).astype(np.intp)
+    return _weighted_smooth_diagram(problem.label, problem.scores, outcomes,
+                                    np.ones(problem.scores.size), grid, bandwidth,
+                                    n_bootstrap, level, rng)
+
+
+def _weighted_smooth_diagram(
+    label: str,
+    scores: NDArray[np.float64],
+    outcomes: NDArray[np.intp],
+    weights: NDArray[np.float64],
+    grid: NDArray[np.float64],
+    bandwidth: float | None,
+    n_bootstrap: int,
+    level: float,
+    rng: np.random.Generator,
+) -> SmoothReliability:
+    """The diagram of ``weights`` rows at each (sorted) score with outcome 0 or 1."""
+    n_rows = float(weights.sum())
+    row_weights = weights[None, :]
+    values, bandwidths = smooth_ece_rows(scores, scores - outcomes, row_weights, bandwidth)
     sigma = float(bandwidths[0])
-    outcomes = np.rint(problem.scores - problem.residuals)
-    smoothed, density = KernelSmoother(problem.scores, outcomes[None, :], ones).smooth(sigma, grid)
+    smoothed, density = KernelSmoother(scores, row_weights * outcomes, row_weights).smooth(
+        sigma, grid)
     # Clipping only removes transform rounding (~1e-12) around empty regions.
     curve = np.clip(smoothed[0] / (density[0] + DENSITY_EPS), 0.0, 1.0)
     low, high = curve, curve
     if n_bootstrap:
-        curves = _bootstrap_curves(problem, sigma, grid, n_bootstrap, rng)
+        curves = _bootstrap_curves(scores, outcomes, weights, sigma, grid, n_bootstrap, rng)
         low, high = np.quantile(curves, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
     return SmoothReliability(
-        label=problem.label,
+        label=label,
         grid=grid,
         curve=curve,
         curve_low=low,
         curve_high=high,
         density=np.maximum(density[0], 0.0) / n_rows,
-        n=n_rows,
+        n=round(n_rows),
         bandwidth=sigma,
         smooth_ece=float(values[0]),
         n_bootstrap=n_bootstrap,

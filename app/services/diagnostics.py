@@ -240,12 +240,15 @@ def reliability_for(services: Services, dataset_id: str,
                   **_sampled(services, dataset_id)}
         report = _exact_report(services, dataset_id, request)
         if report is not None and request.subset == "all":
-            result["diagrams"] = report["reliability"]["diagrams"]
-            result["n_binned"] = report["n_rows"]
+            exact = report["reliability"]
+            result.update(diagrams=exact["diagrams"], n_binned=report["n_rows"])
+            if "smooth" in exact:
+                result["smooth"] = exact["smooth"]
+                result.pop("sample_note", None)
             sampled = result.get("sample_note")
-            result["exact_note"] = (f"binned diagram: every one of the {report['n_rows']:,} "
-                                    "rows, exact" + (f"; smooth diagram {sampled}" if sampled
-                                                     else ""))
+            result["exact_note"] = (f"every one of the {report['n_rows']:,} rows: "
+                                    + exact["note"] + (f"; smooth diagram {sampled}"
+                                                       if sampled else ""))
         return result
 
     return dict(cached(services.store, key, compute))

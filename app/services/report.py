@@ -22,7 +22,7 @@ from calibcore.partitioned import (
     partitioned_equal_mass,
     partitioned_summaries,
 )
-from calibcore.summaries import BinnedSummary, CellSummary
+from calibcore.summaries import CELL_ERROR_BOUND, BinnedSummary, CellSummary
 from calibcore.views import View
 
 if TYPE_CHECKING:
@@ -132,8 +132,14 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
                 "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,
                 "binning": "equal_width", "diagrams": summary.diagrams(),
                 "classwise": summary.diagrams(classwise=True, class_names=classes),
-                "note": "exact: per-bin counts and sums merged from the partitions; Wilson "
-                        "95% interval of each bin's observed frequency"})}
+                **({} if cells is None else {"smooth": [cells.smooth_diagram(
+                    n_bootstrap=n_bootstrap)]}),
+                "note": "binned: exact, per-bin counts and sums merged from the partitions, "
+                        "Wilson 95% interval of each bin's observed frequency; " + (
+                            "no smooth diagram: too many cells" if cells is None else
+                            "smooth: each resampling cell's rows at their mean confidence "
+                            f"(within {CELL_ERROR_BOUND:g} of the curve on the rows in the "
+                            "tests), bootstrap 95% band")})}
 
 
 def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None, n_bins: int,

@@ -64,7 +64,7 @@ def render_html(report: dict[str, Any]) -> str:
     """The report as one HTML page with interactive figures and no external resources."""
     metrics = report["metrics"]
     figures = [reliability_figure(report["reliability"])]
-    if "smooth" in report["reliability"]:  # not on the dask engine yet
+    if "smooth" in report["reliability"]:  # absent on the dask engine above MAX_CELLS
         figures.append(smooth_reliability_figure(report["reliability"]))
     if "bin_sensitivity" in report:
         figures.append(bin_sensitivity_figure(report["bin_sensitivity"], metrics["n_bins"]))

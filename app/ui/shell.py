@@ -91,8 +91,9 @@ def register(app: Dash, services: Services) -> None:
         if note is None:
             return None, "sample-banner-off"
         external = meta["external"]
-        exact = (f"The measures table and the binned reliability diagram use every one of the "
-                 f"{external['n_rows']:,} rows (exact, on Dask); the other figures are "
+        exact = ("With the top-label view, equal-width bins and all or test rows, the measures "
+                 f"and reliability diagrams use every one of the {external['n_rows']:,} rows "
+                 "(from per-partition summaries on Dask); everything else is "
                  if pathname == "/overview" else "Every figure on this page is ")
         return [html.Strong("Sampled data. "), f"{exact}{note}. The files stay at ",
                 html.Code(external["uri"]), "."], "note note-warning sample-banner"

@@ -93,6 +93,11 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
         assert np.allclose(np.array(diagram[part], dtype=float),
                            np.array(reference[part], dtype=float), rtol=1e-9,
                            equal_nan=True), part
+    (smooth,) = report["reliability"]["smooth"]
+    (smooth_reference,) = expected["reliability"]["smooth"]
+    assert smooth["bandwidth"] == smooth_reference["bandwidth"]
+    assert np.abs(np.array(smooth["curve"]) - np.array(smooth_reference["curve"])).max() \
+        < CELL_ERROR_BOUND
     assert [d["label"] for d in report["reliability"]["classwise"]] == [
         f"class {name}" for name in report["classes"]]
     assert "ECE" in capsys.readouterr().out

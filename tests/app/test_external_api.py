@@ -112,7 +112,8 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
 
         diagram = client.get(f"/api/v1/datasets/{dataset['id']}/reliability").json()
         assert sum(diagram["diagrams"][0]["count"]) == N_ROWS
-        assert "smooth diagram computed on a sample" in diagram["exact_note"]
+        assert "sample_note" not in diagram and diagram["smooth"][0]["n"] == N_ROWS
+        assert f"every one of the {N_ROWS:,} rows" in diagram["exact_note"]
 
         variables = client.get(f"/api/v1/datasets/{dataset['id']}/variables")
         assert variables.status_code == 200, variables.text

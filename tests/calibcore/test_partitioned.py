@@ -4,6 +4,7 @@ two worker processes, tables of 1, 3 and 17 partitions, the same measures as in 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import reduce
 
 import dask.dataframe as dd
 import numpy as np
@@ -16,10 +17,13 @@ from calibcore import metrics
 from calibcore.binning import equal_mass_edges
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
+    merge_cells,
+    partition_cells,
     partitioned_equal_mass,
     partitioned_measures,
     partitioned_summary,
 )
+from calibcore.reliability import smooth_reliability
 from calibcore.summaries import CELL_ERROR_BOUND, FROM_CELLS
 from calibcore.uncertainty import global_measures
 from tests.calibcore.test_summaries import in_memory
@@ -68,6 +72,34 @@ def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partition
                 getattr(expected[key], part), **tolerance), (key, part)
         assert result[key].low <= result[key].value <= result[key].high
         assert (key in exact) == (result[key].note == "")
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3, 17])
+def test_smooth_diagram_of_the_merged_cells_is_within_its_bound(client, n_partitions) -> None:
+    """The smooth reliability curve and its smooth ECE from the merged cells stay within
+    CELL_ERROR_BOUND of smooth_reliability on all rows, with the same bandwidth and the
+    same density; the band holds the curve wherever there are rows."""
+    import dask
+
+    classes = ["no", "yes"]
+    frame = table(30_000, classes, seed=11)
+    columns = [f"p_{c}" for c in classes]
+    parts = dd.from_pandas(frame, npartitions=n_partitions).to_delayed()
+    cells = [dask.delayed(partition_cells)(part, "y", columns, classes, 15) for part in parts]
+    (merged,) = dask.compute(dask.delayed(lambda items: reduce(merge_cells, items))(cells))
+    got = merged.smooth_diagram(n_bootstrap=100)
+    labels = pd.Index(classes).get_indexer(frame["y"])
+    (expected,) = smooth_reliability(labels, frame[columns].to_numpy(), n_bootstrap=0)
+    assert got.label == expected.label and got.n == 30_000
+    assert got.bandwidth == expected.bandwidth
+    assert np.abs(got.curve - expected.curve).max() < CELL_ERROR_BOUND
+    assert np.abs(got.density - expected.density).max() < 10 * CELL_ERROR_BOUND
+    assert abs(got.smooth_ece - expected.smooth_ece) < CELL_ERROR_BOUND
+    shown = got.density > 1e-3
+    assert np.all(got.curve_low[shown] <= got.curve[shown])
+    assert np.all(got.curve[shown] <= got.curve_high[shown])
+    assert np.all(got.curve_high - got.curve_low >= 0) and (got.curve_high - got.curve_low)[
+        shown].max() > 0.01
 
 
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])

@@ -111,8 +111,9 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
     metrics = {"all": _partitioned_metrics(summary, cells, n_bins, n_bootstrap)}
     if roles.split is not None:
         step(0.8, "summarising the test rows")
-        test = frame[frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
-                     == "test"]
+        names = frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
+        _check_split(roles.split, names.value_counts(dropna=False).compute())
+        test = frame[names == "test"]
         metrics["test"] = _partitioned_metrics(
             *partitioned_summaries(test, label, probabilities, classes, n_bins=n_bins),
             n_bins, n_bootstrap)
@@ -153,6 +154,21 @@ def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None, n_bi
                 "whatever the partitioning)" if result.resampling.startswith("resampled")
                 else result.resampling or "no intervals asked for"),
             "measures": {estimate.key: asdict(estimate) for estimate in result.measures}}
+
+
+def _check_split(column: str, counts: pd.Series) -> None:
+    """Refuse a split column with other values than calibration/test names, or no test
+    rows (as an upload would)."""
+    unknown = int(counts[counts.index.isna()].sum())
+    if unknown:
+        raise CalibrationInputError(
+            f"column {column!r} (split) has {unknown:,} values that are not calibration "
+            "(calibration/cal/fit) or test (test/eval/holdout) names; name the split column "
+            "(--split, or \"split\" in the request), or leave it out.", code="invalid_split",
+            column=column, count=unknown)
+    if "test" not in counts.index:
+        raise CalibrationInputError(f"column {column!r} (split) has no test rows.",
+                                    code="invalid_split", column=column)
 
 
 def _split_names(values: pd.Series) -> pd.Series:

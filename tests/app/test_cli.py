@@ -156,3 +156,24 @@ def test_recalibrate_with_the_dask_engine_writes_every_partition_corrected(
     assert main(["recalibrate", logs, "--engine", "dask", "--method", "platt",
                  "--renormalize"]) == 2
     assert main(["recalibrate", str(tmp_path / "whole.csv"), "--method", "platt"]) == 2
+
+
+def test_report_with_the_dask_engine_takes_the_roles_it_is_given(tmp_path, capsys) -> None:
+    """--label, --probabilities, --features and --split as the README shows them: the
+    roles echo back, and the test rows' measures are those of the test rows in memory."""
+    frame, logs = split_logs(tmp_path, n_rows=4_000)
+    out = tmp_path / "report.json"
+    assert main(["report", logs, "--engine", "dask", "--label", "y_true", "--probabilities",
+                 "y_prob", "--features", "x0", "--split", "split", "--n-bootstrap", "0",
+                 "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["roles"] == {"label": "y_true", "probabilities": ["y_prob"],
+                               "features": ["x0"], "split": "split", "id": None}
+    test = frame[frame["split"] == "test"]
+    result = report["metrics_by_subset"]["test"]
+    assert result["n"] == len(test)
+    assert result["measures"]["nll"]["value"] == pytest.approx(
+        metrics.negative_log_likelihood(test["y_true"].to_numpy(), test["y_prob"].to_numpy()),
+        rel=1e-9)
+    assert main(["report", logs, "--engine", "dask", "--split", "x1"]) == 2
+    assert "4,000 values that are not calibration" in capsys.readouterr().err

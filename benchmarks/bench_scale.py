@@ -118,6 +118,40 @@ def _with_dask_cli_cluster(folder: Path, out: Path) -> tuple[float, dict]:
             process.wait(timeout=30)
 
 
+def _through_server(folder: Path, n_rows: int, report: dict) -> list[Row]:
+    """``POST /api/v1/datasets/external`` on a running server (its local in-process
+    cluster), timed from the request to the job's end, then the Overview's measures and
+    reliability requests, and the server's peak RSS."""
+    from benchmarks.server_jobs import request, timed_job
+    from tests.live_server import live_server
+
+    with tempfile.TemporaryDirectory() as directory, live_server(
+            Path(directory), env={"CALIBDASH_EXTERNAL_ROOTS": str(folder)}) as server:
+        job = timed_job(server, "POST", "/api/v1/datasets/external", {
+            "uri": str(folder / "*.parquet"), "label": "clicked",
+            "probabilities": ["p_click"]})
+        assert job.status == "succeeded", job.result
+        dataset = job.result["id"]
+        began = time.perf_counter()
+        measures = request(server, "GET", f"/api/v1/datasets/{dataset}/metrics")
+        diagrams = request(server, "GET", f"/api/v1/datasets/{dataset}/reliability")
+        overview = time.perf_counter() - began
+        status = Path(f"/proc/{server.process.pid}/status").read_text().splitlines()
+        peak = next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:"))
+    same = all(measures["measures"][key]["value"] == item["value"]
+               for key, item in report["metrics"]["measures"].items())
+    external = job.result["external"]
+    return [Row(f"POST /api/v1/datasets/external, {n_rows:,} rows (local in-process cluster "
+                "in the server)", job.seconds,
+                note=f"exact report + a seeded sample of {external['n_sample']:,} rows stored; "
+                     f"progress never still for more than {job.longest_still:.1f} s; server "
+                     f"peak RSS {peak:,.0f} MiB"),
+            Row("Overview of that dataset: measures + both reliability diagrams", overview,
+                note=f"n = {measures['n']:,}, smooth diagram on "
+                     f"{diagrams['smooth'][0]['n']:,} rows; values "
+                     f"{'equal' if same else 'DIFFER from'} the command line's report")]
+
+
 def run(quick: bool = False) -> list[Row]:
     large, held = (30_000, 10_000) if quick else (50_000_000, 5_000_000)
     per_file = 10_000 if quick else ROWS_PER_FILE
@@ -144,6 +178,7 @@ def run(quick: bool = False) -> list[Row]:
                         peer="pandas + calibcore in memory (with intervals)",
                         peer_seconds=memory_seconds,
                         note=_agreement(dask_report, values)))
+        rows += _through_server(big, large, report)
         cluster_seconds, cluster_report = _with_dask_cli_cluster(small, root / "cluster.json")
         rows.append(Row(f"report --engine dask --scheduler (dask scheduler + 2 dask workers), "
                         f"{held:,} rows", cluster_seconds,

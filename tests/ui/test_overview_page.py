@@ -12,6 +12,22 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+#: Curve points not inside their band stretch, read from the plotted figure's data.
+BAND_CHECK = """
+const data = document.querySelector('#smooth-graph .js-plotly-plot').data;
+const band = data.find(t => t.fill === 'toself'), line = data[data.indexOf(band) + 1];
+const at = new Map(line.x.map((x, i) => [x, line.y[i]]));
+let outside = 0, xs = [], ys = [];
+const check = () => { const half = xs.length / 2;
+  for (let i = 0; i < half; i++) { const y = at.get(xs[i]);
+    const high = ys[i], low = ys[xs.length - 1 - i];
+    if (y === null || y === undefined || y < low - 1e-9 || y > high + 1e-9) outside++; } };
+band.x.forEach((x, i) => { if (x === null) { check(); xs = []; ys = []; }
+                           else { xs.push(x); ys.push(band.y[i]); } });
+check();
+return outside;
+"""
+
 
 def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, browser) -> None:
     browser.get(server + "/overview")
@@ -30,6 +46,9 @@ def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, bro
                                              "#smooth-graph .scatterlayer .trace")) >= 4)
     assert "bandwidth" in browser.find_element(By.CSS_SELECTOR, "#smooth-graph .gtitle").text
     assert len(browser.find_elements(By.CSS_SELECTOR, "#bins-graph .scatterlayer .trace")) >= 5
+    # the band as drawn: each closed stretch holds the drawn curve between its edges
+    outside = browser.execute_script(BAND_CHECK)
+    assert outside == 0
 
     ece_before = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-ece").text)
     smooth_before = smooth_row.split()[2]

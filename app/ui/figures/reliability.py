@@ -119,9 +119,9 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     diagrams = result["smooth"][:8]
     for number, diagram in enumerate(diagrams):
         colour = PALETTE[number % len(PALETTE)]
-        grid, curve, low, high = _supported(diagram)
+        grid, curve, band_x, band_y = _supported(diagram)
         figure.add_trace(go.Scatter(
-            x=grid + grid[::-1], y=high + low[::-1],
+            x=band_x, y=band_y,
             fill="toself", fillcolor=_translucent(colour), line={"width": 0},
             hoverinfo="skip", name=f"95% bootstrap band ({diagram['label']})",
             showlegend=number == 0 or len(diagrams) > 1), row=1, col=1)
@@ -185,17 +185,27 @@ def bin_sensitivity_figure(result: dict[str, Any], current_bins: int | None = No
     return figure
 
 
-def _supported(diagram: dict[str, Any]) -> tuple[list[float], ...]:
-    """Grid, curve and band with points of almost no data (fewer than about one row within
-    a bandwidth) blanked: there the kernel estimate only reflects its regularizer."""
+def _supported(diagram: dict[str, Any]) -> tuple[list[float], list[float | None],
+                                                list[float | None], list[float | None]]:
+    """Grid and curve with points of almost no data (fewer than about one row within a
+    bandwidth) blanked, since there the kernel estimate only reflects its regularizer; and
+    the band as one closed outline per stretch of shown points, separated by gaps (a
+    ``fill="toself"`` trace fills each one alone, so no band spans a blank)."""
     weight = np.asarray(diagram["density"]) * diagram["n"] * diagram["bandwidth"]
-    hide = weight < 1.0
-
-    def masked(values: list[float]) -> list[float]:
-        return [None if h else v for v, h in zip(values, hide, strict=True)]  # type: ignore[misc]
-
-    return (diagram["grid"], masked(diagram["curve"]), masked(diagram["curve_low"]),
-            masked(diagram["curve_high"]))
+    shown = weight >= 1.0
+    grid = list(diagram["grid"])
+    curve = [v if keep else None for v, keep in zip(diagram["curve"], shown, strict=True)]
+    band_x: list[float | None] = []
+    band_y: list[float | None] = []
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], shown.astype(int), [0]])))
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        if band_x:
+            band_x.append(None)
+            band_y.append(None)
+        band_x += grid[start:stop] + grid[start:stop][::-1]
+        band_y += list(diagram["curve_high"][start:stop]) + list(
+            diagram["curve_low"][start:stop])[::-1]
+    return grid, curve, band_x, band_y
 
 
 def _translucent(colour: str, alpha: float = 0.2) -> str:

@@ -25,11 +25,13 @@ from calibcore.roles import (
     ID_NAMES,
     LABEL_NAMES,
     PROBABILITY_PREFIXES,
+    PROBABILITY_SUFFIXES,
     SPLIT_NAMES,
     SPLIT_VALUES,
     ColumnRoles,
     RoleGuess,
     Split,
+    column_class_parts,
     infer_roles,
     label_value_names,
     natural_order,
@@ -42,6 +44,7 @@ __all__ = [
     "LABEL_NAMES",
     "MAX_CATEGORICAL_INTEGERS",
     "PROBABILITY_PREFIXES",
+    "PROBABILITY_SUFFIXES",
     "SPLIT_NAMES",
     "SPLIT_VALUES",
     "ColumnRoles",
@@ -298,17 +301,15 @@ def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
 
 
 def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[str, ...]:
-    """Class names from ``<prefix><class>`` column names matched against label values."""
+    """Class names from ``<prefix><class>`` or ``<class><suffix>`` column names matched
+    against label values."""
     values = set(labels.dropna().unique())
     normal_values = {normalize_name(v): v for v in values}
-    normal_columns = [normalize_name(c) for c in columns]
-    for prefix in PROBABILITY_PREFIXES:
-        if not all(c.startswith(prefix) and len(c) > len(prefix) for c in normal_columns):
-            continue
-        suffixes = [c[len(prefix):] for c in normal_columns]
-        if any(s in normal_values for s in suffixes) or not values:
-            return tuple(normal_values.get(s, str(c)[len(prefix):])
-                         for s, c in zip(suffixes, columns, strict=True))
+    for parts in column_class_parts(columns):
+        normal_parts = [normalize_name(part) for part in parts]
+        if any(part in normal_values for part in normal_parts) or not values:
+            return tuple(normal_values.get(normal, part)
+                         for normal, part in zip(normal_parts, parts, strict=True))
     if len(values) == len(columns) and all(v.isdigit() for v in values):
         return tuple(sorted(values, key=int))
     return tuple(str(c) for c in columns)

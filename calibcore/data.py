@@ -1,14 +1,14 @@
-"""Prediction tables: column-role inference and validation -> :class:`PredictionSet`.
+"""Prediction tables: validation under column roles -> :class:`PredictionSet`.
 
 A prediction table has one row per example: the true label, the model's class
 probabilities (or logits), optionally a split column (calibration/test) and an
-id, and any number of feature columns (SPEC §2). Reading files is the app's job;
-this module works on a :class:`pandas.DataFrame`.
+id, and any number of feature columns (SPEC §2). Which column plays which role
+comes from the user or from :func:`calibcore.roles.infer_roles` (re-exported here).
+Reading files is the app's job; this module works on a :class:`pandas.DataFrame`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -18,90 +18,50 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
-from calibcore.exceptions import CalibrationInputError, RoleInferenceError
+from calibcore.exceptions import CalibrationInputError
+from calibcore.roles import (
+    BINARY_PROBABILITY_NAMES,
+    BOOLEAN_LABELS,
+    ID_NAMES,
+    LABEL_NAMES,
+    PROBABILITY_PREFIXES,
+    PROBABILITY_SUFFIXES,
+    SPLIT_NAMES,
+    SPLIT_VALUES,
+    ColumnRoles,
+    RoleGuess,
+    Split,
+    column_class_parts,
+    infer_roles,
+    label_value_names,
+    natural_order,
+    normalize_name,
+)
 
-Split = Literal["calibration", "test"]
+__all__ = [
+    "BINARY_PROBABILITY_NAMES",
+    "ID_NAMES",
+    "LABEL_NAMES",
+    "MAX_CATEGORICAL_INTEGERS",
+    "PROBABILITY_PREFIXES",
+    "PROBABILITY_SUFFIXES",
+    "SPLIT_NAMES",
+    "SPLIT_VALUES",
+    "ColumnRoles",
+    "FeatureKind",
+    "PredictionSet",
+    "RoleGuess",
+    "Split",
+    "build_prediction_set",
+    "class_names_of",
+    "feature_kind",
+    "infer_roles",
+    "label_value_names",
+]
+
 FeatureKind = Literal["numeric", "categorical"]
-
-LABEL_NAMES = ("y_true", "y", "label", "labels", "target", "class", "truth", "ground_truth",
-               "outcome", "true_label")
-BINARY_PROBABILITY_NAMES = ("y_prob", "y_proba", "y_pred_proba", "y_score", "p", "proba",
-                            "prob", "probability", "score", "pred_prob", "p1", "prob_1",
-                            "proba_1", "p_1")
-PROBABILITY_PREFIXES = ("y_proba_", "y_prob_", "proba_", "probability_", "prob_", "pred_",
-                        "score_", "p_", "proba", "prob", "p")
-SPLIT_NAMES = ("split", "fold", "subset", "set", "partition")
-ID_NAMES = ("id", "row_id", "sample_id", "example_id", "uid", "uuid", "key", "index")
-SPLIT_VALUES: dict[str, Split] = {
-    "calibration": "calibration", "cal": "calibration", "calib": "calibration",
-    "fit": "calibration", "train": "calibration", "recalibration": "calibration",
-    "test": "test", "eval": "test", "evaluation": "test", "holdout": "test",
-    "hold-out": "test", "heldout": "test", "held_out": "test", "validation": "test",
-}
-_BOOLEAN_LABELS = {"false": 0, "true": 1, "no": 0, "yes": 1, "0": 0, "1": 1, "neg": 0,
-                   "pos": 1, "negative": 0, "positive": 1, "0.0": 0, "1.0": 1}
 #: Integer columns with at most this many distinct values are treated as categorical.
 MAX_CATEGORICAL_INTEGERS = 10
-
-
-@dataclass(frozen=True)
-class ColumnRoles:
-    """Which column plays which role.
-
-    Attributes
-    ----------
-    label : str or None
-        The true-label column; None for an unlabeled batch (predictions only), which
-        supports the label-free diagnostics (calibration support, applying a model).
-    probabilities : tuple of str
-        One column per class (K >= 2), or a single column holding P(positive class)
-        of a binary problem.
-    features : tuple of str
-        Columns describing the examples.
-    split : str or None
-        Column with calibration/test values.
-    id : str or None
-        Identifier column carried into exports.
-    logits : bool
-        The probability columns hold logits (softmax, or sigmoid for one column).
-    """
-
-    label: str | None
-    probabilities: tuple[str, ...]
-    features: tuple[str, ...] = ()
-    split: str | None = None
-    id: str | None = None
-    logits: bool = False
-
-    def columns(self) -> list[str]:
-        """Every column with a role, label first."""
-        named = [*([self.label] if self.label else []), *self.probabilities, *self.features]
-        return named + [c for c in (self.split, self.id) if c is not None]
-
-
-@dataclass(frozen=True)
-class RoleGuess:
-    """The result of role inference: roles filled in where they could be, and why.
-
-    ``label`` or ``probabilities`` may be missing (None / empty) when the table gave
-    no clue; ``problems`` then says what to choose.
-    """
-
-    label: str | None
-    probabilities: tuple[str, ...]
-    features: tuple[str, ...]
-    split: str | None
-    id: str | None
-    problems: tuple[str, ...] = ()
-
-    def to_roles(self) -> ColumnRoles:
-        """The guess as :class:`ColumnRoles`; raises if label or probabilities are missing."""
-        if self.label is None or not self.probabilities:
-            raise RoleInferenceError(
-                " ".join(self.problems) or "could not find label and probability columns.",
-                code="roles_not_found",
-            )
-        return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id)
 
 
 @dataclass(frozen=True)
@@ -154,115 +114,6 @@ class PredictionSet:
         if self.split is None:
             return np.ones(self.n_rows, dtype=bool)
         return self.split == split
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())
-
-
-def _find_named(columns: Sequence[str], names: Sequence[str]) -> str | None:
-    by_normal = {_normalize(c): c for c in columns}
-    for candidate in names:
-        if candidate in by_normal:
-            return by_normal[candidate]
-    return None
-
-
-def label_value_names(values: pd.Series) -> pd.Series:
-    """Label values as the strings that name classes ("1", "cat"); integral floats lose ".0".
-
-    Each distinct value is named once (a label column has few), so a million rows cost a
-    factorization, not a million Python calls.
-    """
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    if pd.api.types.is_bool_dtype(values):
-        names = [{False: "0", True: "1"}[bool(v)] for v in uniques]
-    elif pd.api.types.is_float_dtype(values) and np.all(
-            np.asarray(uniques) == np.round(np.asarray(uniques))):
-        names = [str(int(v)) for v in uniques]
-    else:
-        names = [str(v).strip() for v in uniques]
-    named = np.array([*names, np.nan], dtype=object)  # code -1 (missing) reads the last
-    return pd.Series(named[codes], index=values.index, name=values.name, dtype=object)
-
-
-def _class_columns(columns: Sequence[str], class_names: Sequence[str]) -> tuple[str, ...]:
-    """Columns ``<prefix><class>`` for every class, trying the known prefixes in turn."""
-    by_normal = {_normalize(c): c for c in columns}
-    wanted = [_normalize(c) for c in class_names]
-    for prefix in PROBABILITY_PREFIXES:
-        found = [by_normal.get(prefix + name) for name in wanted]
-        if all(found):
-            return tuple(str(c) for c in found)
-    return ()
-
-
-def _prefixed_groups(columns: Sequence[str]) -> tuple[str, ...]:
-    """The largest group of >= 2 columns sharing a probability prefix (proba_0, proba_1, ...)."""
-    best: tuple[str, ...] = ()
-    for prefix in (p for p in PROBABILITY_PREFIXES if p.endswith("_")):
-        group = tuple(c for c in columns if _normalize(c).startswith(prefix)
-                      and len(_normalize(c)) > len(prefix))
-        if len(group) > len(best):
-            best = group
-    return best if len(best) >= 2 else ()
-
-
-def infer_roles(frame: pd.DataFrame) -> RoleGuess:
-    """Guess the role of every column from names and values (SPEC §2).
-
-    Parameters
-    ----------
-    frame : DataFrame
-        The raw table.
-
-    Returns
-    -------
-    RoleGuess
-        Always returns; unresolved roles are explained in ``problems``.
-    """
-    columns = [str(c) for c in frame.columns]
-    problems: list[str] = []
-    label = _find_named(columns, LABEL_NAMES)
-    probabilities: tuple[str, ...] = ()
-    if label is None:
-        problems.append(
-            "No label column found: name it y_true, y, label, target or class, or choose it."
-        )
-    else:
-        class_names = sorted(label_value_names(frame[label]).dropna().unique(), key=_natural)
-        probabilities = _class_columns([c for c in columns if c != label], class_names)
-    if not probabilities:
-        probabilities = _prefixed_groups([c for c in columns if c != label])
-    if not probabilities:
-        single = _find_named([c for c in columns if c != label], BINARY_PROBABILITY_NAMES)
-        probabilities = (single,) if single else ()
-    if not probabilities:
-        problems.append(
-            "No probability columns found: give one column per class named like proba_<class> "
-            "(or one column y_prob with P(positive class) for a binary label), or choose them."
-        )
-    taken = {label, *probabilities}
-    split = _find_named([c for c in columns if c not in taken], SPLIT_NAMES)
-    if split is not None and not _looks_like_split(frame[split]):
-        split = None
-    taken.add(split)
-    id_column = _find_named([c for c in columns if c not in taken], ID_NAMES)
-    taken.add(id_column)
-    features = tuple(c for c in columns if c not in taken)
-    return RoleGuess(label, probabilities, features, split, id_column, tuple(problems))
-
-
-def _natural(value: str) -> tuple[int, float | str]:
-    try:
-        return (0, float(value))
-    except ValueError:
-        return (1, value)
-
-
-def _looks_like_split(values: pd.Series) -> bool:
-    seen = {str(v).strip().lower() for v in values.dropna().unique()[:50]}
-    return bool(seen) and seen <= set(SPLIT_VALUES)
 
 
 def feature_kind(values: pd.Series) -> FeatureKind:
@@ -428,7 +279,7 @@ def class_names_of(roles: ColumnRoles, label_names: pd.Series) -> tuple[str, ...
 
 def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
     """(negative, positive) class names when one column holds P(positive)."""
-    values = sorted(labels.dropna().unique(), key=_natural)
+    values = sorted(labels.dropna().unique(), key=natural_order)
     if len(values) > 2:
         raise CalibrationInputError(
             f"column {roles.label!r} has {len(values)} distinct labels "
@@ -438,7 +289,7 @@ def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
         )
     if not values:  # an unlabeled batch
         return ("0", "1")
-    lowered = {v: _BOOLEAN_LABELS.get(v.lower()) for v in values}
+    lowered = {v: BOOLEAN_LABELS.get(v.lower()) for v in values}
     if all(code is not None for code in lowered.values()):
         by_code = {code: v for v, code in lowered.items()}
         negative = by_code.get(0, "0" if "1" in by_code.values() else "false")
@@ -450,17 +301,15 @@ def _binary_classes(labels: pd.Series, roles: ColumnRoles) -> tuple[str, str]:
 
 
 def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[str, ...]:
-    """Class names from ``<prefix><class>`` column names matched against label values."""
+    """Class names from ``<prefix><class>`` or ``<class><suffix>`` column names matched
+    against label values."""
     values = set(labels.dropna().unique())
-    normal_values = {_normalize(v): v for v in values}
-    normal_columns = [_normalize(c) for c in columns]
-    for prefix in PROBABILITY_PREFIXES:
-        if not all(c.startswith(prefix) and len(c) > len(prefix) for c in normal_columns):
-            continue
-        suffixes = [c[len(prefix):] for c in normal_columns]
-        if any(s in normal_values for s in suffixes) or not values:
-            return tuple(normal_values.get(s, str(c)[len(prefix):])
-                         for s, c in zip(suffixes, columns, strict=True))
+    normal_values = {normalize_name(v): v for v in values}
+    for parts in column_class_parts(columns):
+        normal_parts = [normalize_name(part) for part in parts]
+        if any(part in normal_values for part in normal_parts) or not values:
+            return tuple(normal_values.get(normal, part)
+                         for normal, part in zip(normal_parts, parts, strict=True))
     if len(values) == len(columns) and all(v.isdigit() for v in values):
         return tuple(sorted(values, key=int))
     return tuple(str(c) for c in columns)

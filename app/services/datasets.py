@@ -25,6 +25,7 @@ from calibcore.data import (
     infer_roles,
 )
 from calibcore.exceptions import CalibrationInputError
+from calibcore.roles import role_problems
 
 PREVIEW_ROWS = 10
 #: The document of an external dataset (:mod:`app.services.external`) with its exact report.
@@ -69,10 +70,9 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
     label = None if overrides.unlabeled else (overrides.label or guess.label)
     probabilities = overrides.probabilities or guess.probabilities
     if (label is None and not overrides.unlabeled) or not probabilities:
-        problems = [p for p in guess.problems
-                    if (label is None and "label" in p) or (not probabilities and "probab" in p)]
+        missing = role_problems(label, probabilities, unlabeled=overrides.unlabeled)
         raise CalibrationInputError(
-            " ".join(problems) + f" The file's columns are: {', '.join(columns[:30])}.",
+            " ".join(missing) + f" The file's columns are: {', '.join(columns[:30])}.",
             code="roles_not_found")
     split = None if overrides.no_split else (overrides.split or guess.split)
     id_column = None if overrides.no_id else (overrides.id or guess.id)
@@ -82,6 +82,40 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
         features = tuple(c for c in columns if c not in taken)
     return ColumnRoles(label=label, probabilities=tuple(probabilities), features=tuple(features),
                        split=split, id=id_column, logits=overrides.logits)
+
+
+@dataclass(frozen=True)
+class RoleChoice:
+    """The roles screen after the user changed a role.
+
+    Attributes
+    ----------
+    features : tuple of str
+        The feature columns, in file order: without the columns now holding another role,
+        with those that just lost one.
+    assigned : tuple of str
+        The columns holding a role other than feature (to tell next time which lost one).
+    problems : tuple of str
+        What still stops the dataset from being created.
+    """
+
+    features: tuple[str, ...]
+    assigned: tuple[str, ...]
+    problems: tuple[str, ...]
+
+
+def choose_roles(columns: list[str], features: list[str], previously_assigned: list[str], *,
+                 label: str | None, probabilities: list[str], split: str | None,
+                 id_column: str | None, unlabeled: bool) -> RoleChoice:
+    """Features and problems after a role choice: a column picked as label, probability,
+    split or id leaves the features; one that loses such a role returns to them."""
+    assigned = tuple(c for c in (label, *probabilities, split, id_column) if c is not None)
+    freed = set(previously_assigned) - set(assigned)
+    kept = set(features) | freed
+    return RoleChoice(
+        features=tuple(c for c in columns if c in kept and c not in assigned),
+        assigned=assigned,
+        problems=role_problems(label, probabilities, split, id_column, unlabeled=unlabeled))
 
 
 def preview_rows(frame: pd.DataFrame, limit: int = PREVIEW_ROWS) -> list[dict[str, Any]]:
@@ -205,12 +239,16 @@ class DatasetService:
                 documents: dict[str, Any] | None = None) -> dict[str, Any]:
         frame = table.frame
         columns = [str(c) for c in frame.columns]
-        roles = _roles(frame, overrides, columns, table.dropped_columns)
+        guess = infer_roles(frame)
+        roles = _roles(guess, overrides, columns, table.dropped_columns)
         prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize)
         dataset_id = new_id("ds")
         self._store.write_table(dataset_id, frame)
         meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns))
-        meta["warnings"] = [*table.warnings, *meta["warnings"]]
+        # guesses nobody confirmed (roles left to inference) stay said on the dataset
+        unconfirmed = overrides.label is None or overrides.probabilities is None
+        meta["warnings"] = [*table.warnings, *(guess.notes if unconfirmed else ()),
+                            *meta["warnings"]]
         meta.update(extra_meta or {})
         for key, document in (documents or {}).items():
             self._store.write_document(f"{dataset_id}-{key}", document)
@@ -295,7 +333,7 @@ def sample_note(meta: dict[str, Any]) -> str | None:
             f"rows (seeded uniform, random_state={external['random_state']})")
 
 
-def _roles(frame: pd.DataFrame, overrides: RoleOverrides, columns: list[str],
+def _roles(guess: RoleGuess, overrides: RoleOverrides, columns: list[str],
            dropped: tuple[str, ...]) -> ColumnRoles:
     """The confirmed roles; a role given to a nested (dropped) column is refused by name."""
     chosen = [overrides.label, *(overrides.probabilities or ()), *(overrides.features or ()),
@@ -307,7 +345,7 @@ def _roles(frame: pd.DataFrame, overrides: RoleOverrides, columns: list[str],
             "left out when the file was read; a label, probability, feature, split or id "
             "column must hold plain numbers or text.", code="nested_columns", column=nested[0])
     try:
-        return apply_overrides(infer_roles(frame), overrides, columns)
+        return apply_overrides(guess, overrides, columns)
     except CalibrationInputError as exc:
         if not dropped:
             raise
@@ -323,6 +361,7 @@ def _guess_dict(guess: RoleGuess) -> dict[str, Any]:
     out["probabilities"] = list(guess.probabilities)
     out["features"] = list(guess.features)
     out["problems"] = list(guess.problems)
+    out["notes"] = list(guess.notes)
     return out
 
 

@@ -37,7 +37,8 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     frame = read_table(path, path.name)
-    prediction_set = build_prediction_set(frame, infer_roles(frame).to_roles())
+    guess = infer_roles(frame)
+    prediction_set = build_prediction_set(frame, guess.to_roles())
     subsets: list[diagnostics.Subset] = ["all"]
     if prediction_set.split is not None:
         subsets.append("test")
@@ -49,7 +50,7 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
                   "probabilities": list(prediction_set.roles.probabilities),
                   "features": list(prediction_set.roles.features),
                   "split": prediction_set.roles.split, "id": prediction_set.roles.id},
-        "warnings": list(prediction_set.warnings),
+        "warnings": [*guess.notes, *prediction_set.warnings],
         "metrics": diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
                                               n_bootstrap=n_bootstrap),
         "metrics_by_subset": {s: diagnostics.global_metrics(prediction_set, view=view,

@@ -39,9 +39,10 @@ from app.services.model_document import validate_document
 from app.services.tables import read_table
 from app.store import Record, Store, new_id, now
 from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
-from calibcore.data import PROBABILITY_PREFIXES, PredictionSet, infer_roles
+from calibcore.data import PredictionSet, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import Recalibrator
+from calibcore.roles import column_class_parts
 
 _KIND = "model"
 
@@ -204,9 +205,8 @@ def _inferred_inputs(frame: pd.DataFrame, recalibrator: Recalibrator) -> ModelIn
             f"this recalibrator predicts {n_classes} classes; the file's probability columns "
             f"could not be matched ({', '.join(columns) or 'none found'}). Export the model "
             "from calibdash, which records its columns.", code="missing_columns")
-    prefix = next((p for p in PROBABILITY_PREFIXES
-                   if all(c.startswith(p) and len(c) > len(p) for c in columns)), None)
-    classes = (tuple(c[len(prefix):] for c in columns) if prefix and len(columns) == n_classes
+    parts = column_class_parts(columns)  # proba_<class> or <class>_proba
+    classes = (parts[0] if parts and len(columns) == n_classes
                else tuple(str(k) for k in range(n_classes)))
     return ModelInputs(tuple(columns), classes)
 

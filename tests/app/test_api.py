@@ -223,6 +223,23 @@ def test_staged_upload_then_confirm_with_corrected_roles(client, default_nb) -> 
     assert_error(client.post(f"/api/v1/uploads/{body['upload_id']}/confirm", json={}), 404)
 
 
+def test_staged_upload_infers_a_target_and_the_probability_named_after_it(client) -> None:
+    text = "distance,delayed,p_delayed,carrier\n100,0,0.2,a\n250,1,0.8,b\n80,0,0.4,a\n"
+    body = client.post("/api/v1/uploads", files={"file": ("f.csv", text.encode())}).json()
+    assert body["inferred"] == {"label": "delayed", "probabilities": ["p_delayed"],
+                                "features": ["distance", "carrier"], "split": None, "id": None,
+                                "problems": [], "notes": []}
+
+
+def test_a_guess_nobody_confirmed_is_said_on_the_dataset(client) -> None:
+    text = "bought,q,age\n0,0.2,30\n1,0.8,40\n0,0.3,50\n1,0.6,20\n"
+    guessed = upload(client, text.encode()).json()
+    assert guessed["roles"]["label"] == "bought" and guessed["roles"]["probabilities"] == ["q"]
+    assert guessed["warnings"][0].startswith("guessed: label 'bought' and probability 'q'")
+    confirmed = upload(client, text.encode(), label="bought", probabilities="q").json()
+    assert not any(w.startswith("guessed") for w in confirmed["warnings"])
+
+
 def test_dataset_survives_restart(settings_factory, default_nb) -> None:
     settings = settings_factory()
     with TestClient(create_app(settings)) as first:

@@ -8,7 +8,7 @@ from typing import Any
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
 
 from app.services.context import Services
-from app.services.datasets import NotFound, RoleOverrides
+from app.services.datasets import NotFound, RoleOverrides, choose_roles
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from calibcore.exceptions import CalibrationInputError
@@ -53,7 +53,10 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     inferred = response["inferred"]
     columns = response["columns"]
     options = [{"label": c, "value": c} for c in columns]
-    problems = [error_note(p) for p in inferred.get("problems", [])]
+    messages = _role_messages(inferred["problems"], inferred, inferred["label"],
+                              inferred["probabilities"])
+    assigned = [c for c in (inferred["label"], *inferred["probabilities"], inferred["split"],
+                            inferred["id"]) if c is not None]
     notes = [info_note(w) for w in response.get("warnings", [])]
     preview = dash_table.DataTable(  # type: ignore[attr-defined]
         id=ids.PREVIEW_TABLE, data=response["preview"],
@@ -64,7 +67,8 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     return html.Div([
         html.H2(f"Confirm the column roles of {response['filename']} "
                 f"({response['n_rows']:,} rows, {len(columns)} columns)"),
-        *problems,
+        html.Div(messages, id=ids.ROLE_MESSAGES),
+        dcc.Store(id=ids.ROLE_ASSIGNED, data=assigned),
         *notes,
         html.Div([
             _field("Label (true class)", dcc.Dropdown(id=ids.ROLE_LABEL, options=options,
@@ -95,6 +99,15 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     ], className="panel")
 
 
+def _role_messages(problems: list[str] | tuple[str, ...], inferred: dict[str, Any],
+                   label: str | None, probabilities: list[str] | None) -> list[html.Div]:
+    """The problems of the current choice, and the inference's guesses while they stand."""
+    guesses_stand = (label, list(probabilities or [])) == (inferred["label"],
+                                                           inferred["probabilities"])
+    return [*(error_note(p) for p in problems),
+            *(info_note(n) for n in (inferred.get("notes", []) if guesses_stand else []))]
+
+
 def _field(label: str, control: Any) -> html.Div:
     return html.Div([html.Label(label, className="field-label"), control], className="field")
 
@@ -111,6 +124,27 @@ def register(app: Dash, services: Services) -> None:
             return error_note(f"Upload rejected: {message}"), None
         return info_note(f"Uploaded {body['filename']}: {body['n_rows']:,} rows. Check the "
                          "roles below, then create the dataset."), _roles_editor(body)
+
+    @app.callback(Output(ids.ROLE_MESSAGES, "children"), Output(ids.ROLE_FEATURES, "value"),
+                  Output(ids.ROLE_ASSIGNED, "data"),
+                  Input(ids.ROLE_LABEL, "value"), Input(ids.ROLE_PROBABILITIES, "value"),
+                  Input(ids.ROLE_SPLIT, "value"), Input(ids.ROLE_ID, "value"),
+                  Input(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_FEATURES, "value"),
+                  State(ids.ROLE_ASSIGNED, "data"), State(ids.UPLOAD_RESPONSE, "data"),
+                  prevent_initial_call=True)
+    def change_role(label: str | None, probabilities: list[str] | None, split: str | None,
+                    id_column: str | None, options: list[str] | None,
+                    features: list[str] | None, assigned: list[str] | None,
+                    response: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+        """A role choice updates the banners and takes the column out of the features."""
+        if not response:
+            return no_update, no_update, no_update
+        body = response["body"]
+        choice = choose_roles(body["columns"], features or [], assigned or [], label=label,
+                              probabilities=probabilities or [], split=split,
+                              id_column=id_column, unlabeled="unlabeled" in (options or []))
+        return (_role_messages(choice.problems, body["inferred"], label, probabilities),
+                list(choice.features), list(choice.assigned))
 
     @app.callback(Output(ids.CONFIRM_STATUS, "children"), Output(ids.URL, "href"),
                   Input(ids.CONFIRM_BUTTON, "n_clicks"),

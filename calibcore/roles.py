@@ -1,0 +1,407 @@
+"""Column roles of a prediction table, and their inference from names and values.
+
+A prediction table has one row per example: the true label, the model's class
+probabilities (or logits), optionally a split column (calibration/test) and an
+id, and any number of feature columns (SPEC §2). :func:`infer_roles` guesses which
+column plays which role; :mod:`calibcore.data` validates a table under given roles.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from calibcore.exceptions import RoleInferenceError
+
+Split = Literal["calibration", "test"]
+
+LABEL_NAMES = ("y_true", "y", "label", "labels", "target", "class", "truth", "ground_truth",
+               "outcome", "true_label", "true_class", "y_actual", "actual", "observed")
+#: A single column holding P(positive class), in order of preference. Names that say
+#: "probability" are taken on their name; the others only when their values are
+#: probabilities (see :func:`says_probability`), since ``y_pred`` often holds hard labels.
+BINARY_PROBABILITY_NAMES = (
+    "y_prob", "y_proba", "y_pred_proba", "y_pred_prob", "pred_proba", "pred_prob",
+    "predicted_proba", "predicted_probability", "proba", "prob", "probability", "p", "p1",
+    "prob_1", "proba_1", "p_1", "prob_pos", "prob_positive", "p_pos",
+    "y_score", "score", "pred_score", "y_pred", "y_hat", "yhat", "pred", "prediction",
+    "predicted", "output")
+#: P(<target>) named after the binary label column it goes with: delayed -> p_delayed.
+PAIRED_PROBABILITY_FORMS = ("{}_prob", "{}_proba", "{}_probability", "p_{}", "prob_{}",
+                            "proba_{}", "{}_score", "pred_{}")
+#: Class probability columns named ``<prefix><class>``: proba_0, prob_cat, p1.
+PROBABILITY_PREFIXES = ("y_proba_", "y_prob_", "proba_", "probability_", "prob_", "pred_",
+                        "score_", "p_", "proba", "prob", "p")
+#: Class probability columns named ``<class><suffix>``: cat_proba, dog_proba.
+PROBABILITY_SUFFIXES = ("_proba", "_prob", "_probability", "_score")
+#: Every way of naming a class's probability column, prefixes first.
+CLASS_COLUMN_FORMS = (*(prefix + "{}" for prefix in PROBABILITY_PREFIXES),
+                      *("{}" + suffix for suffix in PROBABILITY_SUFFIXES))
+SPLIT_NAMES = ("split", "fold", "subset", "set", "partition")
+ID_NAMES = ("id", "row_id", "sample_id", "example_id", "uid", "uuid", "key", "index")
+SPLIT_VALUES: dict[str, Split] = {
+    "calibration": "calibration", "cal": "calibration", "calib": "calibration",
+    "fit": "calibration", "train": "calibration", "recalibration": "calibration",
+    "test": "test", "eval": "test", "evaluation": "test", "holdout": "test",
+    "hold-out": "test", "heldout": "test", "held_out": "test", "validation": "test",
+}
+BOOLEAN_LABELS = {"false": 0, "true": 1, "no": 0, "yes": 1, "0": 0, "1": 1, "neg": 0,
+                  "pos": 1, "negative": 0, "positive": 1, "0.0": 0, "1.0": 1}
+NO_LABEL = "No label column found: name it y_true, y, label, target or class, or choose it."
+NO_PROBABILITIES = (
+    "No probability columns found: give one column per class named like proba_<class> "
+    "(or one column y_prob with P(positive class) for a binary label), or choose them.")
+
+
+@dataclass(frozen=True)
+class ColumnRoles:
+    """Which column plays which role.
+
+    Attributes
+    ----------
+    label : str or None
+        The true-label column; None for an unlabeled batch (predictions only), which
+        supports the label-free diagnostics (calibration support, applying a model).
+    probabilities : tuple of str
+        One column per class (K >= 2), or a single column holding P(positive class)
+        of a binary problem.
+    features : tuple of str
+        Columns describing the examples.
+    split : str or None
+        Column with calibration/test values.
+    id : str or None
+        Identifier column carried into exports.
+    logits : bool
+        The probability columns hold logits (softmax, or sigmoid for one column).
+    """
+
+    label: str | None
+    probabilities: tuple[str, ...]
+    features: tuple[str, ...] = ()
+    split: str | None = None
+    id: str | None = None
+    logits: bool = False
+
+    def columns(self) -> list[str]:
+        """Every column with a role, label first."""
+        named = [*([self.label] if self.label else []), *self.probabilities, *self.features]
+        return named + [c for c in (self.split, self.id) if c is not None]
+
+
+@dataclass(frozen=True)
+class RoleGuess:
+    """The result of role inference: roles filled in where they could be, and why.
+
+    ``label`` or ``probabilities`` may be missing (None / empty) when the table gave
+    no clue; ``problems`` then says what to choose. ``notes`` says which roles rest on
+    weak evidence (each starts "guessed:"), for the user to check.
+    """
+
+    label: str | None
+    probabilities: tuple[str, ...]
+    features: tuple[str, ...]
+    split: str | None
+    id: str | None
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_roles(self) -> ColumnRoles:
+        """The guess as :class:`ColumnRoles`; raises if label or probabilities are missing."""
+        if self.label is None or not self.probabilities:
+            raise RoleInferenceError(
+                " ".join(self.problems) or "could not find label and probability columns.",
+                code="roles_not_found",
+            )
+        return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id)
+
+
+def normalize_name(name: str) -> str:
+    """Lower case, spaces and hyphens as underscores: how names are compared."""
+    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())
+
+
+def _find_named(columns: Sequence[str], names: Sequence[str]) -> str | None:
+    by_normal = {normalize_name(c): c for c in columns}
+    for candidate in names:
+        if candidate in by_normal:
+            return by_normal[candidate]
+    return None
+
+
+def label_value_names(values: pd.Series) -> pd.Series:
+    """Label values as the strings that name classes ("1", "cat"); integral floats lose ".0".
+
+    Each distinct value is named once (a label column has few), so a million rows cost a
+    factorization, not a million Python calls.
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    if pd.api.types.is_bool_dtype(values):
+        names = [{False: "0", True: "1"}[bool(v)] for v in uniques]
+    elif pd.api.types.is_float_dtype(values) and np.all(
+            np.asarray(uniques) == np.round(np.asarray(uniques))):
+        names = [str(int(v)) for v in uniques]
+    else:
+        names = [str(v).strip() for v in uniques]
+    named = np.array([*names, np.nan], dtype=object)  # code -1 (missing) reads the last
+    return pd.Series(named[codes], index=values.index, name=values.name, dtype=object)
+
+
+def says_probability(name: str) -> bool:
+    """Whether a column name says it holds probabilities (p, prob, proba or probability as a
+    word of it: p_delayed, cat_proba, y_prob, p1), not a score or a prediction (score,
+    y_pred, pred_delayed), which may hold anything."""
+    return re.search(r"(^|_)(p|prob|proba|probability)\d*(_|$)", normalize_name(name)) is not None
+
+
+def _class_part(form: str, name: str) -> str | None:
+    """The class in ``name`` written as ``form``: ("proba_{}", "proba_cat") -> "cat"."""
+    before, after = form.split("{}")
+    if len(name) > len(before) + len(after) and name.startswith(before) and name.endswith(after):
+        return name[len(before):len(name) - len(after)]
+    return None
+
+
+def column_class_parts(columns: Sequence[str]) -> list[tuple[str, ...]]:
+    """The class names in ``columns``, for each of :data:`CLASS_COLUMN_FORMS` that names
+    all of them (proba_0, proba_1 -> ("0", "1")), in the case the columns use."""
+    named = [str(c).strip() for c in columns]
+    parts = []
+    for form in CLASS_COLUMN_FORMS:
+        if all(_class_part(form, normalize_name(name)) for name in named):
+            before, after = form.split("{}")
+            parts.append(tuple(name[len(before):len(name) - len(after)] for name in named))
+    return parts
+
+
+def _class_columns(columns: Sequence[str], class_names: Sequence[str]) -> tuple[str, ...]:
+    """A column ``<prefix><class>`` or ``<class><suffix>`` for every class, trying the known
+    forms in turn."""
+    by_normal = {normalize_name(c): c for c in columns}
+    wanted = [normalize_name(c) for c in class_names]
+    for form in CLASS_COLUMN_FORMS:
+        found = [by_normal.get(form.format(name)) for name in wanted]
+        if all(found):
+            return tuple(str(c) for c in found)
+    return ()
+
+
+def _class_groups(columns: Sequence[str], forms: Sequence[str]
+                  ) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Groups of >= 2 columns written in one of ``forms``, with their (normalized) class
+    names, largest first."""
+    groups = []
+    for form in forms:
+        parts = {c: _class_part(form, normalize_name(c)) for c in columns}
+        named = {c: part for c, part in parts.items() if part is not None}
+        if len(named) >= 2:
+            groups.append((tuple(named), tuple(named.values())))
+    return sorted(groups, key=lambda group: len(group[0]), reverse=True)
+
+
+class _ValueClues:
+    """What a column's values say about its role."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+
+    def class_names(self, column: str, at_most: int | None = None) -> tuple[str, ...] | None:
+        """The distinct values as class names, in natural order; None beyond ``at_most``."""
+        values = self._frame[column].dropna()
+        if at_most is not None and values.iloc[:1000].nunique() > at_most:
+            return None  # most columns stop here, after a thousand rows
+        names = set(label_value_names(values.drop_duplicates()))
+        if at_most is not None and len(names) > at_most:
+            return None
+        return tuple(sorted(names, key=natural_order))
+
+    def boolean(self, column: str) -> bool:
+        """Two values, spelled as 0/1, false/true, no/yes (SPEC §2's binary labels)."""
+        names = self.class_names(column, at_most=2)
+        codes = {BOOLEAN_LABELS.get(name.lower()) for name in names or ()}
+        return codes == {0, 1}
+
+    def probability_like(self, column: str) -> bool:
+        """Numbers in [0, 1], not only 0 and 1 (hard predictions are no probabilities)."""
+        values = self._frame[column]
+        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            return False
+        present = values.dropna()
+        if present.empty or present.min() < 0 or present.max() > 1:
+            return False
+        return not bool(present.isin((0, 1)).all())
+
+
+class _Found(NamedTuple):
+    label: str | None
+    probabilities: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def infer_roles(frame: pd.DataFrame) -> RoleGuess:
+    """Guess the role of every column from names and values (SPEC §2).
+
+    The label and probability columns are looked for in turn as:
+
+    1. a label named as one (:data:`LABEL_NAMES`), with its probabilities: one column per
+       class (``proba_<class>``, ``<class>_proba``, ... :data:`CLASS_COLUMN_FORMS`), one
+       named after the label (``<label>_prob``, ``p_<label>``, ...
+       :data:`PAIRED_PROBABILITY_FORMS`), a group of class columns, or one generic
+       column (:data:`BINARY_PROBABILITY_NAMES`);
+    2. any column of at most two values with a probability named after it (``delayed``
+       and ``p_delayed``);
+    3. a column whose values are exactly the classes of a group of class columns
+       (``species`` with ``prob_setosa``, ``prob_versicolor``, ``prob_virginica``);
+    4. probabilities without a label (a group, or a generic name), then, as a last
+       resort, guesses from values: the only 0/1 column as the label and, when no
+       probability column was found either, the only column of values in [0, 1] as
+       P(positive class). Guesses are said in ``notes``.
+
+    A probability column whose name does not say so (``score``, ``y_pred``,
+    ``pred_<label>``) must hold values in [0, 1], not only 0 and 1. Label and
+    probability columns are never features.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The raw table.
+
+    Returns
+    -------
+    RoleGuess
+        Always returns; unresolved roles are explained in ``problems``.
+    """
+    columns = [str(c) for c in frame.columns]
+    clues = _ValueClues(frame)
+    label = _find_named(columns, LABEL_NAMES)
+    found = (_Found(label, _probabilities_of(label, columns, clues)) if label is not None
+             else _paired_label(columns, clues) or _label_of_class_group(columns, clues)
+             or _guessed_label(columns, clues))
+    taken = {found.label, *found.probabilities}
+    split = _find_named([c for c in columns if c not in taken], SPLIT_NAMES)
+    if split is not None and not _looks_like_split(frame[split]):
+        split = None
+    taken.add(split)
+    id_column = _find_named([c for c in columns if c not in taken], ID_NAMES)
+    taken.add(id_column)
+    features = tuple(c for c in columns if c not in taken)
+    return RoleGuess(found.label, found.probabilities, features, split, id_column,
+                     role_problems(found.label, found.probabilities), found.notes)
+
+
+def role_problems(label: str | None, probabilities: Sequence[str], split: str | None = None,
+                  id_column: str | None = None, *, unlabeled: bool = False) -> tuple[str, ...]:
+    """What stops these roles from making a prediction set: a missing label (unless the
+    table is an ``unlabeled`` batch), no probability column, a column in two roles.
+    Features are left out: they are whatever the other roles leave."""
+    problems = [*([NO_LABEL] if label is None and not unlabeled else []),
+                *([NO_PROBABILITIES] if not probabilities else [])]
+    roles = [(label, "label"), *((p, "probability") for p in probabilities),
+             (split, "split"), (id_column, "id")]
+    for column in dict.fromkeys(c for c, _ in roles if c is not None):
+        held = [role for c, role in roles if c == column]
+        if len(held) > 1:
+            problems.append(f"Column {column!r} is chosen as {' and '.join(held)}: "
+                            "give it one role.")
+    return tuple(problems)
+
+
+def _probabilities_of(label: str, columns: Sequence[str], clues: _ValueClues
+                      ) -> tuple[str, ...]:
+    others = [c for c in columns if c != label]
+    paired = [form.format(normalize_name(label)) for form in PAIRED_PROBABILITY_FORMS]
+    groups = _class_groups(others, [f for f in CLASS_COLUMN_FORMS if says_probability(f)])
+    return (_class_columns(others, clues.class_names(label) or ())
+            or _named_probability(others, paired, clues)
+            or (groups[0][0] if groups else ())
+            or _named_probability(others, BINARY_PROBABILITY_NAMES, clues))
+
+
+def _named_probability(columns: Sequence[str], names: Sequence[str], clues: _ValueClues
+                       ) -> tuple[str, ...]:
+    """The first column with one of ``names`` whose name or values say it is a probability."""
+    by_normal = {normalize_name(c): c for c in columns}
+    for name in names:
+        column = by_normal.get(name)
+        if column is not None and (says_probability(name) or clues.probability_like(column)):
+            return (column,)
+    return ()
+
+
+def _paired_label(columns: Sequence[str], clues: _ValueClues) -> _Found | None:
+    """A column of at most two values and a probability named after it (delayed, p_delayed)."""
+    by_normal = {normalize_name(c): c for c in columns}
+    pairs = []
+    for label in columns:
+        paired = [form.format(normalize_name(label)) for form in PAIRED_PROBABILITY_FORMS]
+        named = [by_normal[name] for name in paired if name in by_normal]
+        if named and clues.class_names(label, at_most=2):
+            probability = _named_probability(named, paired, clues)
+            if probability:
+                pairs.append((label, probability))
+    if not pairs:
+        return None
+    label, probability = pairs[0]
+    others = ", ".join(f"{lab!r} with {prob[0]!r}" for lab, prob in pairs[1:])
+    notes = (f"guessed: label {label!r} with probability {probability[0]!r}, the first of "
+             f"several such pairs (also {others}); choose others if they are wrong.",
+             ) if others else ()
+    return _Found(label, probability, notes)
+
+
+def _label_of_class_group(columns: Sequence[str], clues: _ValueClues) -> _Found | None:
+    """A column whose values are exactly the classes of a group of class columns."""
+    for group, class_names in _class_groups(columns, CLASS_COLUMN_FORMS):
+        classes = set(class_names)
+        matching = []
+        for column in (c for c in columns if c not in group):
+            names = clues.class_names(column, at_most=len(classes))
+            if names and {normalize_name(n) for n in names} == classes:
+                matching.append(column)
+        if matching:
+            label = matching[0]
+            probabilities = _class_columns(group, clues.class_names(label) or ())
+            notes = (f"guessed: label {label!r}, the first of the columns whose values are "
+                     f"the classes of {group[0]!r}, ... ({', '.join(map(repr, matching))}); "
+                     "choose another if it is wrong.",) if len(matching) > 1 else ()
+            return _Found(label, probabilities, notes)
+    return None
+
+
+def _guessed_label(columns: Sequence[str], clues: _ValueClues) -> _Found:
+    """Probabilities without a label, then guesses from values (the last resort)."""
+    groups = _class_groups(columns, [f for f in CLASS_COLUMN_FORMS if says_probability(f)])
+    probabilities = groups[0][0] if groups else _named_probability(
+        columns, BINARY_PROBABILITY_NAMES, clues)
+    rest = [c for c in columns if c not in probabilities]
+    booleans = [c for c in rest if clues.boolean(c)]
+    if len(booleans) != 1 or len(probabilities) > 1:  # a 0/1 label goes with one column
+        return _Found(None, probabilities)
+    label = booleans[0]
+    if probabilities:
+        return _Found(label, probabilities, (
+            f"guessed: label {label!r}, the only column of two values like 0/1 beside the "
+            f"probability column {probabilities[0]!r}; check it.",))
+    scores = [c for c in rest if c != label and clues.probability_like(c)]
+    if len(scores) != 1:
+        return _Found(None, ())
+    return _Found(label, (scores[0],), (
+        f"guessed: label {label!r} and probability {scores[0]!r}, the only column of two "
+        "values like 0/1 and the only column of values between 0 and 1; check them.",))
+
+
+def natural_order(value: str) -> tuple[int, float | str]:
+    """Sort key: numbers by value before other names."""
+    try:
+        return (0, float(value))
+    except ValueError:
+        return (1, value)
+
+
+def _looks_like_split(values: pd.Series) -> bool:
+    seen = {str(v).strip().lower() for v in values.dropna().unique()[:50]}
+    return bool(seen) and seen <= set(SPLIT_VALUES)

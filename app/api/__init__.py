@@ -14,6 +14,7 @@ from app.api.routes import (
     meta,
     models,
     recalibrations,
+    subgroups,
     variables,
 )
 
@@ -24,8 +25,8 @@ def build_router() -> APIRouter:
     # enforcement is app.security's, before the body is read.
     bearer = HTTPBearer(auto_error=False, description="CALIBDASH_API_TOKEN, when it is set")
     router = APIRouter(prefix="/api/v1", dependencies=[Depends(bearer)])
-    for module in (meta, datasets, variables, local, heterogeneity, recalibrations, models,
-                   jobs):
+    for module in (meta, datasets, variables, local, heterogeneity, subgroups,
+                   recalibrations, models, jobs):
         router.include_router(module.router)
 
     @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],

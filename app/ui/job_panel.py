@@ -55,6 +55,25 @@ def job_panel_layout(panel: JobPanel, *, run_label: str) -> list[Any]:
     ]
 
 
+def start_outputs(panel: JobPanel) -> list[Output]:
+    """What a page's start callback sets: the job id, the poll and cancel switches, the
+    status line and the results (cleared); see :func:`job_started`, :func:`job_refused`."""
+    return [Output(panel.job, "data", allow_duplicate=True), Output(panel.poll, "disabled"),
+            Output(panel.cancel, "disabled"),
+            Output(panel.status, "children", allow_duplicate=True),
+            Output(panel.results, "children", allow_duplicate=True)]
+
+
+def job_started(job_id: str, message: str) -> tuple[Any, ...]:
+    """:func:`start_outputs` of a submitted job: polling, cancellable, results cleared."""
+    return job_id, False, False, info_note(message), None
+
+
+def job_refused(message: str) -> tuple[Any, ...]:
+    """:func:`start_outputs` of a request refused before any job: the reason, nothing else."""
+    return no_update, True, True, error_note(message), no_update
+
+
 def job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     """The bar's width and whether the bar shows (only while the job is queued or running)."""
     running = snapshot["status"] in ("queued", "running")

@@ -13,7 +13,15 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from app.services.context import Services
 from app.services.datasets import sample_note
 from app.ui import ids
-from app.ui.pages import data, heterogeneity, local, overview, recalibrate, variables
+from app.ui.pages import (
+    data,
+    heterogeneity,
+    local,
+    overview,
+    recalibrate,
+    subgroups,
+    variables,
+)
 
 #: path -> (navigation label, page module with ``layout`` and ``register``)
 PAGES: dict[str, tuple[str, ModuleType]] = {
@@ -22,6 +30,7 @@ PAGES: dict[str, tuple[str, ModuleType]] = {
     "/variables": ("Variables", variables),
     "/local": ("Local", local),
     "/heterogeneity": ("Heterogeneity", heterogeneity),
+    "/subgroups": ("Subgroups", subgroups),
     "/recalibrate": ("Recalibrate", recalibrate),
 }
 

@@ -211,3 +211,23 @@ def _supported(diagram: dict[str, Any]) -> tuple[list[float], list[float | None]
 def _translucent(colour: str, alpha: float = 0.2) -> str:
     red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red},{green},{blue},{alpha})"
+
+
+def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str) -> go.Figure:
+    """One slice's binned reliability beside the whole data's (top label)."""
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                                line={"color": "#999", "dash": "dash", "width": 1}))
+    for trace in _diagram_traces(whole, f"all rows (n = {sum(whole['count']):,})", "#6b7a8f"):
+        figure.add_trace(trace)
+    for trace in _diagram_traces(diagram, f"slice (n = {sum(diagram['count']):,})",
+                                 PALETTE[1]):
+        figure.add_trace(trace)
+    figure.update_layout(
+        title=f"Reliability of the slice and of all rows<br><sup>{name}; top label, "
+              f"{len(diagram['count'])} equal-width bins; bars: 95% Wilson intervals</sup>",
+        xaxis={"title": "confidence (probability)", "range": [0, 1]},
+        yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
+        legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=460,
+        margin={"l": 60, "r": 20, "t": 70, "b": 40})
+    return figure

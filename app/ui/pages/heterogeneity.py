@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, State, dcc, html
 
 from app.services.context import Services
 from app.services.datasets import NotFound
@@ -30,7 +30,14 @@ from app.ui.figures.heterogeneity import (
     hh_map_figure,
     support_histogram_figure,
 )
-from app.ui.job_panel import JobPanel, job_panel_layout, register_job_panel
+from app.ui.job_panel import (
+    JobPanel,
+    job_panel_layout,
+    job_refused,
+    job_started,
+    register_job_panel,
+    start_outputs,
+)
 from calibcore.exceptions import CalibrationInputError
 
 HH_PANEL = JobPanel(run=ids.HH_RUN, job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS,
@@ -153,11 +160,8 @@ def _dataset_choices(services: Services,
 
 
 def _register_hh(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.HH_JOB, "data", allow_duplicate=True),
-                  Output(ids.HH_POLL, "disabled"), Output(ids.HH_CANCEL, "disabled"),
-                  Output(ids.HH_STATUS, "children", allow_duplicate=True),
-                  Output(ids.HH_RESULTS, "children", allow_duplicate=True),
-                  Input(ids.HH_RUN, "n_clicks"), State(ids.DATASET_PICKER, "value"),
+    @app.callback(*start_outputs(HH_PANEL), Input(ids.HH_RUN, "n_clicks"),
+                  State(ids.DATASET_PICKER, "value"),
                   State(ids.HH_RADIUS, "value"), State(ids.HH_SAMPLE, "value"),
                   State(ids.HH_ALL_ROWS, "value"), State(ids.HH_SEED, "value"),
                   State(ids.HH_FEATURES, "value"), State(ids.HH_CALIBRATION, "value"),
@@ -166,10 +170,10 @@ def _register_hh(app: Dash, services: Services) -> None:
                     sample: float | None, all_rows: list[str] | None, seed: float | None,
                     features: list[str] | None, calibration: float | None) -> tuple[Any, ...]:
         if not clicks or not dataset_id:
-            return no_update, True, True, error_note("Choose a dataset first."), no_update
+            return job_refused("Choose a dataset first.")
         problem = _hh_problem(radius, sample, bool(all_rows), seed, calibration)
         if problem:
-            return no_update, True, True, error_note(problem), no_update
+            return job_refused(problem)
         params = HeterogeneityParams(
             radius=float(radius or 0.1), sample=None if all_rows else int(sample or 0),
             random_state=int(seed or 0), features=tuple(features) if features else None,
@@ -177,8 +181,8 @@ def _register_hh(app: Dash, services: Services) -> None:
         try:
             job = await asyncio.to_thread(start_heterogeneity, services, dataset_id, params)
         except (CalibrationInputError, NotFound) as exc:
-            return None, True, True, error_note(str(exc)), no_update
-        return job.id, False, False, info_note("Computing hidden heterogeneity…"), None
+            return job_refused(str(exc))
+        return job_started(job.id, "Computing hidden heterogeneity…")
 
     register_job_panel(app, services, HH_PANEL, what="HH", done=_hh_done, render=_hh_results)
 
@@ -188,25 +192,22 @@ def _register_hh(app: Dash, services: Services) -> None:
 
 
 def _register_support(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.SUPPORT_JOB, "data", allow_duplicate=True),
-                  Output(ids.SUPPORT_POLL, "disabled"), Output(ids.SUPPORT_CANCEL, "disabled"),
-                  Output(ids.SUPPORT_STATUS, "children", allow_duplicate=True),
-                  Output(ids.SUPPORT_RESULTS, "children", allow_duplicate=True),
-                  Input(ids.SUPPORT_RUN, "n_clicks"), State(ids.DATASET_PICKER, "value"),
+    @app.callback(*start_outputs(SUPPORT_PANEL), Input(ids.SUPPORT_RUN, "n_clicks"),
+                  State(ids.DATASET_PICKER, "value"),
                   State(ids.SUPPORT_BATCH, "value"), State(ids.HH_FEATURES, "value"),
                   prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, batch_id: str | None,
                     features: list[str] | None) -> tuple[Any, ...]:
         if not clicks or not dataset_id:
-            return no_update, True, True, error_note("Choose a dataset first."), no_update
+            return job_refused("Choose a dataset first.")
         params = SupportParams(batch_dataset_id=batch_id or None,
                                random_state=services.settings.random_state,
                                features=tuple(features) if features else None)
         try:
             job = await asyncio.to_thread(start_support, services, dataset_id, params)
         except (CalibrationInputError, NotFound) as exc:
-            return None, True, True, error_note(str(exc)), no_update
-        return job.id, False, False, info_note("Computing calibration support…"), None
+            return job_refused(str(exc))
+        return job_started(job.id, "Computing calibration support…")
 
     register_job_panel(app, services, SUPPORT_PANEL, what="Support", done=_support_done,
                        render=_support_results)

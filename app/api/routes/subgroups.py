@@ -1,0 +1,58 @@
+"""The worst-calibrated subgroups, as a job (poll /api/v1/jobs/{id})."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import ServicesDep
+from app.schemas.models import ErrorResponse
+from app.services.diagnostics import Subset
+from app.services.subgroups import SubgroupParams, start_subgroups
+
+router = APIRouter(tags=["subgroups"], responses={404: {"model": ErrorResponse},
+                                                   422: {"model": ErrorResponse}})
+
+
+class SubgroupRequest(BaseModel):
+    """What to slice by (issue 15.3): one or two conditions on the features."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    features: list[str] | None = Field(default=None, min_length=1,
+                                       description="feature columns to slice by (default: all)")
+    n_bins: int = Field(default=5, ge=2, le=20,
+                        description="equal-mass bins per numeric feature")
+    min_support: Annotated[float, Field(gt=0.0, le=20_000_000)] | None = Field(
+        default=None, description="least rows of a slice: a count (>= 1) or a fraction of "
+        "the rows (< 1); default 1% of the rows and at least 100")
+    pairs: bool = Field(default=True, description="also slices of two conditions on two "
+                                                  "different features")
+    subset: Subset = Field(default="all", description="all, calibration or test rows")
+
+
+@router.post("/datasets/{dataset_id}/subgroups", status_code=202, responses={
+    202: {"description": "accepted as a job: poll GET /api/v1/jobs/{job_id}"}})
+def create_subgroups(services: ServicesDep, dataset_id: str,
+                     request: SubgroupRequest | None = None) -> JSONResponse:
+    """The worst-calibrated slices: one or two conditions on the features (categorical
+    levels, numeric quantile bins, missing), at least ``min_support`` rows, ranked by
+    |mean confidence - accuracy| with a t interval, the t test's p-value and its
+    Benjamini-Hochberg adjustment over every slice tried.
+
+    The job's result: ``subgroups`` (the worst 200: ``slice``, ``conditions``, ``n``,
+    ``support``, ``mean_confidence``, ``accuracy``, ``gap`` with ``gap_low``/``gap_high``,
+    ``p_value``, ``p_adjusted``, ``smooth_ece`` for the first 50), ``n_tried``,
+    ``diagrams`` (10-bin reliability diagrams of the first 50) and ``whole`` (the whole
+    data's). Cached per parameter set.
+    """
+    request = request or SubgroupRequest()
+    params = SubgroupParams(
+        features=None if request.features is None else tuple(request.features),
+        n_bins=request.n_bins, min_support=request.min_support, pairs=request.pairs,
+        subset=request.subset)
+    job = start_subgroups(services, dataset_id, params)
+    return JSONResponse(status_code=202, content={**job.snapshot(), "job_id": job.id})

@@ -1,0 +1,118 @@
+"""The worst-calibrated subgroups of a stored dataset (issue 15.3), as a job.
+
+:func:`calibcore.subgroups.worst_subgroups` ranks slices of one or two feature
+conditions by their calibration gap; the job keeps the worst :data:`MAX_LISTED` with
+their reliability diagrams (the first :data:`MAX_DIAGRAMS`) beside the whole data's, and
+caches the result per dataset and settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from app.jobs import Job, Progress
+from app.services.datasets import sample_note
+from app.services.diagnostics import Subset, rows_for
+from app.services.heterogeneity import params_key, resolve_columns
+from app.services.jsonable import jsonable
+from calibcore.reliability import binned_reliability
+from calibcore.subgroups import Subgroup, worst_subgroups
+
+if TYPE_CHECKING:
+    from app.services.context import Services
+
+#: Slices listed in a result (the worst first); the count tried is always given.
+MAX_LISTED = 200
+#: Slices whose reliability diagram comes with the result.
+MAX_DIAGRAMS = 50
+#: Bins of those diagrams.
+DIAGRAM_BINS = 10
+
+
+@dataclass(frozen=True)
+class SubgroupParams:
+    """What to slice by and how.
+
+    Attributes
+    ----------
+    features : tuple of str, optional
+        Feature columns to slice by (default: all).
+    n_bins : int
+        Equal-mass bins per numeric feature.
+    min_support : float, optional
+        Least rows of a slice: a count (>= 1) or a fraction of the rows (< 1); default
+        1% of the rows and at least 100.
+    pairs : bool
+        Also slices of two conditions on two features.
+    subset : {"all", "calibration", "test"}
+        Which rows are audited.
+    """
+
+    features: tuple[str, ...] | None = None
+    n_bins: int = 5
+    min_support: float | None = None
+    pairs: bool = True
+    subset: Subset = "all"
+
+
+def start_subgroups(services: Services, dataset_id: str, params: SubgroupParams) -> Job:
+    """Check the request now (unknown dataset, features or subset fail at once), then
+    submit the job."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    columns = resolve_columns(prediction_set, params.features)
+    rows = rows_for(prediction_set, params.subset)
+    key = params_key(dataset_id, "subgroups", {**asdict(params), "features": list(columns)})
+    note = sample_note(services.datasets.record(dataset_id).meta)
+
+    def run(progress: Progress) -> dict[str, Any]:
+        if services.store.has_document(key):
+            progress.update(0.99, "loaded the cached result")
+            return dict(services.store.read_document(key))
+        features = prediction_set.features.iloc[np.flatnonzero(rows)][list(columns)].reset_index(
+            drop=True)
+        labels, proba = prediction_set.y_true[rows], prediction_set.proba[rows]
+        kinds = {name: prediction_set.feature_kinds[name] for name in columns}
+        progress.update(0.02, f"slicing {rows.sum():,} rows by {len(columns)} features")
+        audit = worst_subgroups(
+            features, labels, proba, kinds=kinds, n_bins=params.n_bins,
+            min_support=params.min_support, pairs=params.pairs, top=MAX_DIAGRAMS,
+            progress=lambda done: progress.update(0.02 + 0.9 * done,
+                                                  f"slices: {done:.0%}"))
+        listed = audit.subgroups[:MAX_LISTED]
+        diagrams = []
+        for subgroup in listed[:MAX_DIAGRAMS]:
+            mask = subgroup.mask(features)
+            (diagram,) = binned_reliability(labels[mask], proba[mask], n_bins=DIAGRAM_BINS)
+            diagrams.append(diagram)
+        (whole,) = binned_reliability(labels, proba, n_bins=DIAGRAM_BINS)
+        result = jsonable({
+            "dataset_id": dataset_id, "params": {**asdict(params), "features": list(columns)},
+            "n_rows": audit.n_rows, "n_tried": audit.n_tried, "min_support": audit.min_support,
+            "gap": audit.gap, "confidence_level": audit.confidence_level,
+            "notes": [*audit.notes, *([note] if note else [])],
+            "subgroups": [_subgroup(rank, subgroup, audit.n_rows)
+                          for rank, subgroup in enumerate(listed, start=1)],
+            "diagrams": diagrams, "whole": whole})
+        services.store.write_document(key, result)
+        return dict(result)
+
+    return services.jobs.submit("subgroups", run,
+                                params={"dataset_id": dataset_id, **asdict(params)})
+
+
+def _subgroup(rank: int, subgroup: Subgroup, n_rows: int) -> dict[str, Any]:
+    return {"rank": rank, "slice": subgroup.describe(),
+            "conditions": [{key: value for key, value in asdict(condition).items()
+                            if not (isinstance(value, float) and np.isnan(value))}
+                           for condition in subgroup.conditions],
+            "n": subgroup.n, "support": subgroup.n / n_rows,
+            "mean_confidence": subgroup.mean_confidence, "accuracy": subgroup.accuracy,
+            "gap": subgroup.gap, "gap_low": subgroup.gap_low, "gap_high": subgroup.gap_high,
+            "p_value": subgroup.p_value, "p_adjusted": subgroup.p_adjusted,
+            "smooth_ece": subgroup.smooth_ece}
+
+
+__all__ = ["MAX_DIAGRAMS", "MAX_LISTED", "SubgroupParams", "start_subgroups"]

@@ -1,0 +1,186 @@
+"""Subgroups page: the worst-calibrated slices of one or two feature conditions.
+
+The audit runs as a job (:mod:`app.services.subgroups`); the page starts it, polls it,
+lists the slices in a grid (dash-ag-grid: sortable, one row selectable) and draws the
+selected slice's reliability diagram beside the whole data's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import Dash, Input, Output, State, dcc, html, no_update
+
+from app.services.context import Services
+from app.services.datasets import NotFound
+from app.services.subgroups import MAX_DIAGRAMS, SubgroupParams, start_subgroups
+from app.ui import ids
+from app.ui.components import error_note, info_note
+from app.ui.figures import empty_figure
+from app.ui.figures.reliability import slice_figure
+from app.ui.job_panel import (
+    JobPanel,
+    job_panel_layout,
+    job_refused,
+    job_started,
+    register_job_panel,
+    start_outputs,
+)
+from calibcore.exceptions import CalibrationInputError
+
+PANEL = JobPanel(run=ids.SUB_RUN, job=ids.SUB_JOB, poll=ids.SUB_POLL, progress=ids.SUB_PROGRESS,
+                 status=ids.SUB_STATUS, cancel=ids.SUB_CANCEL, results=ids.SUB_RESULTS)
+
+_NUMBER = {"function": "params.value == null ? '' : d3.format('.4f')(params.value)"}
+_P_VALUE = {"function": "params.value == null ? '' : (params.value < 1e-4 ? "
+                        "d3.format('.1e')(params.value) : d3.format('.4f')(params.value))"}
+_COLUMNS: list[dict[str, Any]] = [
+    {"field": "rank", "headerName": "#", "maxWidth": 70, "type": "numericColumn"},
+    {"field": "slice", "headerName": "slice", "flex": 4, "minWidth": 320,
+     "tooltipField": "slice"},
+    {"field": "n", "headerName": "rows", "type": "numericColumn",
+     "valueFormatter": {"function": "d3.format(',')(params.value)"}},
+    {"field": "gap", "headerName": "gap", "type": "numericColumn",
+     "valueFormatter": _NUMBER,
+     "headerTooltip": "mean confidence − accuracy: positive means over-confident"},
+    {"field": "interval", "headerName": "95% interval", "minWidth": 160},
+    {"field": "smooth_ece", "headerName": "smooth ECE", "type": "numericColumn",
+     "minWidth": 115,
+     "valueFormatter": _NUMBER},
+    {"field": "p_adjusted", "headerName": "p (BH)", "type": "numericColumn",
+     "valueFormatter": _P_VALUE,
+     "headerTooltip": "t test of gap = 0, adjusted for every slice tried (Benjamini-Hochberg)"},
+]
+
+
+def layout(services: Services) -> html.Div:
+    return html.Div([
+        html.H1("Worst subgroups"),
+        html.P("Where is the model miscalibrated? Every slice of one condition on a feature "
+               "(a category, a numeric quantile bin, or missing) or two conditions on two "
+               "features, with enough rows, is ranked by its calibration gap: mean confidence "
+               "minus accuracy (positive: over-confident). Each gap has a 95% t interval and "
+               "a p-value adjusted for the number of slices tried (Benjamini-Hochberg), so a "
+               "large gap in a small slice is told from noise. This is the multicalibration "
+               "audit that one variable at a time (Variables page) cannot give."),
+        html.Div([
+            html.Div([html.Label("Features to slice by", className="field-label",
+                                 htmlFor=ids.SUB_FEATURES),
+                      dcc.Dropdown(id=ids.SUB_FEATURES, multi=True,
+                                   placeholder="all feature columns")],
+                     className="control control-wide"),
+            html.Div([html.Label("Bins per numeric feature", className="field-label",
+                                 htmlFor=ids.SUB_BINS),
+                      dcc.Input(id=ids.SUB_BINS, type="number", value=5, min=2, max=20,
+                                step=1, debounce=True, className="text-input")],
+                     className="control"),
+            html.Div([html.Label("Least rows in a slice", className="field-label",
+                                 htmlFor=ids.SUB_SUPPORT),
+                      dcc.Input(id=ids.SUB_SUPPORT, type="number", min=0, debounce=True,
+                                placeholder="1% of rows, at least 100",
+                                className="text-input"),
+                      html.Div("a count, or a fraction below 1", className="card-note")],
+                     className="control"),
+            html.Div([html.Label("Rows", className="field-label", htmlFor=ids.SUB_SUBSET),
+                      dcc.RadioItems(id=ids.SUB_SUBSET, value="all", inline=True,
+                                     className="radio", options=[
+                                         {"label": "all", "value": "all"},
+                                         {"label": "calibration", "value": "calibration"},
+                                         {"label": "test", "value": "test"}]),
+                      dcc.Checklist(id=ids.SUB_PAIRS, value=["pairs"], className="checklist",
+                                    options=[{"label": "pairs of conditions",
+                                              "value": "pairs"}])],
+                     className="control"),
+        ], className="controls"),
+        *job_panel_layout(PANEL, run_label="Find the worst subgroups"),
+    ])
+
+
+def register(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.SUB_FEATURES, "options"), Output(ids.SUB_FEATURES, "value"),
+                  Output(ids.SUB_RESULTS, "children"), Output(ids.SUB_JOB, "data"),
+                  Input(ids.DATASET_PICKER, "value"))
+    async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
+        if not dataset_id:
+            return [], [], info_note("Choose or upload a dataset."), None
+        try:
+            summary = await asyncio.to_thread(services.datasets.summary, dataset_id)
+        except NotFound as exc:
+            return [], [], error_note(str(exc)), None
+        options = [{"label": f"{name} ({summary['feature_kinds'].get(name, '')})",
+                    "value": name} for name in summary["roles"]["features"]]
+        return options, [], None, None
+
+    @app.callback(*start_outputs(PANEL), Input(ids.SUB_RUN, "n_clicks"),
+                  State(ids.DATASET_PICKER, "value"), State(ids.SUB_FEATURES, "value"),
+                  State(ids.SUB_BINS, "value"), State(ids.SUB_SUPPORT, "value"),
+                  State(ids.SUB_PAIRS, "value"), State(ids.SUB_SUBSET, "value"),
+                  prevent_initial_call=True)
+    async def start(clicks: int | None, dataset_id: str | None, features: list[str] | None,
+                    n_bins: float | None, support: float | None, pairs: list[str] | None,
+                    subset: str | None) -> tuple[Any, ...]:
+        if not clicks or not dataset_id:
+            return job_refused("Choose a dataset first.")
+        if n_bins is None or n_bins != int(n_bins) or not 2 <= n_bins <= 20:
+            return job_refused("Bins per numeric feature must be a whole number from 2 to 20.")
+        if support is not None and support <= 0:
+            return job_refused("The least rows in a slice must be positive (a count, or a "
+                               "fraction below 1), or empty for the default.")
+        params = SubgroupParams(features=tuple(features) if features else None,
+                                n_bins=int(n_bins), min_support=support,
+                                pairs=bool(pairs), subset=subset or "all")  # type: ignore[arg-type]
+        try:
+            job = await asyncio.to_thread(start_subgroups, services, dataset_id, params)
+        except (CalibrationInputError, NotFound) as exc:
+            return job_refused(str(exc))
+        return job_started(job.id, "Slicing…")
+
+    register_job_panel(app, services, PANEL, what="Subgroups", done=_done, render=_results)
+
+    @app.callback(Output(ids.SUB_GRAPH, "figure"), Input(ids.SUB_GRID, "selectedRows"),
+                  State(ids.SUB_DIAGRAMS, "data"), prevent_initial_call=True)
+    def draw(selected: list[dict[str, Any]] | None, diagrams: dict[str, Any] | None) -> Any:
+        if not selected or not diagrams:
+            return no_update
+        rank = int(selected[0]["rank"])
+        if rank > len(diagrams["slices"]):
+            return empty_figure(f"Diagrams come with the worst {MAX_DIAGRAMS} slices only.")
+        return slice_figure(diagrams["whole"], diagrams["slices"][rank - 1],
+                            selected[0]["slice"])
+
+
+def _done(result: dict[str, Any]) -> str:
+    significant = sum(1 for s in result["subgroups"] if s["p_adjusted"] < 0.05)
+    return (f"{result['n_tried']:,} slices of at least {result['min_support']:,} of "
+            f"{result['n_rows']:,} rows tried; {significant} of the {len(result['subgroups'])} "
+            "listed differ from calibrated at the 5% level after adjustment.")
+
+
+def _results(result: dict[str, Any]) -> html.Div:
+    rows = [{**s, "interval": f"{s['gap_low']:.4f} – {s['gap_high']:.4f}"}
+            for s in result["subgroups"]]
+    grid = dag.AgGrid(
+        id=ids.SUB_GRID, columnDefs=_COLUMNS, rowData=rows,
+        defaultColDef={"sortable": True, "resizable": True, "minWidth": 90, "flex": 1},
+        dashGridOptions={"rowSelection": {"mode": "singleRow", "enableClickSelection": True,
+                                          "checkboxes": False},
+                         "tooltipShowDelay": 300, "pagination": True,
+                         "paginationPageSize": 15, "paginationPageSizeSelector": False},
+        selectedRows=rows[:1],
+        style={"height": "520px"}, className="ag-theme-alpine")
+    first = result["subgroups"][0]
+    figure = slice_figure(result["whole"], result["diagrams"][0], first["slice"]) \
+        if result["diagrams"] else empty_figure("No slice to draw.")
+    return html.Div([
+        html.Details([html.Summary(f"How these were found ({len(result['notes'])} notes)"),
+                      html.Ul([html.Li(note) for note in result["notes"]])],
+                     className="hh-notes"),
+        html.P(f"Whole data: gap {result['gap']:+.4f}. Click a row to see that slice's "
+               "reliability beside all rows'."),
+        grid,
+        dcc.Store(id=ids.SUB_DIAGRAMS, data={"whole": result["whole"],
+                                             "slices": result["diagrams"]}),
+        dcc.Graph(id=ids.SUB_GRAPH, figure=figure, config={"displaylogo": False}),
+    ])

@@ -1,0 +1,352 @@
+"""The worst-calibrated subgroups: slices of one or two feature conditions (issue 15).
+
+A slice is the rows meeting one condition on a feature (a categorical level, a numeric
+quantile bin, or "missing"), or two conditions on two different features. Each slice of
+at least ``min_support`` rows gets its signed calibration gap on the top-label view,
+
+    gap = mean confidence - accuracy = mean_i (c_i - 1[correct_i]),
+
+with a t interval and the two-sided t test of "gap = 0" (the rows are independent, so
+the mean residual of a slice is asymptotically normal; a slice has at least 100 rows).
+A calibrated model has gap 0 on every slice defined by features only if it is
+calibrated given those features (multicalibration), which is what the audit tests. The
+p-values are adjusted for the number of slices tried with Benjamini-Hochberg
+(``scipy.stats.false_discovery_control``). Slices are ranked by |gap|; the first
+``top`` also get smooth ECE inside the slice.
+
+All slices' counts and sums come from one sparse indicator matrix M (rows x conditions):
+``M.T @ (w * M)`` gives every pair's sums at once, so the cost is about n x features^2
+whatever the number of slices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import sparse, stats
+
+from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import smooth_ece
+from calibcore.views import score_outcome
+
+#: Default least support: 1% of the rows, and at least this many.
+MIN_SUPPORT_ROWS = 100
+MIN_SUPPORT_FRACTION = 0.01
+
+ConditionKind = Literal["level", "range", "missing"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition on one feature.
+
+    Attributes
+    ----------
+    feature : str
+    kind : {"level", "range", "missing"}
+        ``feature == level``; ``low < feature <= high`` (the lowest bin includes its low
+        edge); or the feature is missing.
+    level : object
+        The categorical level (kind "level").
+    low, high : float
+        The numeric bin's edges (kind "range").
+    first : bool
+        Whether this is the lowest bin (its low edge included).
+    """
+
+    feature: str
+    kind: ConditionKind
+    level: object = None
+    low: float = math.nan
+    high: float = math.nan
+    first: bool = False
+
+    def describe(self) -> str:
+        """The condition in words, e.g. ``month = 7`` or ``dep_hour in (18, 21]``."""
+        if self.kind == "missing":
+            return f"{self.feature} is missing"
+        if self.kind == "level":
+            return f"{self.feature} = {self.level}"
+        return f"{self.feature} in {'[' if self.first else '('}{self.low:.4g}, {self.high:.4g}]"
+
+    def mask(self, values: pd.Series) -> NDArray[np.bool_]:
+        """The rows of ``values`` (the feature's column) meeting the condition."""
+        if self.kind == "missing":
+            return values.isna().to_numpy()
+        if self.kind == "level":
+            return (values == self.level).fillna(False).to_numpy(dtype=bool)
+        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+        above = numbers >= self.low if self.first else numbers > self.low
+        return above & (numbers <= self.high)
+
+
+@dataclass(frozen=True)
+class Subgroup:
+    """One slice and its calibration.
+
+    Attributes
+    ----------
+    conditions : tuple of Condition
+        One or two conditions (on different features).
+    n : int
+        Rows in the slice.
+    mean_confidence, accuracy : float
+    gap : float
+        mean_confidence - accuracy (positive: over-confident).
+    gap_low, gap_high : float
+        t interval of the gap at ``confidence_level``.
+    p_value : float
+        Two-sided t test of gap = 0.
+    p_adjusted : float
+        Benjamini-Hochberg adjusted over every slice tried.
+    smooth_ece : float or None
+        smooth ECE inside the slice (the first ``top`` slices only).
+    """
+
+    conditions: tuple[Condition, ...]
+    n: int
+    mean_confidence: float
+    accuracy: float
+    gap: float
+    gap_low: float
+    gap_high: float
+    p_value: float
+    p_adjusted: float
+    smooth_ece: float | None
+
+    def describe(self) -> str:
+        return " and ".join(condition.describe() for condition in self.conditions)
+
+    def mask(self, features: pd.DataFrame) -> NDArray[np.bool_]:
+        """The slice's rows among the rows of ``features``."""
+        rows = np.ones(len(features), dtype=bool)
+        for condition in self.conditions:
+            rows &= condition.mask(features[condition.feature])
+        return rows
+
+
+@dataclass(frozen=True)
+class SubgroupAudit:
+    """The ranked slices.
+
+    Attributes
+    ----------
+    subgroups : tuple of Subgroup
+        Every slice tried, worst |gap| first.
+    n_rows : int
+    n_tried : int
+        Slices tried (the number the p-values are adjusted for).
+    min_support : int
+        Least rows of a slice.
+    gap : float
+        The whole data's gap, for reference.
+    confidence_level : float
+    n_bins : int
+        Quantile bins per numeric feature.
+    notes : tuple of str
+    """
+
+    subgroups: tuple[Subgroup, ...]
+    n_rows: int
+    n_tried: int
+    min_support: int
+    gap: float
+    confidence_level: float
+    n_bins: int
+    notes: tuple[str, ...]
+
+
+def worst_subgroups(
+    features: pd.DataFrame,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    kinds: Mapping[str, str] | None = None,
+    n_bins: int = 5,
+    max_levels: int = 20,
+    min_support: int | float | None = None,
+    pairs: bool = True,
+    top: int = 50,
+    confidence_level: float = 0.95,
+    progress: Callable[[float], None] | None = None,
+) -> SubgroupAudit:
+    """Slices of one or two feature conditions ranked by their calibration gap.
+
+    Parameters
+    ----------
+    features : DataFrame of shape (n, d)
+        The features the slices are defined on.
+    y_true, y_prob
+        As in :func:`calibcore.metrics.expected_calibration_error` (top-label view).
+    kinds : dict, optional
+        "numeric" or "categorical" per feature (e.g. ``PredictionSet.feature_kinds``);
+        by default strings, booleans and categoricals are categorical.
+    n_bins : int, default=5
+        Equal-mass bins per numeric feature (``pandas.qcut``; ties may leave fewer).
+    max_levels : int, default=20
+        The most frequent levels of a categorical feature that get a slice.
+    min_support : int or float, optional
+        Least rows of a slice: a count (>= 1) or a fraction of the rows (< 1); by
+        default 1% of the rows and at least 100.
+    pairs : bool, default=True
+        Also slice by two conditions on two different features.
+    top : int, default=50
+        The worst slices that also get smooth ECE.
+    confidence_level : float, default=0.95
+    progress : callable, optional
+        Called with the fraction done.
+
+    Returns
+    -------
+    SubgroupAudit
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    if not isinstance(features, pd.DataFrame) or len(features) != labels.size:
+        raise CalibrationInputError("features must be a DataFrame with one row per prediction.")
+    if features.shape[1] == 0:
+        raise CalibrationInputError("there are no feature columns to slice by.",
+                                    code="no_features")
+    n_bins = check_positive_int(n_bins, "n_bins", minimum=2)
+    max_levels = check_positive_int(max_levels, "max_levels")
+    top = check_positive_int(top, "top", minimum=0)
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1,
+                           inclusive=False)
+    n_rows = labels.size
+    support = _support(min_support, n_rows)
+    report = progress or (lambda fraction: None)
+    view = score_outcome(labels, proba, "top_label")
+    confidence, correct = view.scores[0], view.outcomes[0]
+    residual = confidence - correct
+
+    conditions, columns = [], []
+    for number, name in enumerate(features.columns, start=1):
+        kind = (kinds or {}).get(str(name)) or _kind(features[name])
+        for condition in _conditions(str(name), features[name], kind, n_bins, max_levels):
+            rows = condition.mask(features[name])
+            if rows.sum() >= support:
+                conditions.append(condition)
+                columns.append(rows)
+        report(0.2 * number / features.shape[1])
+    if not conditions:
+        raise CalibrationInputError(
+            f"no condition on the features holds {support:,} rows or more (the least "
+            "support); lower min_support.", code="invalid_parameters")
+    indicator = sparse.csc_matrix(np.column_stack(columns).astype(np.float64))
+    sums = {}
+    for number, (key, weights) in enumerate((
+            ("n", None), ("confidence", confidence), ("correct", correct),
+            ("residual", residual), ("squared", residual**2)), start=1):
+        sums[key] = _pair_sums(indicator, weights)
+        report(0.2 + 0.3 * number / 5)
+    first, second = _slices(conditions, sums["n"], support, pairs)
+    counts = sums["n"][first, second]
+    gap = sums["residual"][first, second] / counts
+    variance = np.maximum(sums["squared"][first, second] - counts * gap**2, 0.0) / np.maximum(
+        counts - 1, 1)
+    error = np.sqrt(variance / counts)
+    t_stat = np.divide(gap, error, out=np.where(gap == 0, 0.0, np.inf), where=error > 0)
+    p_values = np.clip(2 * stats.t.sf(np.abs(t_stat), counts - 1), 0.0, 1.0)
+    adjusted = stats.false_discovery_control(p_values, method="bh")
+    half = stats.t.ppf((1 + level) / 2, counts - 1) * error
+    order = np.argsort(-np.abs(gap), kind="stable")
+    report(0.7)
+    subgroups = []
+    for rank, index in enumerate(order):
+        pair = (first[index], second[index])
+        chosen = tuple(conditions[i] for i in dict.fromkeys(pair))
+        smooth = None
+        if rank < top:
+            rows = _rows(columns, pair)
+            smooth = float(smooth_ece(labels[rows], proba[rows]))
+            report(0.7 + 0.3 * (rank + 1) / min(top, order.size))
+        subgroups.append(Subgroup(
+            conditions=chosen, n=int(counts[index]),
+            mean_confidence=float(sums["confidence"][pair] / counts[index]),
+            accuracy=float(sums["correct"][pair] / counts[index]), gap=float(gap[index]),
+            gap_low=float(gap[index] - half[index]), gap_high=float(gap[index] + half[index]),
+            p_value=float(p_values[index]), p_adjusted=float(adjusted[index]),
+            smooth_ece=smooth))
+    notes = (
+        f"{order.size:,} slices of at least {support:,} rows tried ({len(conditions)} "
+        f"conditions{' and their pairs on two features' if pairs else ''}); p-values "
+        "adjusted for all of them (Benjamini-Hochberg).",
+        "gap = mean confidence - accuracy on the top-label view, with a t interval and the "
+        "two-sided t test of gap = 0 (rows independent); smooth ECE for the first "
+        f"{min(top, order.size)} slices.",
+    )
+    return SubgroupAudit(tuple(subgroups), n_rows, int(order.size), support,
+                         float(residual.mean()), level, n_bins, notes)
+
+
+def _support(min_support: int | float | None, n_rows: int) -> int:
+    if min_support is None:
+        return max(MIN_SUPPORT_ROWS, math.ceil(MIN_SUPPORT_FRACTION * n_rows))
+    if isinstance(min_support, bool) or not isinstance(min_support, int | float) or not (
+            min_support > 0) or not math.isfinite(min_support):
+        raise CalibrationInputError(f"min_support must be a positive count or a fraction "
+                                    f"of the rows, not {min_support!r}.",
+                                    code="invalid_parameters")
+    return max(2, math.ceil(min_support * n_rows) if min_support < 1 else int(min_support))
+
+
+def _kind(values: pd.Series) -> str:
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    return "numeric" if numeric else "categorical"
+
+
+def _conditions(name: str, values: pd.Series, kind: str, n_bins: int,
+                max_levels: int) -> list[Condition]:
+    present = values.dropna()
+    out = [Condition(name, "missing")] if len(present) < len(values) else []
+    if present.empty:
+        return out
+    if kind == "categorical":
+        levels = present.value_counts().index[:max_levels]
+        return out + [Condition(name, "level", level=_plain(level)) for level in levels]
+    numbers = pd.to_numeric(present, errors="coerce").dropna().to_numpy(dtype=np.float64)
+    if numbers.size == 0 or numbers.min() == numbers.max():
+        return out
+    edges = np.unique(np.quantile(numbers, np.linspace(0, 1, n_bins + 1)))
+    return out + [Condition(name, "range", low=float(low), high=float(high), first=i == 0)
+                  for i, (low, high) in enumerate(itertools.pairwise(edges))]
+
+
+def _plain(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _pair_sums(indicator: sparse.csc_matrix,
+               weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """(C, C) sums of ``weights`` over the rows meeting conditions i and j (counts
+    without weights); the diagonal holds single conditions."""
+    weighted = indicator if weights is None else sparse.diags(weights) @ indicator
+    return np.asarray((indicator.T @ weighted).todense())
+
+
+def _slices(conditions: Sequence[Condition], counts: NDArray[np.float64], support: int,
+            pairs: bool) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Index pairs (i, j) of the slices tried: (i, i) for single conditions, i < j on
+    different features for pairs, with at least ``support`` rows."""
+    size = len(conditions)
+    first, second = np.triu_indices(size)
+    features = np.array([condition.feature for condition in conditions], dtype=object)
+    keep = first == second
+    if pairs:
+        keep |= features[first] != features[second]
+    keep &= counts[first, second] >= support
+    return first[keep], second[keep]
+
+
+def _rows(columns: list[NDArray[np.bool_]], pair: tuple[int, int]) -> NDArray[np.bool_]:
+    return columns[pair[0]] & columns[pair[1]]
+
+
+__all__ = ["Condition", "Subgroup", "SubgroupAudit", "worst_subgroups"]

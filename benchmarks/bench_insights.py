@@ -4,6 +4,9 @@
   two conditions): ``POST /api/v1/datasets/{id}/subgroups`` from the request to the
   job's end; target 60 s. The file plants a miscalibrated slice; the note says where it
   ranks.
+* The timeline of 52 weeks (``GET /api/v1/datasets/{id}/timeline?freq=W``, intervals
+  and the rolling temperature fit per week); target 10 s. The model turns over-confident
+  from week 40; the note says which weeks are flagged.
 
 Run: ``python -m benchmarks.bench_insights`` (``--quick`` for tiny sizes).
 """
@@ -12,13 +15,14 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from benchmarks.bench_load import _upload
-from benchmarks.server_jobs import timed_job
+from benchmarks.server_jobs import request, timed_job
 from benchmarks.table import Row
 from tests.live_server import live_server
 
@@ -35,6 +39,11 @@ def insights_csv(n_rows: int, path: Path, seed: int = 0) -> Path:
     truth = positive.copy()
     bad = ((frame["region"] == "north") & (frame["x3"] > 1)).to_numpy()
     truth[bad] = 0.5 + 0.3 * (truth[bad] - 0.5)
+    day = np.sort(rng.integers(0, 364, n_rows))
+    late = day >= 7 * 39  # from the 40th week of 2024 (which starts on a Monday)
+    truth[late] = 0.5 + 0.7 * (truth[late] - 0.5)
+    frame.insert(0, "date", (pd.Timestamp("2024-01-01") + pd.to_timedelta(day, unit="D"))
+                 .strftime("%Y-%m-%d"))
     frame.insert(0, "y_prob", positive.round(6))
     frame.insert(0, "y_true", (rng.uniform(size=n_rows) < truth).astype(int))
     frame.to_csv(path, index=False)
@@ -50,6 +59,9 @@ def run(quick: bool = False) -> list[Row]:
         with live_server(root / "store") as server:
             dataset = _upload(server, path)
             job = timed_job(server, "POST", f"/api/v1/datasets/{dataset}/subgroups", {})
+            began = time.perf_counter()
+            timeline = request(server, "GET", f"/api/v1/datasets/{dataset}/timeline?freq=W")
+            timeline_seconds = time.perf_counter() - began
     result = job.result or {}
     slices = [s["slice"] for s in result.get("subgroups", [])]
     planted = next((rank for rank, text in enumerate(slices, start=1)
@@ -57,7 +69,23 @@ def run(quick: bool = False) -> list[Row]:
     return [Row(f"worst subgroups, 10 features, {n_rows:,} rows", job.seconds,
                 target_seconds=None if quick else 60.0,
                 note=f"{result.get('n_tried', 0):,} slices tried; the planted slice ranks "
-                     f"{planted}; {job.note()}")]
+                     f"{planted}; {job.note()}"),
+            Row(f"timeline, {len(timeline['windows'])} weeks, {n_rows:,} rows (GET)",
+                timeline_seconds, target_seconds=None if quick else 10.0,
+                note=f"flagged weeks {_flagged(timeline)} (shift planted from week 40)")]
+
+
+def _flagged(timeline: dict) -> str:
+    """The flagged weeks (numbered from 1) as ranges, e.g. ``31, 40-48, 50-52``."""
+    weeks = [number for number, window in enumerate(timeline["windows"], start=1)
+             if window["flagged"]]
+    runs: list[list[int]] = []
+    for week in weeks:
+        if runs and week == runs[-1][-1] + 1:
+            runs[-1].append(week)
+        else:
+            runs.append([week])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs) or "none"
 
 
 if __name__ == "__main__":

@@ -44,6 +44,9 @@ CLASS_COLUMN_FORMS = (*(prefix + "{}" for prefix in PROBABILITY_PREFIXES),
                       *("{}" + suffix for suffix in PROBABILITY_SUFFIXES))
 SPLIT_NAMES = ("split", "fold", "subset", "set", "partition")
 ID_NAMES = ("id", "row_id", "sample_id", "example_id", "uid", "uuid", "key", "index")
+#: When each prediction was made (dates, datetimes, or an ordered number).
+TIME_NAMES = ("time", "timestamp", "datetime", "date", "event_time", "prediction_time",
+              "scored_at", "created_at", "ts")
 SPLIT_VALUES: dict[str, Split] = {
     "calibration": "calibration", "cal": "calibration", "calib": "calibration",
     "fit": "calibration", "train": "calibration", "recalibration": "calibration",
@@ -78,6 +81,9 @@ class ColumnRoles:
         Identifier column carried into exports.
     logits : bool
         The probability columns hold logits (softmax, or sigmoid for one column).
+    time : str or None
+        When each prediction was made: dates, datetimes or an ordered number (the
+        calibration timeline reads it).
     """
 
     label: str | None
@@ -86,11 +92,12 @@ class ColumnRoles:
     split: str | None = None
     id: str | None = None
     logits: bool = False
+    time: str | None = None
 
     def columns(self) -> list[str]:
         """Every column with a role, label first."""
         named = [*([self.label] if self.label else []), *self.probabilities, *self.features]
-        return named + [c for c in (self.split, self.id) if c is not None]
+        return named + [c for c in (self.split, self.id, self.time) if c is not None]
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class RoleGuess:
     id: str | None
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    time: str | None = None
 
     def to_roles(self) -> ColumnRoles:
         """The guess as :class:`ColumnRoles`; raises if label or probabilities are missing."""
@@ -117,7 +125,8 @@ class RoleGuess:
                 " ".join(self.problems) or "could not find label and probability columns.",
                 code="roles_not_found",
             )
-        return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id)
+        return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id,
+                           time=self.time)
 
 
 def normalize_name(name: str) -> str:
@@ -288,20 +297,41 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
     taken.add(split)
     id_column = _find_named([c for c in columns if c not in taken], ID_NAMES)
     taken.add(id_column)
+    time = _find_named([c for c in columns if c not in taken], TIME_NAMES)
+    if time is not None and not looks_like_time(frame[time]):
+        time = None
+    taken.add(time)
     features = tuple(c for c in columns if c not in taken)
     return RoleGuess(found.label, found.probabilities, features, split, id_column,
-                     role_problems(found.label, found.probabilities), found.notes)
+                     role_problems(found.label, found.probabilities), found.notes, time)
+
+
+def looks_like_time(values: pd.Series) -> bool:
+    """Datetimes, or text of which the first 50 values all parse as dates."""
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return True
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return False
+    head = values.dropna().astype(str).head(50)
+    if head.empty:
+        return False
+    try:
+        parsed = pd.to_datetime(head, errors="coerce", format="mixed")
+    except (ValueError, TypeError):
+        return False
+    return bool(parsed.notna().all())
 
 
 def role_problems(label: str | None, probabilities: Sequence[str], split: str | None = None,
-                  id_column: str | None = None, *, unlabeled: bool = False) -> tuple[str, ...]:
+                  id_column: str | None = None, *, unlabeled: bool = False,
+                  time: str | None = None) -> tuple[str, ...]:
     """What stops these roles from making a prediction set: a missing label (unless the
     table is an ``unlabeled`` batch), no probability column, a column in two roles.
     Features are left out: they are whatever the other roles leave."""
     problems = [*([NO_LABEL] if label is None and not unlabeled else []),
                 *([NO_PROBABILITIES] if not probabilities else [])]
     roles = [(label, "label"), *((p, "probability") for p in probabilities),
-             (split, "split"), (id_column, "id")]
+             (split, "split"), (id_column, "id"), (time, "time")]
     for column in dict.fromkeys(c for c, _ in roles if c is not None):
         held = [role for c, role in roles if c == column]
         if len(held) > 1:

@@ -9,12 +9,12 @@ from app.api.errors import ApiError
 from app.api.routes import (
     datasets,
     heterogeneity,
+    insights,
     jobs,
     local,
     meta,
     models,
     recalibrations,
-    subgroups,
     variables,
 )
 
@@ -25,7 +25,7 @@ def build_router() -> APIRouter:
     # enforcement is app.security's, before the body is read.
     bearer = HTTPBearer(auto_error=False, description="CALIBDASH_API_TOKEN, when it is set")
     router = APIRouter(prefix="/api/v1", dependencies=[Depends(bearer)])
-    for module in (meta, datasets, variables, local, heterogeneity, subgroups,
+    for module in (meta, datasets, variables, local, heterogeneity, insights,
                    recalibrations, models, jobs):
         router.include_router(module.router)
 

@@ -43,6 +43,9 @@ class RolesRequest(BaseModel):
     logits: bool = False
     renormalize: bool = False
     unlabeled: bool = Field(default=False, description="a batch without labels")
+    time: str | None = Field(default=None, description="when each prediction was made "
+                             "(dates, datetimes or an ordered number)")
+    no_time: bool = False
     name: str | None = None
 
 
@@ -60,6 +63,7 @@ class ExternalDatasetRequest(BaseModel):
     features: list[str] | None = None
     split: str | None = None
     id: str | None = None
+    time: str | None = None
     logits: bool = False
     renormalize: bool = False
     name: str | None = Field(default=None, max_length=200)

@@ -63,6 +63,8 @@ class RoleOverrides:
     logits: bool = False
     renormalize: bool = False
     unlabeled: bool = False
+    time: str | None = None
+    no_time: bool = False
 
 
 def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
@@ -76,12 +78,13 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
             code="roles_not_found")
     split = None if overrides.no_split else (overrides.split or guess.split)
     id_column = None if overrides.no_id else (overrides.id or guess.id)
-    taken = {label, *probabilities, split, id_column}
+    time = None if overrides.no_time else (overrides.time or guess.time)
+    taken = {label, *probabilities, split, id_column, time}
     features = overrides.features
     if features is None:
         features = tuple(c for c in columns if c not in taken)
     return ColumnRoles(label=label, probabilities=tuple(probabilities), features=tuple(features),
-                       split=split, id=id_column, logits=overrides.logits)
+                       split=split, id=id_column, logits=overrides.logits, time=time)
 
 
 @dataclass(frozen=True)
@@ -106,16 +109,19 @@ class RoleChoice:
 
 def choose_roles(columns: list[str], features: list[str], previously_assigned: list[str], *,
                  label: str | None, probabilities: list[str], split: str | None,
-                 id_column: str | None, unlabeled: bool) -> RoleChoice:
+                 id_column: str | None, unlabeled: bool,
+                 time: str | None = None) -> RoleChoice:
     """Features and problems after a role choice: a column picked as label, probability,
-    split or id leaves the features; one that loses such a role returns to them."""
-    assigned = tuple(c for c in (label, *probabilities, split, id_column) if c is not None)
+    split, id or time leaves the features; one that loses such a role returns to them."""
+    assigned = tuple(c for c in (label, *probabilities, split, id_column, time)
+                     if c is not None)
     freed = set(previously_assigned) - set(assigned)
     kept = set(features) | freed
     return RoleChoice(
         features=tuple(c for c in columns if c in kept and c not in assigned),
         assigned=assigned,
-        problems=role_problems(label, probabilities, split, id_column, unlabeled=unlabeled))
+        problems=role_problems(label, probabilities, split, id_column, unlabeled=unlabeled,
+                               time=time))
 
 
 def preview_rows(frame: pd.DataFrame, limit: int = PREVIEW_ROWS) -> list[dict[str, Any]]:
@@ -337,7 +343,7 @@ def _roles(guess: RoleGuess, overrides: RoleOverrides, columns: list[str],
            dropped: tuple[str, ...]) -> ColumnRoles:
     """The confirmed roles; a role given to a nested (dropped) column is refused by name."""
     chosen = [overrides.label, *(overrides.probabilities or ()), *(overrides.features or ()),
-              overrides.split, overrides.id]
+              overrides.split, overrides.id, overrides.time]
     nested = [column for column in chosen if column is not None and column in dropped]
     if nested:
         raise CalibrationInputError(
@@ -377,7 +383,7 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "classes": list(prediction_set.classes),
         "roles": {"label": roles.label, "probabilities": list(roles.probabilities),
                   "features": list(roles.features), "split": roles.split, "id": roles.id,
-                  "logits": roles.logits},
+                  "logits": roles.logits, "time": roles.time},
         "feature_kinds": prediction_set.feature_kinds,
         "n_calibration": None if split is None else int((split == "calibration").sum()),
         "n_test": None if split is None else int((split == "test").sum()),

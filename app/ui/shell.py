@@ -20,6 +20,7 @@ from app.ui.pages import (
     overview,
     recalibrate,
     subgroups,
+    timeline,
     variables,
 )
 
@@ -31,6 +32,7 @@ PAGES: dict[str, tuple[str, ModuleType]] = {
     "/local": ("Local", local),
     "/heterogeneity": ("Heterogeneity", heterogeneity),
     "/subgroups": ("Subgroups", subgroups),
+    "/over-time": ("Over time", timeline),
     "/recalibrate": ("Recalibrate", recalibrate),
 }
 

@@ -3,6 +3,8 @@ slice and see its reliability beside all rows'."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
@@ -33,4 +35,4 @@ def test_worst_subgroups_journey(server, browser) -> None:
     assert "all rows (n = 7,000)" in legend and "slice (n = " in legend
     gaps = [float(cell.text.replace("−", "-")) for cell in browser.find_elements(
         By.CSS_SELECTOR, f"{ROWS} [col-id='gap']")]
-    assert all(abs(a) >= abs(b) for a, b in zip(gaps, gaps[1:], strict=False))  # worst first
+    assert all(abs(a) >= abs(b) for a, b in itertools.pairwise(gaps))  # worst first

@@ -47,6 +47,7 @@ def create_dataset(
     features: Annotated[str | None, Form(description="comma-separated columns")] = None,
     split: Annotated[str | None, Form()] = None,
     id: Annotated[str | None, Form()] = None,
+    time: Annotated[str | None, Form(description="when each prediction was made")] = None,
     logits: Annotated[bool, Form()] = False,
     renormalize: Annotated[bool, Form()] = False,
     unlabeled: Annotated[bool, Form(description="a batch without labels (support only)")] = False,
@@ -55,7 +56,8 @@ def create_dataset(
     """Upload a prediction file; roles are inferred unless given."""
     overrides = RoleOverrides(label=label, probabilities=_columns(probabilities),
                               features=_columns(features), split=split, id=id,
-                              logits=logits, renormalize=renormalize, unlabeled=unlabeled)
+                              logits=logits, renormalize=renormalize, unlabeled=unlabeled,
+                              time=time)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         return services.datasets.create_from_file(path, file.filename or "upload", overrides,
@@ -79,7 +81,7 @@ def create_external_dataset(services: ServicesDep,
         label=request.label, probabilities=tuple(request.probabilities or ()) or None,
         features=None if request.features is None else tuple(request.features),
         split=request.split, id=request.id, logits=request.logits,
-        renormalize=request.renormalize), request.name)
+        renormalize=request.renormalize, time=request.time), request.name)
 
     def work(progress: Progress) -> dict[str, Any]:
         return register_external(
@@ -112,7 +114,8 @@ def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -
         label=roles.label, probabilities=tuple(roles.probabilities or ()) or None,
         features=None if roles.features is None else tuple(roles.features),
         split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
-        logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled)
+        logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled,
+        time=roles.time, no_time=roles.no_time)
     return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)
 
 

@@ -56,7 +56,7 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     messages = _role_messages(inferred["problems"], inferred, inferred["label"],
                               inferred["probabilities"])
     assigned = [c for c in (inferred["label"], *inferred["probabilities"], inferred["split"],
-                            inferred["id"]) if c is not None]
+                            inferred["id"], inferred.get("time")) if c is not None]
     notes = [info_note(w) for w in response.get("warnings", [])]
     preview = dash_table.DataTable(  # type: ignore[attr-defined]
         id=ids.PREVIEW_TABLE, data=response["preview"],
@@ -81,6 +81,9 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
                                 placeholder="none: cross-fitting")),
             _field("Id, optional", dcc.Dropdown(id=ids.ROLE_ID, options=options,
                                                 value=inferred.get("id"), placeholder="none")),
+            _field("Time (dates or an ordered number), optional",
+                   dcc.Dropdown(id=ids.ROLE_TIME, options=options, value=inferred.get("time"),
+                                placeholder="none: no calibration timeline")),
             _field("Features", dcc.Dropdown(id=ids.ROLE_FEATURES, options=options, multi=True,
                                             value=inferred.get("features"))),
             _field("Name", dcc.Input(id=ids.ROLE_NAME, value=response["filename"], type="text",
@@ -129,11 +132,12 @@ def register(app: Dash, services: Services) -> None:
                   Output(ids.ROLE_ASSIGNED, "data"),
                   Input(ids.ROLE_LABEL, "value"), Input(ids.ROLE_PROBABILITIES, "value"),
                   Input(ids.ROLE_SPLIT, "value"), Input(ids.ROLE_ID, "value"),
+                  Input(ids.ROLE_TIME, "value"),
                   Input(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_FEATURES, "value"),
                   State(ids.ROLE_ASSIGNED, "data"), State(ids.UPLOAD_RESPONSE, "data"),
                   prevent_initial_call=True)
     def change_role(label: str | None, probabilities: list[str] | None, split: str | None,
-                    id_column: str | None, options: list[str] | None,
+                    id_column: str | None, time: str | None, options: list[str] | None,
                     features: list[str] | None, assigned: list[str] | None,
                     response: dict[str, Any] | None) -> tuple[Any, Any, Any]:
         """A role choice updates the banners and takes the column out of the features."""
@@ -142,7 +146,8 @@ def register(app: Dash, services: Services) -> None:
         body = response["body"]
         choice = choose_roles(body["columns"], features or [], assigned or [], label=label,
                               probabilities=probabilities or [], split=split,
-                              id_column=id_column, unlabeled="unlabeled" in (options or []))
+                              id_column=id_column, unlabeled="unlabeled" in (options or []),
+                              time=time)
         return (_role_messages(choice.problems, body["inferred"], label, probabilities),
                 list(choice.features), list(choice.assigned))
 
@@ -150,12 +155,13 @@ def register(app: Dash, services: Services) -> None:
                   Input(ids.CONFIRM_BUTTON, "n_clicks"),
                   State(ids.UPLOAD_RESPONSE, "data"), State(ids.ROLE_LABEL, "value"),
                   State(ids.ROLE_PROBABILITIES, "value"), State(ids.ROLE_SPLIT, "value"),
-                  State(ids.ROLE_ID, "value"), State(ids.ROLE_FEATURES, "value"),
+                  State(ids.ROLE_ID, "value"), State(ids.ROLE_TIME, "value"),
+                  State(ids.ROLE_FEATURES, "value"),
                   State(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_NAME, "value"),
                   prevent_initial_call=True)
     async def confirm(clicks: int | None, response: dict[str, Any] | None, label: str | None,
                       probabilities: list[str] | None, split: str | None,
-                      id_column: str | None, features: list[str] | None,
+                      id_column: str | None, time: str | None, features: list[str] | None,
                       options: list[str] | None, name: str | None) -> tuple[Any, Any]:
         if not clicks or not response:
             return no_update, no_update
@@ -163,7 +169,7 @@ def register(app: Dash, services: Services) -> None:
         overrides = RoleOverrides(
             label=label, probabilities=tuple(probabilities or ()) or None,
             features=tuple(features or ()), split=split, id=id_column,
-            no_split=split is None, no_id=id_column is None,
+            no_split=split is None, no_id=id_column is None, time=time, no_time=time is None,
             logits="logits" in options, renormalize="renormalize" in options,
             unlabeled="unlabeled" in options)
         try:

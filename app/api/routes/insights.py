@@ -1,10 +1,11 @@
-"""The worst-calibrated subgroups, as a job (poll /api/v1/jobs/{id})."""
+"""What no peer has (issue 15): the worst-calibrated subgroups (a job: poll
+/api/v1/jobs/{id}) and calibration over time."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,8 +13,10 @@ from app.api.deps import ServicesDep
 from app.schemas.models import ErrorResponse
 from app.services.diagnostics import Subset
 from app.services.subgroups import SubgroupParams, start_subgroups
+from app.services.timeline import timeline_for
+from calibcore.timeline import Frequency
 
-router = APIRouter(tags=["subgroups"], responses={404: {"model": ErrorResponse},
+router = APIRouter(tags=["subgroups and timeline"], responses={404: {"model": ErrorResponse},
                                                    422: {"model": ErrorResponse}})
 
 
@@ -56,3 +59,23 @@ def create_subgroups(services: ServicesDep, dataset_id: str,
         subset=request.subset)
     job = start_subgroups(services, dataset_id, params)
     return JSONResponse(status_code=202, content={**job.snapshot(), "job_id": job.id})
+
+
+@router.get("/datasets/{dataset_id}/timeline")
+def get_timeline(
+        services: ServicesDep, dataset_id: str,
+        freq: Annotated[Frequency, Query(description="auto, D, W, M, Q or Y (dates)")] = "auto",
+        reference: Annotated[int, Query(ge=0, le=10_000,
+                                        description="index of the reference window")] = 0,
+        method: Annotated[str, Query(description="recalibrator fitted on each window and "
+                                                 "scored on the next")] = "temperature",
+        time: Annotated[str | None, Query(description="time column (default: the "
+                                                      "dataset's time role)")] = None,
+) -> dict[str, Any]:
+    """Calibration over time: per window n, accuracy, mean confidence, gap, ECE and smooth
+    ECE with 95% intervals; the change test of each window's gap against the reference
+    window (Welch, Holm-adjusted; ``test`` says which and why) with
+    ``flagged`` windows; and ``rolling``: the recalibrator fitted on each window, scored
+    on the next. Cached per parameter set."""
+    return timeline_for(services, dataset_id, freq=freq, reference=reference, method=method,
+                        time=time)

@@ -1,0 +1,95 @@
+"""Over time page: calibration per time window, the windows that changed, and a
+recalibrator fitted on each window and scored on the next (issue 15.2)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dash import Dash, Input, Output, dcc, html
+
+from app.services.context import Services
+from app.services.datasets import NotFound
+from app.services.timeline import ROLLING_METHODS, timeline_for
+from app.ui import ids
+from app.ui.components import error_note, info_note
+from app.ui.figures import empty_figure
+from app.ui.figures.timeline import rolling_figure, timeline_figure
+from calibcore.exceptions import CalibrationInputError
+from calibcore.timeline import PERIODS
+
+_FREQUENCIES = [{"label": "auto", "value": "auto"},
+                *({"label": name, "value": code} for code, name in PERIODS.items())]
+
+
+def layout(services: Services) -> html.Div:
+    return html.Div([
+        html.H1("Calibration over time"),
+        html.P("Does the model stay calibrated after deployment? Rows are grouped by their "
+               "time (calendar periods of dates, or the values of an ordered column); each "
+               "window shows ECE and smooth ECE, accuracy and mean confidence with 95% "
+               "intervals. Windows whose calibration gap (mean confidence − accuracy) "
+               "differs from the first window's are shaded: Welch's t test, adjusted for "
+               "the number of windows (Holm). Below, a recalibrator fitted on "
+               "each window is scored on the next, as a model recalibrated on last period's "
+               "data would have been."),
+        html.Div([
+            html.Div([html.Label("Time column", className="field-label",
+                                 htmlFor=ids.TIME_COLUMN),
+                      dcc.Dropdown(id=ids.TIME_COLUMN, clearable=False,
+                                   placeholder="the dataset's time column")],
+                     className="control control-wide"),
+            html.Div([html.Label("Window", className="field-label", htmlFor=ids.TIME_FREQ),
+                      dcc.RadioItems(id=ids.TIME_FREQ, options=_FREQUENCIES, value="auto",
+                                     inline=True, className="radio")], className="control"),
+            html.Div([html.Label("Recalibrator (rolling)", className="field-label",
+                                 htmlFor=ids.TIME_METHOD),
+                      dcc.Dropdown(id=ids.TIME_METHOD, value="temperature", clearable=False,
+                                   options=list(ROLLING_METHODS))], className="control"),
+        ], className="controls"),
+        dcc.Loading(html.Div([html.Div(id=ids.TIME_STATUS),
+                              dcc.Graph(id=ids.TIME_GRAPH, figure=empty_figure("")),
+                              dcc.Graph(id=ids.TIME_ROLLING, figure=empty_figure(""))])),
+    ])
+
+
+def register(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.TIME_COLUMN, "options"), Output(ids.TIME_COLUMN, "value"),
+                  Input(ids.DATASET_PICKER, "value"))
+    async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
+        if not dataset_id:
+            return [], None
+        try:
+            summary = await asyncio.to_thread(services.datasets.summary, dataset_id)
+        except NotFound:
+            return [], None
+        roles = summary["roles"]
+        columns = [c for c in (roles.get("time"), *roles["features"]) if c]
+        return ([{"label": c + (" (time role)" if c == roles.get("time") else ""), "value": c}
+                 for c in columns], roles.get("time"))
+
+    @app.callback(Output(ids.TIME_STATUS, "children"), Output(ids.TIME_GRAPH, "figure"),
+                  Output(ids.TIME_ROLLING, "figure"),
+                  Input(ids.DATASET_PICKER, "value"), Input(ids.TIME_COLUMN, "value"),
+                  Input(ids.TIME_FREQ, "value"), Input(ids.TIME_METHOD, "value"))
+    async def draw(dataset_id: str | None, column: str | None, freq: str | None,
+                   method: str | None) -> tuple[Any, Any, Any]:
+        blank = empty_figure("")
+        if not dataset_id:
+            return info_note("Choose or upload a dataset."), blank, blank
+        if not column:
+            return info_note("This dataset has no time column: choose one above (dates, "
+                             "datetimes or an ordered number), or give a column the time "
+                             "role when uploading."), blank, blank
+        try:
+            result = await asyncio.to_thread(
+                timeline_for, services, dataset_id, freq=freq or "auto",  # type: ignore[arg-type]
+                method=method or "temperature", time=column)
+        except (CalibrationInputError, NotFound) as exc:
+            return error_note(str(exc)), blank, blank
+        flagged = [w["label"] for w in result["windows"] if w["flagged"]]
+        text = ((f"Calibration changed in {len(flagged)}: {', '.join(flagged[:6])}"
+                   f"{'…' if len(flagged) > 6 else ''}." if flagged else
+                   "No window's calibration gap differs from the reference's.")
+                + " " + " ".join(result["notes"]))
+        return info_note(text), timeline_figure(result), rolling_figure(result)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
 from app.api.deps import ServicesDep
 from app.api.uploads import saved_upload
-from app.schemas.models import DatasetSummary, ErrorResponse, RolesRequest
+from app.schemas.models import DatasetSummary, ErrorResponse, MetricsResponse, RolesRequest
 from app.services import diagnostics
 from app.services.datasets import RoleOverrides
 from calibcore.binning import Binning
@@ -98,7 +98,7 @@ BootstrapQuery = Annotated[int, Query(ge=0, le=2000,
                                       description="bootstrap resamples for the intervals")]
 
 
-@router.get("/datasets/{dataset_id}/metrics")
+@router.get("/datasets/{dataset_id}/metrics", response_model=MetricsResponse)
 def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
                 n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
                 subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
@@ -107,6 +107,8 @@ def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_l
 
     ``metrics`` maps measure -> value; ``measures`` adds the basic-bootstrap interval,
     whether the measure is a consistent calibration measure (paper 001) and its meaning.
+    ``calibration_test`` tests whether the probabilities are calibrated at all
+    (consistency resampling on kCE, with ``n_bootstrap`` resamples; null when it is 0).
     Results are cached per parameter set.
     """
     request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,

@@ -226,9 +226,9 @@ def _statistics(
 def _resampling_note(groups: ScoreGroups, n_rows: int) -> str:
     if not groups.pooled:
         return (f"exact: {n_rows:,} rows grouped by their {groups.scores.size:,} distinct "
-                "scores, each group's positives drawn as Binomial(rows, score)")
+                "scores, each group's hits (outcome 1) drawn as Binomial(rows, score)")
     return (f"pooled: {n_rows:,} rows pooled into {groups.scores.size:,} cells of the score "
-            f"of width 1/{POOLING_CELLS:,}, each cell's positives drawn as Binomial(rows, "
+            f"of width 1/{POOLING_CELLS:,}, each cell's hits drawn as Binomial(rows, "
             "mean score)")
 
 

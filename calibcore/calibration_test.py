@@ -54,7 +54,8 @@ TestView = Literal["top_label", "positive"]
 SORT_MAX_ROWS = GRID_CELLS
 #: Larger tables are grouped into this many equal-width cells of [0, 1] (the bootstrap's).
 POOLING_CELLS = GRID_CELLS
-#: Scores of one cell closer than this to the cell's mean count as one score.
+#: A cell whose scores lie this close to their mean (on average) holds one score: rounding
+#: (1 - 0.388 = 0.6120000000000001) does not make a discrete score continuous.
 SAME_SCORE_TOLERANCE = 1e-12
 #: Resampled statistics within this relative distance below the observed one count as
 #: ties (>=), so rounding can only make the p-value larger.

@@ -72,6 +72,8 @@ def _report(args: argparse.Namespace) -> int:
                     + (f"  plug-in {item['plug_in']:.6f}"
                        if item["plug_in"] != item["value"] else ""))
         print(f"{item['name']:>20}: {item['value']:.6f}{interval}")
+    if report["metrics"].get("calibration_test"):
+        print(report["metrics"]["calibration_test"]["summary"])
     return 0
 
 

@@ -8,6 +8,9 @@
   ``laplace_calibration_approx`` (10 n random pairs): no slower.
 * smooth ECE against relplot's ``smECE`` on 1,000,000 rows: within 2x.
 * smCE on 100,000 rows: under 10 s.
+* The test of calibration (consistency resampling on kCE, 200 resamples, issue 15) on
+  1,500,000 rows of a miscalibrated model, validation and top-label view included: it
+  rides on the overview's interval job, so it should add at most about 1 s there.
 
 The data are paper 001's synthetic family at b = 1 (uniform predictions,
 labels drawn from them): perfectly calibrated, so the smooth ECE bandwidth is
@@ -25,6 +28,7 @@ import relplot
 from numpy.typing import NDArray
 
 from benchmarks.table import Row, timed
+from calibcore.calibration_test import consistency_resampling_test
 from calibcore.metrics import (
     laplace_kernel_calibration_error,
     smooth_calibration_error,
@@ -110,13 +114,29 @@ def _smce(quick: bool) -> Row:
     )
 
 
+def _calibration_test(quick: bool) -> Row:
+    n_rows = 5_000 if quick else 1_500_000
+    labels, proba = calibrated_predictions(n_rows, random_state=4)
+    tempered = proba**1.2 / (proba**1.2 + (1.0 - proba) ** 1.2)  # overconfident
+    seconds, result = timed(lambda: consistency_resampling_test(labels, tempered),
+                            repeat=1 if quick else 3)
+    return Row(
+        case=f"calibration test (kCE, 200 resamples), {n_rows:,} rows",
+        seconds=seconds,
+        target_seconds=None if quick else 1.0,
+        note=f"p = {result.p_value:.3f}; {result.resampling.split(':')[0]} over "
+             f"{result.n_groups:,} groups of scores",
+    )
+
+
 def run(quick: bool = False) -> list[Row]:
-    """The four global-measure points; ``quick`` uses tiny sizes (smoke test)."""
+    """The global-measure points; ``quick`` uses tiny sizes (smoke test)."""
     return [
         _all_but_smce(quick),
         _kce_versus_sampling(quick),
         _smooth_ece_versus_relplot(quick),
         _smce(quick),
+        _calibration_test(quick),
     ]
 
 

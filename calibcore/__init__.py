@@ -6,6 +6,7 @@ estimators. Nothing here imports a web or plotting library.
 
 from calibcore import (
     binning,
+    calibration_test,
     consistent,
     data,
     embedding,
@@ -22,12 +23,16 @@ from calibcore import (
     variable,
     views,
 )
+from calibcore.calibration_test import CalibrationTestResult, consistency_resampling_test
 from calibcore.exceptions import CalibrationInputError, RoleInferenceError
 
 __all__ = [
     "CalibrationInputError",
+    "CalibrationTestResult",
     "RoleInferenceError",
     "binning",
+    "calibration_test",
+    "consistency_resampling_test",
     "consistent",
     "data",
     "embedding",

@@ -91,6 +91,48 @@ class DatasetSummary(BaseModel):
     warnings: list[str]
 
 
+class CalibrationTestBody(BaseModel):
+    """A test of calibration (issue 15): consistency resampling (Bröcker & Smith 2007) on a
+    consistent calibration measure, by default kCE."""
+
+    test: str = Field(description="the test, e.g. 'consistency resampling (Bröcker & Smith "
+                      "2007)'")
+    statistic_name: str = Field(description="the calibration measure used as statistic")
+    statistic: float = Field(description="its value on the rows")
+    p_value: float = Field(ge=0, le=1, description="(1 + #{T* >= T}) / (1 + n_resamples)")
+    n_resamples: int
+    null_quantile: float = Field(description="95th percentile of the statistic on labels "
+                                 "drawn from the probabilities (what calibration looks like)")
+    n: int
+    view: str = Field(description="top_label or positive (classwise is tested on top_label)")
+    pooled: bool = Field(description="rows pooled into cells of the score (else exact)")
+    n_groups: int
+    resampling: str = Field(description="how the null resamples were drawn")
+    description: str = Field(description="what the test tests and why this statistic")
+    level: float
+    rejected: bool = Field(description="p_value <= level")
+    verdict: str
+    summary: str = Field(description="one line to show, with the p-value and the verdict")
+
+
+class MetricsResponse(BaseModel):
+    """Every global measure of one view with its interval, and the test of calibration."""
+
+    model_config = ConfigDict(extra="allow")
+
+    dataset_id: str
+    view: str
+    subset: str
+    n: int
+    n_bootstrap: int
+    metrics: dict[str, Any] = Field(description="measure -> plug-in value")
+    measures: dict[str, Any] = Field(description="measure -> estimate, 95% interval, "
+                                     "plug-in, consistency, meaning")
+    calibration_test: CalibrationTestBody | None = Field(
+        default=None, description="consistency-resampling test of calibration with "
+        "n_bootstrap resamples; null when n_bootstrap = 0")
+
+
 class MethodRequest(BaseModel):
     """One method of a comparison, with its own parameters and feature columns."""
 

@@ -15,6 +15,7 @@ from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from calibcore import metrics
 from calibcore.binning import Binning
+from calibcore.calibration_test import CalibrationTestResult, consistency_resampling_test
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
 from calibcore.reliability import binned_reliability, smooth_reliability
@@ -37,6 +38,12 @@ BIN_FREE: list[MeasureName] = ["smooth_ece", "smooth_calibration_error",
 
 #: Bin counts of the bin-sensitivity curve.
 BIN_COUNTS = (5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
+
+#: Level of the calibration test's verdict.
+TEST_LEVEL = 0.05
+
+#: Bumped when the cached measures change shape (2: the calibration test).
+_METRICS_CACHE_VERSION = 2
 
 
 def rows_for(prediction_set: PredictionSet, subset: Subset) -> NDArray[np.bool_]:
@@ -61,13 +68,17 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     :mod:`calibcore.metrics` and peers compute it); ``measures`` gives the value shown
     (bias-corrected for calibration errors, see :data:`INTERVAL_NOTE`) with its interval,
     the plug-in value, whether it is a consistent calibration measure (paper 001), a
-    one-line meaning and any note.
+    one-line meaning and any note. ``calibration_test`` is the test of calibration
+    (:func:`calibration_test`) with as many resamples as the bootstrap, or None when no
+    resampling is asked for (``n_bootstrap=0``).
     """
     mask = rows_for(prediction_set, subset)
-    result = global_measures(prediction_set.y_true[mask], prediction_set.proba[mask],
-                             view=view, n_bins=n_bins, binning=binning,
+    labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
+    result = global_measures(labels, proba, view=view, n_bins=n_bins, binning=binning,
                              n_bootstrap=n_bootstrap, random_state=random_state,
                              interval="hybrid", progress=progress)
+    test = (calibration_test(labels, proba, view=view, n_resamples=n_bootstrap,
+                             random_state=random_state) if n_bootstrap > 0 else None)
     return jsonable({
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
         "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,
@@ -77,7 +88,35 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
         "measures": {m.key: {"name": m.name, "value": m.value, "low": m.low, "high": m.high,
                              "plug_in": m.plug_in, "consistent": m.consistent,
                              "meaning": m.meaning, "note": m.note} for m in result.measures},
+        "calibration_test": test,
     })
+
+
+def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
+                     view: View = "top_label", n_resamples: int = 200,
+                     random_state: int = 0) -> dict[str, Any]:
+    """The consistency-resampling test of calibration on kCE (issue 15), as a JSON-able
+    dict with its verdict at :data:`TEST_LEVEL` and a one-line ``summary``. The classwise
+    view has no test (its outcomes are dependent across classes), so it is tested on
+    the top-label view, which the result names."""
+    result = consistency_resampling_test(
+        labels, proba, view="positive" if view == "positive" else "top_label",
+        n_resamples=n_resamples, random_state=random_state)
+    return jsonable({**asdict(result), "level": TEST_LEVEL,
+                     "rejected": result.rejects(TEST_LEVEL),
+                     "verdict": result.verdict(TEST_LEVEL),
+                     "summary": calibration_test_summary(result)})
+
+
+def calibration_test_summary(result: CalibrationTestResult) -> str:
+    """'Calibration test (consistency resampling on kCE, 200 resamples, top-label view):
+    p = 0.003 — the probabilities are unlikely to be calibrated'."""
+    p_value = (f"p ≤ {result.p_value:.3f} (no resample reached the observed value)"
+               if result.smallest_p_value else f"p = {result.p_value:.3f}")
+    view = result.view.replace("_", "-")
+    return (f"Calibration test (consistency resampling on {result.statistic_name}, "
+            f"{result.n_resamples} resamples, {view} view): {p_value} — "
+            f"{result.verdict(TEST_LEVEL)}")
 
 
 def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
@@ -159,7 +198,8 @@ class MetricsRequest:
 
 def _metrics_key(services: Services, dataset_id: str, request: MetricsRequest) -> str:
     return cache_key(dataset_id, "metrics", **asdict(request),
-                     random_state=services.settings.random_state)
+                     random_state=services.settings.random_state,
+                     version=_METRICS_CACHE_VERSION)
 
 
 def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
@@ -173,8 +213,17 @@ def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
 
     def compute() -> dict[str, Any]:
         exact = _external_metrics(services, dataset_id, request)
-        if exact is not None:
-            return {"dataset_id": dataset_id, **exact}
+        if exact is not None:  # the test of calibration runs on the stored sample
+            prediction_set = services.datasets.prediction_set(dataset_id)
+            mask = rows_for(prediction_set, request.subset)
+            test = (calibration_test(prediction_set.y_true[mask], prediction_set.proba[mask],
+                                     n_resamples=request.n_bootstrap,
+                                     random_state=services.settings.random_state)
+                    if request.n_bootstrap else None)
+            note = sample_note(services.datasets.record(dataset_id).meta)
+            if test is not None and note:
+                test["summary"] += f" ({note})"
+            return {"dataset_id": dataset_id, **exact, "calibration_test": test}
         prediction_set = services.datasets.prediction_set(dataset_id)
         return {"dataset_id": dataset_id,
                 **global_metrics(prediction_set, **asdict(request),

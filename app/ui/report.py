@@ -19,6 +19,8 @@ table { border-collapse: collapse; width: 100%; margin: 10px 0 24px; }
 th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #d9e0e8;
          font-variant-numeric: tabular-nums; }
 th { background: #eef2f7; } .ok { color: #2a9d5c; font-weight: 600; }
+.test { padding: 10px 14px; border-left: 4px solid #3b6fb6; background: #eaf2fb; }
+.test.rejected { border-left-color: #d9661f; background: #fdf3e4; }
 """
 
 
@@ -41,6 +43,20 @@ def _measures_table(metrics: dict[str, Any]) -> str:
         for item in metrics["measures"].values() if item["value"] is not None)
     return ("<table><tr><th>measure</th><th>estimate</th><th>95% interval</th>"
             f"<th>plug-in</th><th></th><th>meaning</th></tr>{rows}</table>")
+
+
+def _calibration_test(metrics: dict[str, Any]) -> str:
+    """The test of calibration: its one-line summary, statistic and what it tests."""
+    test = metrics.get("calibration_test")
+    if not test:  # no resampling asked for, or the dask engine
+        return ""
+    return (f"<div class='test{' rejected' if test['rejected'] else ''}'>"
+            f"<strong>{html.escape(test['summary'])}</strong><br>"
+            f"<span class='muted'>{html.escape(test['statistic_name'])} = "
+            f"{test['statistic']:.4f}; 95% of the resamples drawn from the probabilities "
+            f"stay below {test['null_quantile']:.4f}. Resamples — "
+            f"{html.escape(test['resampling'])}. {html.escape(test['description'])}</span>"
+            "</div>")
 
 
 def _variables_table(report: dict[str, Any]) -> str:
@@ -81,6 +97,7 @@ def render_html(report: dict[str, Any]) -> str:
 classes {html.escape(', '.join(report['classes'][:12]))} · {metrics['view'].replace('_', '-')}
 view · generated {stamp} by calibdash</p>
 <h2>Global measures</h2>
+{_calibration_test(metrics)}
 {_measures_table(metrics)}
 <p class="muted">n = {metrics['n']:,}. Estimates: {html.escape(metrics['interval'])},
 {metrics['n_bootstrap']} resamples ({html.escape(metrics.get('resampling') or 'rows')}).</p>

@@ -33,6 +33,12 @@ def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) 
     assert measures["smooth_ece"]["consistent"] and not measures["ece"]["consistent"]
     assert measures["nll"]["low"] <= measures["nll"]["value"] <= measures["nll"]["high"]
     assert len(report["reliability"]["smooth"][0]["curve"]) == 200
+    test = report["metrics"]["calibration_test"]
+    assert test["n_resamples"] == 200 and test["statistic_name"] == "kCE"
+    assert test["statistic"] == pytest.approx(
+        report["metrics"]["metrics"]["laplace_kernel_calibration_error"])
+    assert test["summary"] in printed and report["metrics_by_subset"]["test"][
+        "calibration_test"]["n"] == 3474
 
 
 def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
@@ -51,6 +57,8 @@ def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None
     assert text.startswith("<!doctype html>") and "Calibration report" in text
     assert "plotly" in text.lower() and 'src="http' not in text  # plotly.js inlined
     assert "smooth ECE" in text and "income" in text and text.count("plotly-graph-div") >= 4
+    assert ("Calibration test (consistency resampling on kCE, 20 resamples, top-label view)"
+            in text)
 
 
 def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_one(

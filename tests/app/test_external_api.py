@@ -82,6 +82,9 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
         expected = global_measures(labels, positive, interval="hybrid", random_state=0)
         body = client.get(f"/api/v1/datasets/{dataset['id']}/metrics").json()
         assert body["n"] == N_ROWS and "sample_note" not in body
+        assert body["calibration_test"]["summary"].endswith(
+            f"(computed on a sample of {external['n_sample']:,} of {N_ROWS:,} rows "
+            "(seeded uniform, random_state=0))")
         assert f"{N_ROWS:,} rows" in body["exact_note"]
         for estimate in expected.measures:
             if estimate.value is None or estimate.key not in body["measures"]:

@@ -1,5 +1,5 @@
-"""The overview page in real headless Chromium: measures with intervals, both diagrams,
-and the bin-count control."""
+"""The overview page in real headless Chromium: measures with intervals, the test of
+calibration, both diagrams, and the bin-count control."""
 
 from __future__ import annotations
 
@@ -41,6 +41,11 @@ def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, bro
     assert dash == "–" and float(low) <= float(value) <= float(high)  # shown inside its interval
     assert float(plug_in) >= float(value)  # the plug-in, which resampling shows inflated
     assert "consistent" not in browser.find_element(By.CSS_SELECTOR, "#measure-ece").text
+    # the test of calibration arrives with the intervals; default_nb is calibrated overall
+    test_line = browser.find_element(By.CSS_SELECTOR, "#calibration-test").text
+    assert test_line.startswith("Calibration test (consistency resampling on kCE, 200 "
+                                "resamples, top-label view): p = ")
+    assert "no evidence of miscalibration at the 5% level" in test_line
     # smooth diagram: curve, band and density traces; binned diagram with points
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR,
                                              "#smooth-graph .scatterlayer .trace")) >= 4)

@@ -14,6 +14,7 @@ from app.schemas.models import (
     DatasetSummary,
     ErrorResponse,
     ExternalDatasetRequest,
+    MetricsResponse,
     RolesRequest,
 )
 from app.services import diagnostics
@@ -139,7 +140,7 @@ BootstrapQuery = Annotated[int, Query(ge=0, le=2000,
                                       description="bootstrap resamples for the intervals")]
 
 
-@router.get("/datasets/{dataset_id}/metrics")
+@router.get("/datasets/{dataset_id}/metrics", response_model=MetricsResponse)
 def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
                 n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
                 subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
@@ -148,6 +149,8 @@ def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_l
 
     ``metrics`` maps measure -> value; ``measures`` adds the basic-bootstrap interval,
     whether the measure is a consistent calibration measure (paper 001) and its meaning.
+    ``calibration_test`` tests whether the probabilities are calibrated at all
+    (consistency resampling on kCE, with ``n_bootstrap`` resamples; null when it is 0).
     Results are cached per parameter set.
     """
     request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,

@@ -1,5 +1,6 @@
-"""Overview page: global measures with intervals, binned and smooth reliability diagrams,
-and how binned ECE moves with the bin count while the consistent measures do not."""
+"""Overview page: global measures with intervals, a test of calibration, binned and smooth
+reliability diagrams, and how binned ECE moves with the bin count while the consistent
+measures do not."""
 
 from __future__ import annotations
 
@@ -181,8 +182,29 @@ def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
                + " " + (f"Computed on {result['exact_note']}." if result.get("exact_note")
                         else f"Measures {result['sample_note']}." if result.get("sample_note")
                         else ""))
-    return html.Div([html.Table([html.Thead(header), html.Tbody(rows)], className="table"),
+    return html.Div([calibration_test_note(result.get("calibration_test"), with_intervals),
+                     html.Table([html.Thead(header), html.Tbody(rows)], className="table"),
                      html.Div(caption, className="caption")])
+
+
+def calibration_test_note(test: dict[str, Any] | None, with_intervals: bool) -> html.Div:
+    """The test of calibration in one line (p-value and verdict), its statistic against
+    the calibrated resamples' 95th percentile, and what it tests on demand."""
+    if test is None:
+        waiting = "computing with the intervals…" if not with_intervals else "not computed."
+        return html.Div(f"Calibration test: {waiting}", id=ids.CALIBRATION_TEST,
+                        className="note note-info calibration-test")
+    detail = (f"{test['statistic_name']} = {test['statistic']:.4f} on {test['n']:,} rows; "
+              f"with labels drawn from the probabilities themselves (what a calibrated model "
+              f"would give), 95% of the {test['n_resamples']} resamples stay below "
+              f"{test['null_quantile']:.4f}. Resamples — {test['resampling']}.")
+    return html.Div([
+        html.Strong(test["summary"]),
+        html.Div(detail, className="calibration-test-detail"),
+        html.Details([html.Summary("What does it test?"), html.Div(test["description"])],
+                     className="calibration-test-detail"),
+    ], id=ids.CALIBRATION_TEST,
+        className=f"note {'note-warning' if test['rejected'] else 'note-info'} calibration-test")
 
 
 def _cards(measures: dict[str, Any], summary: dict[str, Any]) -> list[html.Div]:

@@ -22,5 +22,5 @@ def test_ruff_finds_nothing() -> None:
 
 @pytest.mark.slow
 def test_mypy_finds_nothing() -> None:
-    result = run("mypy", "app", "calibcore")
+    result = run("mypy", "app", "calibcore", "calibdash")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

@@ -21,6 +21,15 @@ router = APIRouter(tags=["recalibrations"], responses={
 
 MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 FormatQuery = Annotated[Literal["csv", "parquet"], Query(description="csv or parquet")]
+#: What each choice of downloaded scores adds to the file name.
+_SCORE_SUFFIXES = {"model": "calibrated", "cross_fitted": "calibrated-crossfitted"}
+ScoresQuery = Annotated[Literal["model", "cross_fitted"], Query(description=(
+    "model (default): the exported model (GET .../model) applied to every row, the same "
+    "numbers as POST .../apply or `calibdash apply` with this dataset's file. "
+    "cross_fitted: only for a dataset without a split column, each row corrected by the "
+    "cross-fitting model fitted without it (5 models in all), the scores the held-out "
+    "comparison measured; a recalibration fitted on a split has no such scores (422, code "
+    "not_cross_fitted), its test rows are already held out from the one model."))]
 
 
 def file_response(frame: pd.DataFrame, export_format: Literal["csv", "parquet"],
@@ -125,13 +134,15 @@ def delete_recalibration(services: ServicesDep, recalibration_id: str) -> Respon
 
 @router.get("/recalibrations/{recalibration_id}/download")
 def download(services: ServicesDep, recalibration_id: str, format: FormatQuery = "csv",
+             scores: ScoresQuery = "model",
              columns: Annotated[str | None, Query(
                  description="extra per-row columns computed on other pages, e.g. "
                  "lce,hh,support (422 if not computed)")] = None) -> Response:
     """The dataset's columns plus one corrected probability column per class."""
     extra = [part.strip() for part in (columns or "").split(",") if part.strip()]
-    frame = services.recalibrations.corrected_frame(recalibration_id, extra)
-    return file_response(frame, format, f"{recalibration_id}-calibrated.{format}")
+    frame = services.recalibrations.corrected_frame(recalibration_id, extra, scores=scores)
+    return file_response(frame, format,
+                         f"{recalibration_id}-{_SCORE_SUFFIXES[scores]}.{format}")
 
 
 @router.get("/recalibrations/{recalibration_id}/model")

@@ -31,6 +31,7 @@ from app.services.saved_models import (
     model_corrections,
     model_document,
 )
+from app.services.tables import file_stem
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -402,6 +403,12 @@ class RecalibrationService:
                 "(scores=model) is the fitted model on every row, which is what the "
                 "comparison scored on the test rows.", code="not_cross_fitted")
         return self._store.read_table(record.id)
+
+    def file_stem(self, recalibration_id: str) -> str:
+        """``<dataset name>-<method>``, safe as a file name: what downloads are called."""
+        record = self.record(recalibration_id)
+        dataset = self._datasets.record(record.meta["dataset_id"]).name
+        return f"{file_stem(dataset, fallback='dataset')}-{record.meta['method']}"
 
     def apply(self, recalibration_id: str, path: Path, filename: str) -> pd.DataFrame:
         """A new file with this recalibration's model applied (labels not needed)."""

@@ -1,4 +1,4 @@
-"""What a recalibration's download holds (issue 16, item 2).
+"""What a recalibration's download holds and what it is called (issue 16, items 2 and 7).
 
 Without a split column the comparison scores five cross-fitting models; the download a
 user takes away must still be what the exported model gives on those rows, so that
@@ -11,6 +11,7 @@ import io
 import json
 from dataclasses import replace
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
@@ -108,6 +109,8 @@ def test_cross_fitted_download_is_what_the_comparison_scored(
     result = fit(client, dataset, method=method)
     model = table(get(client, result["id"], format="parquet"))
     crossfitted = get(client, result["id"], format="parquet", scores="cross_fitted")
+    assert crossfitted.headers["content-disposition"] == (
+        f'attachment; filename="default_nb-{method}-calibrated-crossfitted.parquet"')
     crossfitted_frame = table(crossfitted)
     assert list(crossfitted_frame.columns) == list(model.columns)
     pd.testing.assert_frame_equal(crossfitted_frame.drop(columns=BINARY),
@@ -140,6 +143,8 @@ def test_with_a_split_the_model_is_the_download_and_there_is_no_cross_fitted_one
     result = fit(client, dataset, method="temperature")
     assert result["cross_fitted"] is False
     download = get(client, result["id"])
+    assert download.headers["content-disposition"] == (
+        'attachment; filename="digits_svm-temperature-calibrated.csv"')
     assert download.content == applied(client, result["id"], content, "digits_svm.csv",
                                        "csv").content
     error = assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
@@ -147,6 +152,53 @@ def test_with_a_split_the_model_is_the_download_and_there_is_no_cross_fitted_one
     assert "split" in error["message"]
     assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
                             params={"scores": "both"}), 422)
+
+
+def test_downloads_are_named_after_the_dataset_and_method(client, no_split) -> None:
+    dataset = upload(client, no_split, "default_nb.csv").json()["id"]
+    result = fit(client, dataset, method="temperature")
+    names = {
+        "csv": get(client, result["id"]).headers["content-disposition"],
+        "parquet": get(client, result["id"], format="parquet").headers["content-disposition"],
+        "model": client.get(f"/api/v1/recalibrations/{result['id']}/model").headers[
+            "content-disposition"],
+    }
+    assert names == {
+        "csv": 'attachment; filename="default_nb-temperature-calibrated.csv"',
+        "parquet": 'attachment; filename="default_nb-temperature-calibrated.parquet"',
+        "model": 'attachment; filename="default_nb-temperature-model.json"'}
+
+
+@pytest.mark.parametrize("name, plain, utf8", [
+    ('Q3 "final"\r\nSet-Cookie: x=1', "Q3_final_Set-Cookie_x_1", None),
+    ("../../etc/passwd", "etc_passwd", None),
+    ('a\\b";\x00\t<script>', "a_b_script", None),
+    ("données ☃ été.csv", "donnees_ete", "données_été"),
+    ("日本語のデータ", "", "日本語のデータ"),
+    ("\u202egnp.exe", "gnp.exe", None),
+    ("x" * 500, "x" * 60, None),
+    ("...", "dataset", None),
+])
+def test_hostile_dataset_names_give_a_safe_header(client, no_split, name, plain, utf8) -> None:
+    dataset = upload(client, no_split, "d.csv", name=name).json()
+    assert dataset["name"] == name
+    result = fit(client, dataset["id"], method="temperature")
+    for response, suffix in (
+            (get(client, result["id"]), "-temperature-calibrated.csv"),
+            (client.get(f"/api/v1/recalibrations/{result['id']}/model"),
+             "-temperature-model.json")):
+        header = response.headers["content-disposition"]
+        header.encode("ascii")  # no raw non-ASCII byte in the header
+        assert not any(ch in header for ch in "\r\n\x00\\/<>")
+        quoted = header.split('filename="', 1)[1].split('"', 1)[0]
+        assert set(quoted) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789._-")
+        assert quoted == (plain + suffix).lstrip("-")
+        if utf8 is None:
+            assert "filename*" not in header
+        else:
+            assert "; filename*=UTF-8''" in header
+            assert unquote(header.split("UTF-8''", 1)[1]) == utf8 + suffix
 
 
 def test_a_cross_fitted_recalibration_stored_before_keeps_its_model_download(
@@ -164,3 +216,19 @@ def test_a_cross_fitted_recalibration_stored_before_keeps_its_model_download(
     assert store.table_path(f"{result['id']}.model_scores").exists()
     assert get(client, result["id"]).content == expected
     assert get(client, result["id"], scores="cross_fitted").content != expected
+
+
+@pytest.mark.parametrize("filename, header", [
+    ("new.csv", 'attachment; filename="new-calibrated.csv"'),
+    ("C:\\Users\\me\\scores v2.csv.gz", 'attachment; filename="scores_v2-calibrated.csv"'),
+    # a name outside Latin-1 used to reach the header raw and fail it (a 500)
+    ("データ.csv", "attachment; filename=\"calibrated.csv\"; "
+                   "filename*=UTF-8''%E3%83%87%E3%83%BC%E3%82%BF-calibrated.csv"),
+])
+def test_applied_files_are_named_after_the_upload(client, shared_data, filename,
+                                                  header) -> None:
+    content = (shared_data / "digits_svm.csv").read_bytes()
+    dataset = upload(client, content, "digits_svm.csv").json()["id"]
+    result = fit(client, dataset, method="temperature")
+    response = applied(client, result["id"], content, filename, "csv")
+    assert response.headers["content-disposition"] == header

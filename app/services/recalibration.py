@@ -26,7 +26,6 @@ from app.services.row_columns import load_row_columns
 from app.services.saved_models import (
     apply_model,
     beside_original,
-    corrected_column_names,
     load_model,
     model_corrections,
     model_document,
@@ -489,13 +488,12 @@ def recalibrate_table(frame: pd.DataFrame, spec: MethodSpec,
     columns = (choose_columns(estimator, prediction_set.feature_kinds, spec.features)
                if estimator.needs_features else ())
     final = fit_final(estimator, prediction_set, columns)
-    every_row = np.ones(prediction_set.n_rows, dtype=bool)
-    corrected = _predict_rows(final, prediction_set, every_row)
-    names = corrected_column_names(prediction_set.classes, [str(c) for c in frame.columns])
-    output = pd.concat([frame.reset_index(drop=True), pd.DataFrame(corrected, columns=names)],
-                       axis=1)
     document = model_document(final.recalibrator, prediction_set, final.encoder,
                               renormalize=renormalize)
+    # The model document applied as `calibdash apply` applies it: the same numbers.
+    corrected_table = model_corrections(load_model(document), frame)
+    corrected = corrected_table.to_numpy(dtype=np.float64)
+    output = beside_original(frame, corrected_table)
     if prediction_set.split is None:
         return FileRecalibration(output, document, prediction_set.n_rows, None, None)
     test = prediction_set.mask("test")

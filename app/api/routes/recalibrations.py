@@ -116,8 +116,11 @@ def download(services: ServicesDep, recalibration_id: str, format: FormatQuery =
                  "lce,hh,support (422 if not computed)")] = None) -> Response:
     """The dataset's columns plus one corrected probability column per class.
 
-    Named ``<dataset>-<method>-calibrated.<format>`` (``-calibrated-crossfitted`` for
-    ``scores=cross_fitted``), the dataset's name reduced to safe characters.
+    ``scores`` says whose: the exported model's on every row (default; what applying the
+    model to this file gives) or, for a dataset without a split, the cross-fitted ones
+    the held-out comparison scored. Named ``<dataset>-<method>-calibrated.<format>``
+    (``-calibrated-crossfitted`` for ``scores=cross_fitted``), the dataset's name reduced
+    to safe characters.
     """
     extra = [part.strip() for part in (columns or "").split(",") if part.strip()]
     frame = services.recalibrations.corrected_frame(recalibration_id, extra, scores=scores)

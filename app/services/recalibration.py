@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -25,10 +25,12 @@ from app.services.methods import MethodSpec, describe_params, make_recalibrator
 from app.services.row_columns import load_row_columns
 from app.services.saved_models import (
     apply_model,
-    corrected_column_names,
+    beside_original,
     load_model,
+    model_corrections,
     model_document,
 )
+from app.services.tables import file_stem
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -40,6 +42,8 @@ CROSS_FIT_FOLDS = 5
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
 
+#: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
+Scores = Literal["model", "cross_fitted"]
 #: ``report(fraction of this method done, message)``.
 Report = Callable[[float, str], None]
 
@@ -57,18 +61,24 @@ class FittedModel:
 
 
 @dataclass(frozen=True)
-class HeldOut:
-    """Out-of-sample corrected probabilities and which rows they are honest for.
+class FittedRecalibration:
+    """The model users export and, without a split, the cross-fitted scores.
 
-    ``model`` is the model fitted on the calibration rows of a split (the one users
-    export); under cross-fitting it is None and the exported model is refitted on
-    every row.
+    Attributes
+    ----------
+    model : FittedModel
+        Fitted on the calibration rows of a split, or on every row without one.
+    cross_fitted : ndarray of shape (n_rows, n_classes) or None
+        Without a split: every row corrected by one of the K models fitted without it
+        (what the held-out comparison scores). None with a split, where the comparison
+        scores the exported model on the test rows.
+    scheme : str
+        How the held-out rows were scored, in words.
     """
 
-    corrected: NDArray[np.float64]
-    heldout: NDArray[np.bool_]
+    model: FittedModel
+    cross_fitted: NDArray[np.float64] | None
     scheme: str
-    model: FittedModel | None = None
 
 
 def heldout_rows(prediction_set: PredictionSet) -> NDArray[np.bool_]:
@@ -108,47 +118,47 @@ def _predict_rows(fitted: FittedModel, prediction_set: PredictionSet,
                                              progress=report)
 
 
-def fit_heldout(estimator: Recalibrator, prediction_set: PredictionSet,
-                columns: tuple[str, ...] = (), *, random_state: int = 0,
-                report: Report = _silent) -> HeldOut:
-    """Corrected probabilities for every row, honest on the held-out ones.
+def fit_recalibration(estimator: Recalibrator, prediction_set: PredictionSet,
+                      columns: tuple[str, ...] = (), *, random_state: int = 0,
+                      report: Report = _silent) -> FittedRecalibration:
+    """The model to export, and the cross-fitted scores when there is no split.
 
-    With a split: fitted on the calibration rows, applied to every row (test rows are
-    held out). Without: K-fold cross-fitting, every row corrected by a model fitted
-    without it.
+    With a split the model is fitted on the calibration rows and the test rows are
+    held out from it. Without one, K-fold cross-fitting corrects every row by a model
+    fitted without it, and the exported model is fitted on every row.
     """
-    labels, proba = prediction_set.y_true, prediction_set.proba
     if prediction_set.split is not None:
-        calibration, test = prediction_set.mask("calibration"), prediction_set.mask("test")
         label = "fitting on the calibration rows"
         report(0.05, label)
-        fitted = _fit_rows(estimator, prediction_set, columns, calibration,
-                           _within(report, 0.05, 0.45, label))
-        corrected = np.empty_like(proba)
-        label = "correcting the test rows"
-        report(0.45, label)
-        corrected[test] = _predict_rows(fitted, prediction_set, test,
-                                        _within(report, 0.45, 0.75, label))
-        label = "correcting the calibration rows (for the download)"
-        report(0.75, label)
-        corrected[calibration] = _predict_rows(fitted, prediction_set, calibration,
-                                               _within(report, 0.75, 0.85, label))
-        return HeldOut(corrected, test, "fitted on the calibration rows, scored on the test "
-                       "rows", fitted)
-    corrected = np.empty_like(proba)
-    folds = _folds(labels, random_state)
+        model = fit_final(estimator, prediction_set, columns, _within(report, 0.05, 1.0, label))
+        return FittedRecalibration(model, None, "fitted on the calibration rows, scored on the "
+                                   "test rows")
+    cross_fitted = cross_fit(estimator, prediction_set, columns, random_state=random_state,
+                             report=lambda fraction, message: report(0.8 * fraction, message))
+    label = "fitting the model to export on every row"
+    report(0.8, label)
+    model = fit_final(estimator, prediction_set, columns, _within(report, 0.8, 1.0, label))
+    return FittedRecalibration(model, cross_fitted, f"{CROSS_FIT_FOLDS}-fold cross-fitting: "
+                               "every row scored by a model fitted without it")
+
+
+def cross_fit(estimator: Recalibrator, prediction_set: PredictionSet,
+              columns: tuple[str, ...] = (), *, random_state: int = 0,
+              report: Report = _silent) -> NDArray[np.float64]:
+    """Out-of-fold corrected probabilities, shape (n_rows, n_classes): K-fold, each row
+    corrected by the model fitted on the other folds."""
+    corrected = np.empty_like(prediction_set.proba)
+    folds = _folds(prediction_set.y_true, random_state)
     for number, (fit_rows, score_rows) in enumerate(folds, start=1):
         label = f"cross-fitting fold {number}/{len(folds)}"
-        start, stop = 0.75 * (number - 1) / len(folds), 0.75 * number / len(folds)
+        start, stop = (number - 1) / len(folds), number / len(folds)
         report(start, label)
         middle = (start + stop) / 2
         fitted = _fit_rows(estimator, prediction_set, columns, fit_rows,
                            _within(report, start, middle, label))
         corrected[score_rows] = _predict_rows(fitted, prediction_set, score_rows,
                                               _within(report, middle, stop, label))
-    return HeldOut(corrected, np.ones(labels.size, dtype=bool),
-                   f"{len(folds)}-fold cross-fitting: every row scored by a model fitted "
-                   "without it")
+    return corrected
 
 
 def _folds(labels: NDArray[np.intp], random_state: int) -> list[tuple[NDArray[np.intp], ...]]:
@@ -165,10 +175,8 @@ def _folds(labels: NDArray[np.intp], random_state: int) -> list[tuple[NDArray[np
 
 
 def fit_final(estimator: Recalibrator, prediction_set: PredictionSet, columns: tuple[str, ...],
-              heldout: HeldOut | None = None, report: Report = _silent) -> FittedModel:
+              report: Report = _silent) -> FittedModel:
     """The model users export: fitted on the calibration rows, or on every row without a split."""
-    if heldout is not None and heldout.model is not None:
-        return heldout.model
     rows = (prediction_set.mask("calibration") if prediction_set.split is not None
             else np.ones(prediction_set.n_rows, dtype=bool))
     return _fit_rows(estimator, prediction_set, columns, rows, report)
@@ -207,8 +215,10 @@ class RecalibrationService:
         columns = (choose_columns(estimator, prediction_set.feature_kinds, spec.features)
                    if estimator.needs_features else ())
         try:
-            heldout = fit_heldout(estimator, prediction_set, columns,
-                                  random_state=self._random_state, report=report)
+            fitted = fit_recalibration(estimator, prediction_set, columns,
+                                       random_state=self._random_state,
+                                       report=lambda fraction, message: report(0.75 * fraction,
+                                                                               message))
         except CalibrationInputError:
             raise
         except (ValueError, TypeError) as exc:
@@ -217,27 +227,43 @@ class RecalibrationService:
             raise CalibrationInputError(
                 f"{spec.method} could not be fitted with parameters "
                 f"{describe_params(estimator)}: {exc}", code="invalid_parameters") from exc
-        label = "fitting the model to export" if heldout.model is None else "storing"
-        report(0.85, label)
-        final = fit_final(estimator, prediction_set, columns, heldout,
-                          _within(report, 0.85, 0.95, label))
         renormalized = bool(self._datasets.record(dataset_id).meta.get("renormalized", False))
+        document = model_document(fitted.model.recalibrator, prediction_set,
+                                  fitted.model.encoder, renormalize=renormalized)
+        label = "correcting every row with the exported model"
+        report(0.75, label)
+        by_model = self._apply_document(dataset_id, document, _within(report, 0.75, 0.9, label))
+        report(0.9, "storing")
         recalibration_id = new_id("rc")
-        names = corrected_column_names(prediction_set.classes, [])
-        self._store.write_table(recalibration_id, pd.DataFrame(heldout.corrected, columns=names))
-        self._store.write_document(recalibration_id, model_document(
-            final.recalibrator, prediction_set, final.encoder, renormalize=renormalized))
+        # The table the comparison scores: the exported model's scores with a split (its
+        # test rows are held out), the cross-fitted ones without.
+        heldout = (by_model if fitted.cross_fitted is None
+                   else pd.DataFrame(fitted.cross_fitted, columns=by_model.columns))
+        self._store.write_table(recalibration_id, heldout)
+        if fitted.cross_fitted is not None:
+            self._store.write_table(_model_scores_key(recalibration_id), by_model)
+        self._store.write_document(recalibration_id, document)
         report(0.95, "scoring the held-out rows")
+        rows = heldout_rows(prediction_set)
         meta = {"dataset_id": dataset_id, "method": spec.method,
                 "params": describe_params(estimator), "features": list(columns),
-                "feature_notes": _fit_notes(final),
-                "scheme": heldout.scheme, "n_heldout": int(heldout.heldout.sum()),
-                **_before_after(prediction_set, heldout, n_bins),
+                "feature_notes": _fit_notes(fitted.model),
+                "scheme": fitted.scheme, "cross_fitted": fitted.cross_fitted is not None,
+                "n_heldout": int(rows.sum()),
+                **_before_after(prediction_set, rows, heldout.to_numpy(dtype=np.float64),
+                                n_bins),
                 "seconds": round(time.perf_counter() - started, 3)}
         self._store.put(Record("recalibration", recalibration_id, dataset_id,
                                estimator.display_name or spec.method, now(), meta))
         report(1.0, "done")
         return self.summary(recalibration_id)
+
+    def _apply_document(self, dataset_id: str, document: dict[str, Any],
+                        report: Report = _silent) -> pd.DataFrame:
+        """The exported model's corrected probabilities of every row of the dataset, read
+        from its stored table exactly as an applied file is read."""
+        return model_corrections(load_model(document), self._datasets.frame(dataset_id),
+                                 progress=report)
 
     def fit_many(self, dataset_id: str, specs: list[MethodSpec], *, n_bins: int = 15,
                  n_bootstrap: int = COMPARISON_BOOTSTRAP,
@@ -337,22 +363,51 @@ class RecalibrationService:
         self.record(recalibration_id)
         return dict(self._store.read_document(recalibration_id))
 
-    def corrected_frame(self, recalibration_id: str,
-                        extra_columns: Sequence[str] = ()) -> pd.DataFrame:
+    def corrected_frame(self, recalibration_id: str, extra_columns: Sequence[str] = (), *,
+                        scores: Scores = "model") -> pd.DataFrame:
         """The dataset's original columns, one corrected probability column per class, and
-        any requested per-row diagnostic columns (``lce``, ``hh``, ``support``, ...)."""
+        any requested per-row diagnostic columns (``lce``, ``hh``, ``support``, ...).
+
+        ``scores="model"``: the exported model applied to every row, the same numbers as
+        applying the model document to the dataset's file. ``scores="cross_fitted"``
+        (only without a split): each row corrected by the cross-fitting model fitted
+        without it, the numbers the held-out comparison scored.
+        """
         record = self.record(recalibration_id)
         dataset_id = record.meta["dataset_id"]
-        original = self._datasets.frame(dataset_id).reset_index(drop=True)
-        corrected = self._store.read_table(recalibration_id)
-        parts = [original, corrected.rename(columns={
-            c: f"{c}_new" for c in corrected.columns if c in original.columns})]
+        corrected = _SCORE_TABLES[scores](self, record)
+        parts = [beside_original(self._datasets.frame(dataset_id), corrected)]
         if extra_columns:
             extra = load_row_columns(self._store, dataset_id, list(extra_columns))
-            taken = set(original.columns) | set(parts[1].columns)
+            taken = set(parts[0].columns)
             parts.append(extra.rename(columns={c: f"{c}_diagnostic" for c in extra.columns
                                                if c in taken}))
-        return pd.concat(parts, axis=1)
+        return pd.concat(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def _model_scores(self, record: Record) -> pd.DataFrame:
+        if not _cross_fitted(record):
+            return self._store.read_table(record.id)
+        key = _model_scores_key(record.id)
+        if not self._store.table_path(key).exists():
+            # Stored before the model's scores were kept beside the cross-fitted ones.
+            self._store.write_table(key, self._apply_document(
+                record.meta["dataset_id"], self.model(record.id)))
+        return self._store.read_table(key)
+
+    def _cross_fitted_scores(self, record: Record) -> pd.DataFrame:
+        if not _cross_fitted(record):
+            raise CalibrationInputError(
+                f"recalibration {record.id} was fitted on the calibration rows of the "
+                "dataset's split, so it has no cross-fitted scores: the default download "
+                "(scores=model) is the fitted model on every row, which is what the "
+                "comparison scored on the test rows.", code="not_cross_fitted")
+        return self._store.read_table(record.id)
+
+    def file_stem(self, recalibration_id: str) -> str:
+        """``<dataset name>-<method>``, safe as a file name: what downloads are called."""
+        record = self.record(recalibration_id)
+        dataset = self._datasets.record(record.meta["dataset_id"]).name
+        return f"{file_stem(dataset, fallback='dataset')}-{record.meta['method']}"
 
     def apply(self, recalibration_id: str, path: Path, filename: str) -> pd.DataFrame:
         """A new file with this recalibration's model applied (labels not needed)."""
@@ -371,10 +426,28 @@ def _fit_notes(fitted: FittedModel) -> list[str]:
     return [*notes, sampled] if sampled else notes
 
 
-def _before_after(prediction_set: PredictionSet, heldout: HeldOut, n_bins: int) -> dict[str, Any]:
-    rows = heldout.heldout
+def _model_scores_key(recalibration_id: str) -> str:
+    """The table of the exported model's scores of a cross-fitted recalibration (a
+    recalibration with a split keeps them as its one table)."""
+    return f"{recalibration_id}.model_scores"
+
+
+def _cross_fitted(record: Record) -> bool:
+    """Whether a recalibration's comparison scored cross-fitted scores (no split)."""
+    return bool(record.meta.get("cross_fitted", "cross-fitting" in record.meta["scheme"]))
+
+
+#: Where each choice of ``scores`` of a download comes from.
+_SCORE_TABLES: dict[str, Callable[[RecalibrationService, Record], pd.DataFrame]] = {
+    "model": RecalibrationService._model_scores,
+    "cross_fitted": RecalibrationService._cross_fitted_scores,
+}
+
+
+def _before_after(prediction_set: PredictionSet, rows: NDArray[np.bool_],
+                  corrected: NDArray[np.float64], n_bins: int) -> dict[str, Any]:
     labels = prediction_set.y_true[rows]
-    before, after = prediction_set.proba[rows], heldout.corrected[rows]
+    before, after = prediction_set.proba[rows], corrected[rows]
     return jsonable({
         "before": measure_values(labels, before, n_bins=n_bins),
         "after": measure_values(labels, after, n_bins=n_bins),
@@ -415,13 +488,12 @@ def recalibrate_table(frame: pd.DataFrame, spec: MethodSpec,
     columns = (choose_columns(estimator, prediction_set.feature_kinds, spec.features)
                if estimator.needs_features else ())
     final = fit_final(estimator, prediction_set, columns)
-    every_row = np.ones(prediction_set.n_rows, dtype=bool)
-    corrected = _predict_rows(final, prediction_set, every_row)
-    names = corrected_column_names(prediction_set.classes, [str(c) for c in frame.columns])
-    output = pd.concat([frame.reset_index(drop=True), pd.DataFrame(corrected, columns=names)],
-                       axis=1)
     document = model_document(final.recalibrator, prediction_set, final.encoder,
                               renormalize=renormalize)
+    # The model document applied as `calibdash apply` applies it: the same numbers.
+    corrected_table = model_corrections(load_model(document), frame)
+    corrected = corrected_table.to_numpy(dtype=np.float64)
+    output = beside_original(frame, corrected_table)
     if prediction_set.split is None:
         return FileRecalibration(output, document, prediction_set.n_rows, None, None)
     test = prediction_set.mask("test")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ from calibcore.recalibration import Recalibrator
 from calibcore.roles import column_class_parts
 
 _KIND = "model"
+#: ``progress(fraction, message)`` of a long prediction.
+ProgressCallback = Callable[[float, str], None]
 
 
 @dataclass(frozen=True)
@@ -159,11 +162,11 @@ def _check_inputs(inputs: ModelInputs, n_classes: int, recalibrator: Recalibrato
             "name them.", code="invalid_model")
 
 
-def _predict(recalibrator: Recalibrator, proba: NDArray[np.float64],
-             features: Any) -> NDArray[np.float64]:
+def _predict(recalibrator: Recalibrator, proba: NDArray[np.float64], features: Any,
+             progress: ProgressCallback | None = None) -> NDArray[np.float64]:
     """``predict_proba``, with a broken imported state reported as an input error."""
     try:
-        return recalibrator.predict_proba(proba, features=features)
+        return recalibrator.predict_proba(proba, features=features, progress=progress)
     except CalibrationInputError:
         raise
     except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
@@ -174,20 +177,38 @@ def _predict(recalibrator: Recalibrator, proba: NDArray[np.float64],
 
 def apply_model(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with one ``calibrated_proba_<class>`` column per class appended."""
+    return beside_original(frame, model_corrections(model, frame))
+
+
+def model_corrections(model: LoadedModel, frame: pd.DataFrame, *,
+                      progress: ProgressCallback | None = None) -> pd.DataFrame:
+    """The corrected probabilities of ``frame``'s rows, one ``calibrated_proba_<class>``
+    column per class (not yet renamed around ``frame``'s columns).
+
+    This is the one path from a model document to corrected scores: files applied
+    through the API or the CLI and a recalibration's default download all come from it,
+    so they agree to the bit.
+    """
     inputs = model.inputs or _inferred_inputs(frame, model.recalibrator)
     feature_columns = inputs.features.columns if inputs.features is not None else ()
     check_columns(frame, [*inputs.probability_columns, *feature_columns], "probability/feature")
     proba = read_probabilities(frame, inputs)
     features = inputs.features.transform(frame) if inputs.features is not None else None
-    corrected = _predict(model.recalibrator, proba, features)
-    names = corrected_column_names(inputs.classes, [str(c) for c in frame.columns])
-    return pd.concat([frame.reset_index(drop=True), pd.DataFrame(corrected, columns=names)],
-                     axis=1)
+    corrected = _predict(model.recalibrator, proba, features, progress)
+    return pd.DataFrame(corrected, columns=corrected_column_names(inputs.classes, []))
 
 
 def apply_model_to_file(model: LoadedModel, path: Path, filename: str) -> pd.DataFrame:
     """Read a CSV/Parquet file and apply ``model`` to it."""
     return apply_model(model, read_table(path, filename))
+
+
+def beside_original(frame: pd.DataFrame, corrected: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the corrected columns appended, each suffixed ``_new`` where
+    ``frame`` already has a column of that name."""
+    existing = {str(c) for c in frame.columns}
+    return pd.concat([frame.reset_index(drop=True), corrected.rename(columns={
+        c: f"{c}_new" for c in corrected.columns if c in existing})], axis=1)
 
 
 def corrected_column_names(classes: tuple[str, ...] | list[str], existing: list[str]) -> list[str]:

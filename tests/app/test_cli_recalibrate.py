@@ -34,6 +34,10 @@ def test_recalibrate_writes_the_corrected_file_and_a_model_that_reproduces_it(
     expected = Recalibrator.from_json(document).predict_proba(
         proba / proba.sum(axis=1, keepdims=True))
     np.testing.assert_allclose(frame[CORRECTED].to_numpy(), expected, rtol=0, atol=1e-12)
+    applied = tmp_path / "applied.csv"
+    assert main(["apply", str(model_path), str(shared_data / "digits_svm.csv"), "--out",
+                 str(applied)]) == 0
+    assert applied.read_bytes() == out.read_bytes()
     nll = {line.split(":")[0].strip(): line.split(":")[1].split() for line in printed.splitlines()
            if line.strip().startswith("nll:")}
     assert float(nll["nll"][1]) < float(nll["nll"][0])

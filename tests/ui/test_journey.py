@@ -14,7 +14,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
+def wait(browser, seconds: float = 30) -> WebDriverWait:
     return WebDriverWait(browser, seconds)
 
 
@@ -68,7 +68,7 @@ def test_upload_digits_see_reliability_fit_temperature_and_download(
     # the links come from a callback chained on the result store, just after the table
     wait(browser).until(ec.element_to_be_clickable(
         (By.CSS_SELECTOR, "#recal-downloads a.download-csv"))).click()
-    corrected = pd.read_csv(wait_for_download(downloads, ".csv"))
+    corrected = pd.read_csv(wait_for_download(downloads, "digits_svm-temperature-calibrated.csv"))
     new = [f"calibrated_proba_{k}" for k in range(10)]
     assert len(corrected) == 1197 and set(new) <= set(corrected.columns)
     assert corrected[new].sum(axis=1).sub(1).abs().max() < 1e-9

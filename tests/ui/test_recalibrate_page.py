@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 import uuid
@@ -19,11 +20,12 @@ from calibcore.recalibration import Recalibrator
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+SCREENSHOTS = os.environ.get("CALIBDASH_SCREENSHOTS")
 PROBA = [f"proba_{k}" for k in range(10)]
 CORRECTED = [f"calibrated_proba_{k}" for k in range(10)]
 
 
-def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
+def wait(browser, seconds: float = 30) -> WebDriverWait:
     return WebDriverWait(browser, seconds)
 
 
@@ -86,9 +88,14 @@ def test_compare_three_methods_download_the_model_and_apply_it(
 
     wait(browser).until(ec.element_to_be_clickable(  # a callback chained on the results
         (By.CSS_SELECTOR, "#recal-downloads li.download-temperature a.download-model"))).click()
-    model_path = wait_for_download(downloads, "*-model.json")
+    model_path = wait_for_download(downloads, "digits_svm-temperature-model.json")
     document = json.loads(model_path.read_text())
     assert document["method"] == "temperature"
+    # with a split there is one choice of corrected scores: the exported model's
+    item = browser.find_element(By.CSS_SELECTOR, "#recal-downloads li.download-temperature")
+    assert "corrected by the exported model: CSV · Parquet" in item.text
+    assert "cross-fitted" not in item.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#recal-downloads a.download-crossfitted-csv")
 
     browser.find_element(By.ID, "apply-model-file").send_keys(str(model_path))
     browser.find_element(By.ID, "apply-data-file").send_keys(str(digits))
@@ -119,3 +126,46 @@ def test_apply_panel_reports_a_rejected_file(server, browser, shared_data, tmp_p
     status = wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR,
                                                           "#apply-status.note-error"))
     assert "not a calibdash recalibrator document" in status.text
+
+
+def test_without_a_split_both_downloads_are_offered_and_labelled(
+        server, browser, shared_data, downloads, tmp_path) -> None:
+    no_split = tmp_path / "digits_nosplit.csv"
+    pd.read_csv(shared_data / "digits_svm.csv").drop(columns="split").to_csv(no_split,
+                                                                               index=False)
+    dataset = upload_via_api(server, no_split)
+    browser.get(f"{server}/recalibrate?dataset={dataset}")
+    fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
+    wait(browser).until(lambda b: "digits_nosplit" in b.find_element(By.ID,
+                                                                      "dataset-picker").text)
+    fit.click()
+    wait(browser, 120).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
+    assert "cross-fitting" in browser.find_element(By.ID, "fit-status").text
+    item = wait(browser).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "#recal-downloads li.download-temperature")))
+    lines = [line.text for line in item.find_elements(By.CSS_SELECTOR, "li")]
+    assert lines == ["corrected by the exported model: CSV · Parquet",
+                     "cross-fitted (what the comparison scored): CSV · Parquet",
+                     "fitted recalibrator: JSON"]
+    note = browser.find_element(By.CSS_SELECTOR, "#recal-downloads .download-note").text
+    assert "applied to every row" in note and "the scores the comparison above measured" in note
+    if SCREENSHOTS:
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", item)
+        browser.save_screenshot(str(Path(SCREENSHOTS) / "recalibrate-downloads.png"))
+
+    item.find_element(By.CSS_SELECTOR, "a.download-csv").click()
+    by_model = pd.read_csv(wait_for_download(downloads,
+                                             "digits_nosplit-temperature-calibrated.csv"))
+    item.find_element(By.CSS_SELECTOR, "a.download-crossfitted-csv").click()
+    cross_fitted = pd.read_csv(wait_for_download(
+        downloads, "digits_nosplit-temperature-calibrated-crossfitted.csv"))
+    item.find_element(By.CSS_SELECTOR, "a.download-model").click()
+    document = json.loads(wait_for_download(
+        downloads, "digits_nosplit-temperature-model.json").read_text())
+
+    proba = by_model[PROBA].to_numpy()
+    expected = Recalibrator.from_json(document).predict_proba(
+        proba / proba.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(by_model[CORRECTED].to_numpy(), expected, rtol=0, atol=1e-12)
+    assert len(cross_fitted) == len(by_model) == 1197
+    assert np.abs(cross_fitted[CORRECTED].to_numpy() - expected).max() > 1e-4

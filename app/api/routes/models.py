@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, File, Request, Response, UploadFile, status
 
 from app.api.deps import ServicesDep
+from app.api.downloads import FormatQuery, corrected_name, file_response
 from app.api.errors import ApiError
-from app.api.routes.recalibrations import FormatQuery, corrected_name, file_response
 from app.api.uploads import saved_upload
 from app.schemas.models import ErrorResponse
 from app.services import saved_models

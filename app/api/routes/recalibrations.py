@@ -2,45 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-import pandas as pd
 from fastapi import APIRouter, File, Query, Response, UploadFile, status
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
+from app.api.downloads import FormatQuery, content_disposition, corrected_name, file_response
 from app.api.uploads import saved_upload
 from app.jobs import Progress
 from app.schemas.models import ErrorResponse, RecalibrationRequest
 from app.services.methods import MethodSpec, method_catalogue
-from app.services.tables import export_chunks, release_memory
 
 router = APIRouter(tags=["recalibrations"], responses={
     404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 
-MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
-FormatQuery = Annotated[Literal["csv", "parquet"], Query(description="csv or parquet")]
-
-
-def file_response(frame: pd.DataFrame, export_format: Literal["csv", "parquet"],
-                  filename: str) -> StreamingResponse:
-    """A download streamed in chunks, with the format's media type and a file name.
-
-    The table is dropped and freed memory handed back to the system once it is sent.
-    """
-    holder = [frame]
-    del frame
-
-    def body() -> Iterator[bytes]:
-        try:
-            yield from export_chunks(holder[0], export_format)
-        finally:
-            holder.clear()
-            release_memory()
-
-    return StreamingResponse(body(), media_type=MEDIA_TYPES[export_format],
-                             headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+#: What each choice of downloaded scores adds to the file name.
+_SCORE_SUFFIXES = {"model": "calibrated", "cross_fitted": "calibrated-crossfitted"}
+ScoresQuery = Annotated[Literal["model", "cross_fitted"], Query(description=(
+    "model (default): the exported model (GET .../model) applied to every row, the same "
+    "numbers as POST .../apply or `calibdash apply` with this dataset's file. "
+    "cross_fitted: only for a dataset without a split column, each row corrected by the "
+    "cross-fitting model fitted without it (5 models in all), the scores the held-out "
+    "comparison measured; a recalibration fitted on a split has no such scores (422, code "
+    "not_cross_fitted), its test rows are already held out from the one model."))]
 
 
 def _specs(request: RecalibrationRequest) -> list[MethodSpec]:
@@ -125,20 +110,32 @@ def delete_recalibration(services: ServicesDep, recalibration_id: str) -> Respon
 
 @router.get("/recalibrations/{recalibration_id}/download")
 def download(services: ServicesDep, recalibration_id: str, format: FormatQuery = "csv",
+             scores: ScoresQuery = "model",
              columns: Annotated[str | None, Query(
                  description="extra per-row columns computed on other pages, e.g. "
                  "lce,hh,support (422 if not computed)")] = None) -> Response:
-    """The dataset's columns plus one corrected probability column per class."""
+    """The dataset's columns plus one corrected probability column per class.
+
+    ``scores`` says whose: the exported model's on every row (default; what applying the
+    model to this file gives) or, for a dataset without a split, the cross-fitted ones
+    the held-out comparison scored. Named ``<dataset>-<method>-calibrated.<format>``
+    (``-calibrated-crossfitted`` for ``scores=cross_fitted``), the dataset's name reduced
+    to safe characters.
+    """
     extra = [part.strip() for part in (columns or "").split(",") if part.strip()]
-    frame = services.recalibrations.corrected_frame(recalibration_id, extra)
-    return file_response(frame, format, f"{recalibration_id}-calibrated.{format}")
+    frame = services.recalibrations.corrected_frame(recalibration_id, extra, scores=scores)
+    stem = services.recalibrations.file_stem(recalibration_id)
+    return file_response(frame, format, f"{stem}-{_SCORE_SUFFIXES[scores]}.{format}")
 
 
 @router.get("/recalibrations/{recalibration_id}/model")
 def model(services: ServicesDep, recalibration_id: str) -> JSONResponse:
-    """The fitted recalibrator as JSON (load it with calibcore's ``Recalibrator.from_json``)."""
-    return JSONResponse(content=services.recalibrations.model(recalibration_id), headers={
-        "Content-Disposition": f'attachment; filename="{recalibration_id}-model.json"'})
+    """The fitted recalibrator as JSON (load it with calibcore's ``Recalibrator.from_json``),
+    named ``<dataset>-<method>-model.json``."""
+    document = services.recalibrations.model(recalibration_id)
+    filename = f"{services.recalibrations.file_stem(recalibration_id)}-model.json"
+    return JSONResponse(content=document,
+                        headers={"Content-Disposition": content_disposition(filename)})
 
 
 @router.post("/recalibrations/{recalibration_id}/apply")
@@ -151,10 +148,3 @@ def apply(services: ServicesDep, recalibration_id: str,
                       services.settings.data_dir / "incoming") as path:
         frame = services.recalibrations.apply(recalibration_id, path, file.filename or "upload")
     return file_response(frame, format, corrected_name(file.filename, format))
-
-
-def corrected_name(filename: str | None, export_format: str) -> str:
-    """``<stem>-calibrated.<format>`` from an uploaded file's name, safe in a header."""
-    name = (filename or "upload").replace("\\", "/").rsplit("/", 1)[-1].split(".", 1)[0]
-    stem = "".join(ch for ch in name if ch.isalnum() or ch in "-_") or "upload"
-    return f"{stem}-calibrated.{export_format}"

@@ -15,8 +15,10 @@ from app.services.tables.export import (
     export_chunks,
     release_memory,
 )
+from app.services.tables.file_names import file_stem
 from app.services.tables.limits import DEFAULT_LIMITS, TableLimits
 from app.services.tables.reading import LoadedTable, load_table, read_table
 
 __all__ = ["DEFAULT_LIMITS", "ExportFormat", "LoadedTable", "TableLimits", "escape_formulas",
-           "export_bytes", "export_chunks", "load_table", "read_table", "release_memory"]
+           "export_bytes", "export_chunks", "file_stem", "load_table", "read_table",
+           "release_memory"]

@@ -240,7 +240,8 @@ def register(app: Dash, services: Services) -> None:
             return (bar, _HIDDEN, failed, True, steps, *unchanged)
         result = snapshot["result"]
         comparison = result["comparison"]
-        stored = [{"id": r["id"], "name": r["name"], "method": r["method"]}
+        stored = [{"id": r["id"], "name": r["name"], "method": r["method"],
+                   "cross_fitted": bool(r.get("cross_fitted"))}
                   for r in result["recalibrations"]]
         return (bar, _HIDDEN, _done_message(result), True, steps, {},
                 comparison_table(comparison), recommendation_card(comparison),
@@ -249,7 +250,7 @@ def register(app: Dash, services: Services) -> None:
 
     @app.callback(Output(ids.RECAL_DOWNLOADS, "children"),
                   Input(ids.RECAL_RESULT_STORE, "data"), Input(ids.RECAL_EXTRA_COLUMNS, "value"))
-    def downloads(stored: list[dict[str, str]] | None, extra: list[str] | None) -> Any:
+    def downloads(stored: list[dict[str, Any]] | None, extra: list[str] | None) -> Any:
         return download_list(stored or [], extra or [])
 
 
@@ -326,21 +327,52 @@ def recommendation_card(comparison: dict[str, Any]) -> html.Div:
                     className="panel recommendation", id="recal-recommendation-card")
 
 
-def download_list(stored: list[dict[str, str]], extra: list[str]) -> html.Div:
-    """Per method: corrected probabilities (CSV, Parquet) and the fitted recalibrator."""
+#: The page's words for each choice of downloaded scores (``scores=`` of the download).
+_SCORE_LABELS = {"model": "corrected by the exported model",
+                 "cross_fitted": "cross-fitted (what the comparison scored)"}
+_CROSS_FITTED_NOTE = (
+    "Corrected by the exported model: the fitted recalibrator (the JSON) applied to every "
+    "row, the same numbers as applying it to this file below or with 'calibdash apply'. "
+    "Cross-fitted (datasets without a split column): each row corrected by the one of the "
+    "five cross-fitting models fitted without it, the scores the comparison above "
+    "measured; one input score can come out differently in different folds.")
+
+_SPLIT_NOTE = (
+    "Corrected by the exported model: the fitted recalibrator (the JSON) applied to every "
+    "row, the same numbers as applying it to this file below or with 'calibdash apply'; "
+    "its test rows are what the comparison above measured.")
+
+
+def _table_links(base: str, scores: str, query: str) -> html.Li:
+    """CSV and Parquet links to one choice of corrected scores."""
+    kind = "" if scores == "model" else "crossfitted-"
+    return html.Li([
+        html.Span(_SCORE_LABELS[scores], className="download-label"), ": ",
+        html.A("CSV", href=f"{base}/download?format=csv&scores={scores}{query}",
+               className=f"download-{kind}csv", download=""), " · ",
+        html.A("Parquet", href=f"{base}/download?format=parquet&scores={scores}{query}",
+               className=f"download-{kind}parquet", download=""),
+    ], className=f"download-scores download-scores-{scores}")
+
+
+def download_list(stored: list[dict[str, Any]], extra: list[str]) -> html.Div:
+    """Per method: the exported model's corrected probabilities (CSV, Parquet), the
+    cross-fitted ones the comparison scored when there was no split, and the fitted
+    recalibrator."""
     if not stored:
         return html.Div()
     query = f"&columns={','.join(extra)}" if extra else ""
     items = []
     for entry in stored:
         base = f"/api/v1/recalibrations/{entry['id']}"
+        choices = ["model", "cross_fitted"] if entry.get("cross_fitted") else ["model"]
         items.append(html.Li([
-            html.Strong(entry["name"]), ": corrected probabilities as ",
-            html.A("CSV", href=f"{base}/download?format=csv{query}", className="download-csv",
-                   download=""), " · ",
-            html.A("Parquet", href=f"{base}/download?format=parquet{query}",
-                   className="download-parquet", download=""), " · ",
-            html.A("fitted recalibrator (JSON)", href=f"{base}/model", className="download-model",
-                   download=""),
+            html.Strong(entry["name"]),
+            html.Ul([*(_table_links(base, scores, query) for scores in choices),
+                     html.Li([html.Span("fitted recalibrator", className="download-label"),
+                              ": ", html.A("JSON", href=f"{base}/model",
+                                           className="download-model", download="")])]),
         ], className=f"download-item download-{entry['method']}"))
-    return html.Div(html.Ul(items))
+    note = (_CROSS_FITTED_NOTE if any(entry.get("cross_fitted") for entry in stored)
+            else _SPLIT_NOTE)
+    return html.Div([html.P(note, className="download-note"), html.Ul(items)])

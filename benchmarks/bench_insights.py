@@ -4,6 +4,9 @@
   two conditions): ``POST /api/v1/datasets/{id}/subgroups`` from the request to the
   job's end; target 60 s. The file plants a miscalibrated slice; the note says where it
   ranks.
+* Three models' probabilities of the same rows compared
+  (``GET /api/v1/datasets/{id}/compare``: every measure per model with its interval,
+  paired-bootstrap differences); target 10 s.
 * The timeline of 52 weeks (``GET /api/v1/datasets/{id}/timeline?freq=W``, intervals
   and the rolling temperature fit per week); target 10 s. The model turns over-confident
   from week 40; the note says which weeks are flagged.
@@ -24,6 +27,7 @@ import pandas as pd
 from benchmarks.bench_load import _upload
 from benchmarks.server_jobs import request, timed_job
 from benchmarks.table import Row
+from tests.app.test_compare_api import three_models_csv
 from tests.live_server import live_server
 
 
@@ -62,11 +66,21 @@ def run(quick: bool = False) -> list[Row]:
             began = time.perf_counter()
             timeline = request(server, "GET", f"/api/v1/datasets/{dataset}/timeline?freq=W")
             timeline_seconds = time.perf_counter() - began
+            three_models_csv(n_rows).to_csv(root / "models.csv", index=False)
+            models = _upload(server, root / "models.csv")
+            began = time.perf_counter()
+            compared = request(server, "GET", f"/api/v1/datasets/{models}/compare")
+            compare_seconds = time.perf_counter() - began
     result = job.result or {}
     slices = [s["slice"] for s in result.get("subgroups", [])]
     planted = next((rank for rank, text in enumerate(slices, start=1)
                     if "region = north" in text and "x3 in" in text), None)
-    return [Row(f"worst subgroups, 10 features, {n_rows:,} rows", job.seconds,
+    lr = next(m for m in compared["models"] if m["name"] == "lr")["differences"]["nll"]
+    return [Row(f"compare 3 models, {n_rows:,} rows (GET)", compare_seconds,
+                target_seconds=None if quick else 10.0,
+                note=f"NLL lr - gbm {lr['value']:+.4f} [{lr['low']:+.4f}, {lr['high']:+.4f}], "
+                     f"p = {lr['p_value']:.2g}"),
+            Row(f"worst subgroups, 10 features, {n_rows:,} rows", job.seconds,
                 target_seconds=None if quick else 60.0,
                 note=f"{result.get('n_tried', 0):,} slices tried; the planted slice ranks "
                      f"{planted}; {job.note()}"),

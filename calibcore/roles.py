@@ -84,6 +84,9 @@ class ColumnRoles:
     time : str or None
         When each prediction was made: dates, datetimes or an ordered number (the
         calibration timeline reads it).
+    models : tuple of (str, tuple of str)
+        Several models' probabilities of the same rows: (model name, its probability
+        columns) for each, the first being ``probabilities`` (the Compare page reads it).
     """
 
     label: str | None
@@ -93,11 +96,14 @@ class ColumnRoles:
     id: str | None = None
     logits: bool = False
     time: str | None = None
+    models: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def columns(self) -> list[str]:
         """Every column with a role, label first."""
         named = [*([self.label] if self.label else []), *self.probabilities, *self.features]
-        return named + [c for c in (self.split, self.id, self.time) if c is not None]
+        others = [c for _, columns in self.models for c in columns
+                  if c not in self.probabilities]
+        return named + others + [c for c in (self.split, self.id, self.time) if c is not None]
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,7 @@ class RoleGuess:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     time: str | None = None
+    models: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def to_roles(self) -> ColumnRoles:
         """The guess as :class:`ColumnRoles`; raises if label or probabilities are missing."""
@@ -126,7 +133,7 @@ class RoleGuess:
                 code="roles_not_found",
             )
         return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id,
-                           time=self.time)
+                           time=self.time, models=self.models)
 
 
 def normalize_name(name: str) -> str:
@@ -286,11 +293,22 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
     """
     columns = [str(c) for c in frame.columns]
     clues = _ValueClues(frame)
+    models = tuple(group for group in model_groups(columns)
+                   if all(_probability_values(frame[c]) for c in group[1]))
     label = _find_named(columns, LABEL_NAMES)
-    found = (_Found(label, _probabilities_of(label, columns, clues)) if label is not None
-             else _paired_label(columns, clues) or _label_of_class_group(columns, clues)
-             or _guessed_label(columns, clues))
-    taken = {found.label, *found.probabilities}
+    single = all(len(group) == 1 for _, group in models)
+    if len(models) < 2 or (single and label is not None
+                           and frame[label].dropna().nunique() > 2):
+        models = ()  # one column per class (setosa_proba, ...), not models of P(positive)
+    if models and label is not None:
+        found = _Found(label, models[0][1])
+    else:
+        found = (_Found(label, _probabilities_of(label, columns, clues)) if label is not None
+                 else _paired_label(columns, clues) or _label_of_class_group(columns, clues)
+                 or _guessed_label(columns, clues))
+    if found.probabilities not in [group for _, group in models]:
+        models = ()
+    taken = {found.label, *found.probabilities, *(c for _, group in models for c in group)}
     split = _find_named([c for c in columns if c not in taken], SPLIT_NAMES)
     if split is not None and not _looks_like_split(frame[split]):
         split = None
@@ -303,7 +321,44 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
     taken.add(time)
     features = tuple(c for c in columns if c not in taken)
     return RoleGuess(found.label, found.probabilities, features, split, id_column,
-                     role_problems(found.label, found.probabilities), found.notes, time)
+                     role_problems(found.label, found.probabilities), found.notes, time,
+                     models)
+
+
+def _probability_values(values: pd.Series) -> bool:
+    """Numbers in [0, 1] (missing values aside)."""
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return False
+    present = values.dropna()
+    return bool(len(present)) and bool(((present >= 0) & (present <= 1)).all())
+
+
+#: ``<model>_<word>_<class>`` or ``<model>_<word>`` (one column: P(positive)).
+_MODEL_COLUMN = re.compile(r"^(?P<model>.+?)_(?P<word>proba|prob|probability|p|score)"
+                           r"(?:_(?P<cls>[^_]+))?$")
+
+
+def model_groups(columns: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Several models' probability columns of the same classes, in file order:
+    ``gbm_proba_0, gbm_proba_1, lr_proba_0, lr_proba_1`` gives (gbm, ...), (lr, ...);
+    ``gbm_prob, lr_prob`` (one column each) gives two binary models. At least two models
+    with the same class parts, else nothing."""
+    groups: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+    for column in columns:
+        match = _MODEL_COLUMN.match(normalize_name(column))
+        if match:
+            key = (match["model"], match["word"])
+            groups.setdefault(key, []).append((column, match["cls"]))
+    shapes: dict[tuple[str, tuple[str | None, ...]], list[tuple[str, tuple[str, ...]]]] = {}
+    for (model, word), members in groups.items():
+        classes = tuple(cls for _, cls in members)
+        if (len(members) == 1 and classes != (None,)) or (None in classes
+                                                          and len(members) > 1):
+            continue
+        shapes.setdefault((word, classes), []).append(
+            (model, tuple(column for column, _ in members)))
+    best = max(shapes.values(), key=len, default=[])
+    return tuple(best) if len(best) >= 2 else ()
 
 
 def looks_like_time(values: pd.Series) -> bool:

@@ -65,6 +65,7 @@ class RoleOverrides:
     unlabeled: bool = False
     time: str | None = None
     no_time: bool = False
+    models: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 
 
 def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
@@ -79,12 +80,17 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
     split = None if overrides.no_split else (overrides.split or guess.split)
     id_column = None if overrides.no_id else (overrides.id or guess.id)
     time = None if overrides.no_time else (overrides.time or guess.time)
-    taken = {label, *probabilities, split, id_column, time}
+    models = overrides.models if overrides.models is not None else guess.models
+    if models and tuple(probabilities) not in [tuple(group) for _, group in models]:
+        models = ()  # the chosen probabilities are not one of the inferred models'
+    taken = {label, *probabilities, split, id_column, time,
+             *(c for _, group in models for c in group)}
     features = overrides.features
     if features is None:
         features = tuple(c for c in columns if c not in taken)
     return ColumnRoles(label=label, probabilities=tuple(probabilities), features=tuple(features),
-                       split=split, id=id_column, logits=overrides.logits, time=time)
+                       split=split, id=id_column, logits=overrides.logits, time=time,
+                       models=tuple((name, tuple(group)) for name, group in models))
 
 
 @dataclass(frozen=True)
@@ -303,7 +309,9 @@ class DatasetService:
         meta = self.record(dataset_id).meta
         stored = meta["roles"]
         roles = ColumnRoles(**{**stored, "probabilities": tuple(stored["probabilities"]),
-                               "features": tuple(stored["features"])})
+                               "features": tuple(stored["features"]),
+                               "models": tuple((name, tuple(group)) for name, group
+                                               in stored.get("models", ()))})
         prediction_set = build_prediction_set(self.frame(dataset_id), roles,
                                               renormalize=meta.get("renormalized", False))
         self._remember(dataset_id, prediction_set)
@@ -383,7 +391,8 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "classes": list(prediction_set.classes),
         "roles": {"label": roles.label, "probabilities": list(roles.probabilities),
                   "features": list(roles.features), "split": roles.split, "id": roles.id,
-                  "logits": roles.logits, "time": roles.time},
+                  "logits": roles.logits, "time": roles.time,
+                  "models": [[name, list(group)] for name, group in roles.models]},
         "feature_kinds": prediction_set.feature_kinds,
         "n_calibration": None if split is None else int((split == "calibration").sum()),
         "n_test": None if split is None else int((split == "test").sum()),

@@ -105,7 +105,7 @@ def register_external(datasets: DatasetService, request: ExternalRequest, *,
     fixed = RoleOverrides(label=roles.label, probabilities=roles.probabilities,
                           features=roles.features, split=roles.split, id=roles.id,
                           no_split=roles.split is None, no_id=roles.id is None,
-                          time=roles.time, no_time=roles.time is None,
+                          time=roles.time, no_time=roles.time is None, models=roles.models,
                           logits=roles.logits, renormalize=request.overrides.renormalize)
     name = request.name or "/".join(PurePosixPath(request.uri.split("://", 1)[-1]).parts[-2:])
     return datasets.create_from_frame(sample, fixed, name, request.uri,

@@ -12,6 +12,7 @@ import pandas as pd
 from app.services import diagnostics, variables
 from app.services.datasets import RoleOverrides, apply_overrides
 from app.services.jsonable import jsonable
+from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import read_table
 from calibcore.data import SPLIT_VALUES, ColumnRoles, build_prediction_set, infer_roles
@@ -49,7 +50,8 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
         "roles": {"label": prediction_set.roles.label,
                   "probabilities": list(prediction_set.roles.probabilities),
                   "features": list(prediction_set.roles.features),
-                  "split": prediction_set.roles.split, "id": prediction_set.roles.id},
+                  "split": prediction_set.roles.split, "id": prediction_set.roles.id,
+                  "models": [[name, list(group)] for name, group in prediction_set.roles.models]},
         "warnings": [*guess.notes, *prediction_set.warnings],
         "metrics": diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
                                               n_bootstrap=n_bootstrap),
@@ -61,6 +63,10 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
         "variables": variables.ranking_for_report(prediction_set),
+        **({"comparison": comparison_document(
+            prediction_set, model_probabilities(prediction_set, frame),
+            reference=None, n_bootstrap=n_bootstrap, random_state=0)}
+           if len(prediction_set.roles.models) >= 2 else {}),
     }
 
 
@@ -128,7 +134,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
             "classes": classes,
             "roles": {"label": label, "probabilities": probabilities,
                       "features": list(roles.features), "split": roles.split,
-                      "id": roles.id},
+                      "id": roles.id,
+                      "models": [[name, list(group)] for name, group in roles.models]},
             "metrics": metrics["all"], "metrics_by_subset": metrics,
             "reliability": jsonable({
                 "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,

@@ -187,3 +187,9 @@ TIME_METHOD = "time-method"
 TIME_STATUS = "time-status"
 TIME_GRAPH = "time-graph"
 TIME_ROLLING = "time-rolling"
+
+# compare page
+COMPARE_REFERENCE = "compare-reference"
+COMPARE_STATUS = "compare-status"
+COMPARE_GRID = "compare-grid"
+COMPARE_GRAPH = "compare-graph"

@@ -9,6 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
+from app.ui.figures.reliability import models_figure
 from app.ui.figures.variables import ranking_figure
 
 _STYLE = """
@@ -76,6 +77,36 @@ def _variables_table(report: dict[str, Any]) -> str:
             f"{ranking['n_permutations']} seeded permutations.</p>")
 
 
+def _comparison(report: dict[str, Any]) -> str:
+    """Several models on the same rows: measures, paired differences, diagrams."""
+    comparison = report.get("comparison")
+    if not comparison:
+        return ""
+    keys = [k for k in ("nll", "brier", "accuracy", "ece", "smooth_ece")
+            if k in comparison["models"][0]["measures"]]
+    header = "".join(f"<th>{html.escape(comparison['models'][0]['measures'][k]['name'])}</th>"
+                     for k in keys)
+
+    def cell(model: dict[str, Any], key: str) -> str:
+        item = model["measures"][key]
+        text = f"{_number(item['value'])} [{_number(item['low'])}, {_number(item['high'])}]"
+        difference = model["differences"].get(key)
+        if difference:
+            text += (f"<br><span class='muted'>{difference['value']:+.4f} "
+                     f"[{difference['low']:+.4f}, {difference['high']:+.4f}], "
+                     f"p = {difference['p_value']:.2g}</span>")
+        return f"<td>{text}</td>"
+
+    rows = "".join(f"<tr><td>{html.escape(m['name'])}"
+                   f"{' (reference)' if m['name'] == comparison['reference'] else ''}</td>"
+                   + "".join(cell(m, k) for k in keys) + "</tr>"
+                   for m in comparison["models"])
+    return (f"<h2>Models compared on the same rows</h2><table><tr><th>model</th>{header}</tr>"
+            f"{rows}</table><p class='muted'>{html.escape(comparison['note'])}; second line: "
+            f"difference to {html.escape(comparison['reference'])}.</p>"
+            + _figure(models_figure(comparison), False))
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The report as one HTML page with interactive figures and no external resources."""
     metrics = report["metrics"]
@@ -103,6 +134,7 @@ view · generated {stamp} by calibdash</p>
 {metrics['n_bootstrap']} resamples ({html.escape(metrics.get('resampling') or 'rows')}).</p>
 <h2>Reliability</h2>
 {plots}
+{_comparison(report)}
 <h2>Variables ranked by VECE</h2>
 {ranking_plot}
 {_variables_table(report)}

@@ -14,6 +14,7 @@ from app.services.context import Services
 from app.services.datasets import sample_note
 from app.ui import ids
 from app.ui.pages import (
+    compare,
     data,
     heterogeneity,
     local,
@@ -28,6 +29,7 @@ from app.ui.pages import (
 PAGES: dict[str, tuple[str, ModuleType]] = {
     "/": ("Data", data),
     "/overview": ("Overview", overview),
+    "/compare": ("Compare", compare),
     "/variables": ("Variables", variables),
     "/local": ("Local", local),
     "/heterogeneity": ("Heterogeneity", heterogeneity),

@@ -266,7 +266,8 @@ def test_staged_upload_infers_a_target_and_the_probability_named_after_it(client
     body = client.post("/api/v1/uploads", files={"file": ("f.csv", text.encode())}).json()
     assert body["inferred"] == {"label": "delayed", "probabilities": ["p_delayed"],
                                 "features": ["distance", "carrier"], "split": None, "id": None,
-                                "problems": [], "notes": [], "time": None}
+                                "problems": [], "notes": [], "time": None,
+                                "models": []}
 
 
 def test_a_guess_nobody_confirmed_is_said_on_the_dataset(client) -> None:

@@ -1,5 +1,5 @@
-"""What no peer has (issue 15): the worst-calibrated subgroups (a job: poll
-/api/v1/jobs/{id}) and calibration over time."""
+"""What no peer has (issue 15): models compared on the same rows, the worst-calibrated
+subgroups (a job: poll /api/v1/jobs/{id}) and calibration over time."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api.deps import ServicesDep
 from app.schemas.models import ErrorResponse
 from app.services.diagnostics import Subset
+from app.services.models_compare import compare_for
 from app.services.subgroups import SubgroupParams, start_subgroups
 from app.services.timeline import timeline_for
 from calibcore.timeline import Frequency
 
-router = APIRouter(tags=["subgroups and timeline"], responses={404: {"model": ErrorResponse},
+router = APIRouter(tags=["compare, subgroups, timeline"], responses={404: {"model": ErrorResponse},
                                                    422: {"model": ErrorResponse}})
 
 
@@ -79,3 +80,17 @@ def get_timeline(
     on the next. Cached per parameter set."""
     return timeline_for(services, dataset_id, freq=freq, reference=reference, method=method,
                         time=time)
+
+
+@router.get("/datasets/{dataset_id}/compare")
+def get_comparison(
+        services: ServicesDep, dataset_id: str,
+        reference: Annotated[str | None, Query(max_length=200, description=(
+            "the model the others are compared with (default: the first)"))] = None,
+        n_bootstrap: Annotated[int, Query(ge=0, le=2000)] = 200) -> dict[str, Any]:
+    """Several models' probabilities of the same rows (columns grouped per model, e.g.
+    gbm_proba_0, gbm_proba_1, lr_proba_0, ...): every measure per model with its 95%
+    interval, and each model's difference to ``reference`` with a paired-bootstrap
+    interval and p-value (the rows are shared, so the resamples are too), plus each
+    model's binned reliability diagram. Cached per parameter set."""
+    return compare_for(services, dataset_id, reference=reference, n_bootstrap=n_bootstrap)

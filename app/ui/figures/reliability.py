@@ -231,3 +231,23 @@ def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str) -> g
         legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=460,
         margin={"l": 60, "r": 20, "t": 70, "b": 40})
     return figure
+
+
+def models_figure(result: dict[str, Any]) -> go.Figure:
+    """Every model's binned reliability diagram on one plot (top label)."""
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                                line={"color": "#999", "dash": "dash", "width": 1}))
+    for number, model in enumerate(result["models"]):
+        name = model["name"] + (" (reference)" if model["name"] == result["reference"] else "")
+        for trace in _diagram_traces(model["reliability"], name,
+                                     PALETTE[number % len(PALETTE)]):
+            figure.add_trace(trace)
+    figure.update_layout(
+        title=f"Reliability of each model<br><sup>top label, n = {result['n']:,} shared rows, "
+              "15 equal-width bins; bars: 95% Wilson intervals</sup>",
+        xaxis={"title": "confidence (probability)", "range": [0, 1]},
+        yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
+        legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=480,
+        margin={"l": 60, "r": 20, "t": 70, "b": 40})
+    return figure

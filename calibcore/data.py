@@ -9,9 +9,9 @@ Reading files is the app's job; this module works on a :class:`pandas.DataFrame`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -153,14 +153,17 @@ def build_prediction_set(
     if frame.shape[0] == 0:
         raise CalibrationInputError("the table has no rows.", code="empty_table")
     warnings: list[str] = []
+    problems: list[CalibrationInputError] = []
     if roles.label is None:
         labels = pd.Series([None] * frame.shape[0], dtype=object)
     else:
         labels = label_value_names(frame[roles.label])
-        _reject_missing(labels.isna().to_numpy(), roles.label, "label")
-    raw = _numeric_probabilities(frame, roles.probabilities)
-    if not roles.logits:
-        _check_range(raw, roles)
+        _collect(problems, _reject_missing, labels.isna().to_numpy(), roles.label, "label")
+    raw = _numeric_probabilities(frame, roles.probabilities, problems)
+    if not roles.logits and not problems:
+        _collect(problems, _check_range, raw, roles)
+    if problems:  # every problem of the label and probability columns at once
+        raise CalibrationInputError.of_all(problems)
     classes, proba = _class_probabilities(raw, roles, labels)
     proba = _checked_simplex(proba, roles, renormalize, warnings)
     index = {name: k for k, name in enumerate(classes)}
@@ -228,28 +231,40 @@ def _reject_missing(mask: NDArray[np.bool_], column: str, what: str) -> None:
         )
 
 
-def _numeric_probabilities(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
+def _collect(problems: list[CalibrationInputError], check: Callable[..., None],
+             *args: Any) -> None:
+    """Run ``check``; keep its problem instead of stopping at it."""
+    try:
+        check(*args)
+    except CalibrationInputError as problem:
+        problems.append(problem)
+
+
+def _numeric_probabilities(frame: pd.DataFrame, columns: Sequence[str],
+                           problems: list[CalibrationInputError]) -> NDArray[np.float64]:
+    """The probability columns as numbers; each column's problem (non-numeric, missing or
+    infinite values) is added to ``problems``."""
     out = np.empty((frame.shape[0], len(columns)))
     for k, column in enumerate(columns):
         values = pd.to_numeric(frame[column], errors="coerce")
         not_numbers = (values.isna() & frame[column].notna()).to_numpy()
         if not_numbers.any():
             examples = ", ".join(repr(v) for v in frame[column][not_numbers].unique()[:3])
-            raise CalibrationInputError(
+            problems.append(CalibrationInputError(
                 f"column {column!r} (probability) has non-numeric values ({examples}) in "
                 f"{describe_rows(not_numbers)}.",
                 code="non_numeric_probability", column=column,
-                rows=first_rows(not_numbers), count=int(not_numbers.sum()),
-            )
-        _reject_missing(values.isna().to_numpy(), column, "probability")
-        out[:, k] = values.to_numpy(dtype=np.float64)
-        infinite = ~np.isfinite(out[:, k])
+                rows=first_rows(not_numbers), count=int(not_numbers.sum())))
+        _collect(problems, _reject_missing, frame[column].isna().to_numpy(), column,
+                 "probability")
+        out[:, k] = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        infinite = np.isinf(out[:, k])
         if infinite.any():
-            raise CalibrationInputError(
+            problems.append(CalibrationInputError(
                 f"column {column!r} (probability) has infinite values in "
                 f"{describe_rows(infinite)}.",
                 code="non_finite_probability", column=column,
-                rows=first_rows(infinite), count=int(infinite.sum()))
+                rows=first_rows(infinite), count=int(infinite.sum())))
     return out
 
 
@@ -316,14 +331,18 @@ def _classes_from_columns(columns: Sequence[str], labels: pd.Series) -> tuple[st
 
 
 def _check_range(raw: NDArray[np.float64], roles: ColumnRoles) -> None:
+    """Every probability column with values outside [0, 1], at once."""
+    problems = []
     for k, column in enumerate(roles.probabilities):
         outside = (raw[:, k] < 0.0) | (raw[:, k] > 1.0)
         if outside.any():
-            raise CalibrationInputError(
+            problems.append(CalibrationInputError(
                 f"column {column!r} has probabilities outside [0, 1] in "
                 f"{describe_rows(outside)}; if these are logits, set the logits option.",
                 code="probability_out_of_range", column=column,
-                rows=first_rows(outside), count=int(outside.sum()))
+                rows=first_rows(outside), count=int(outside.sum())))
+    if problems:
+        raise CalibrationInputError.of_all(problems)
 
 
 def _checked_simplex(

@@ -312,3 +312,15 @@ def test_api_token_is_enforced_when_configured(settings_factory) -> None:
         assert_error(client.get("/api/v1/datasets"), 401, "unauthorized")
         ok = client.get("/api/v1/datasets", headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and json.loads(ok.text) == []
+
+
+def test_a_malformed_file_reports_every_problem_at_once(client) -> None:
+    """Issue 16.7: every problem of the label and probability columns, with rows and
+    counts, in one 422 (not one problem per attempt)."""
+    content = b"y_true,y_prob\n0,0.2\n,0.7\n1,abc\n0,1.5\n1,\n"
+    error = assert_error(upload(client, content), 422)
+    problems = error["details"]["problems"]
+    assert [(p["code"], p["column"], p["count"]) for p in problems] == [
+        ("missing_values", "y_true", 1), ("non_numeric_probability", "y_prob", 1),
+        ("missing_values", "y_prob", 1)]
+    assert error["message"].startswith("3 problems in the table")

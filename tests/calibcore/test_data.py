@@ -164,3 +164,28 @@ def test_unlabeled_batch_takes_classes_from_column_names(shared_data) -> None:
     binary = build_prediction_set(pd.DataFrame({"y_prob": [0.2, 0.9]}),
                                   ColumnRoles(None, ("y_prob",)))
     assert binary.classes == ("0", "1") and not binary.labelled
+
+
+def test_every_problem_of_the_label_and_probabilities_is_reported_at_once() -> None:
+    """A missing label, a non-numeric probability, a missing one and an infinite one, in
+    different columns and rows: one error names all four with their rows and counts."""
+    frame = pd.DataFrame({"y": [0, 1, None, 1, 0, None],
+                          "p_0": [0.2, "x", 0.5, 0.3, 0.1, "?"],
+                          "p_1": [0.8, 0.3, np.inf, 0.7, None, 0.5]})
+    with pytest.raises(CalibrationInputError) as caught:
+        build_prediction_set(frame, ColumnRoles("y", ("p_0", "p_1")))
+    error = caught.value
+    assert error.message.startswith("4 problems in the table: (1) column 'y' (label)")
+    assert [(p["code"], p["column"], p["rows"], p["count"])
+            for p in error.details()["problems"]] == [
+        ("missing_values", "y", [2, 5], 2), ("non_numeric_probability", "p_0", [1, 5], 2),
+        ("missing_values", "p_1", [4], 1), ("non_finite_probability", "p_1", [2], 1)]
+    assert error.code == "missing_values" and error.column == "y"
+
+
+def test_every_column_out_of_range_is_named() -> None:
+    frame = pd.DataFrame({"y": [0, 1, 2], "p_0": [1.2, 0.1, 0.1], "p_1": [0.1, -0.1, 0.1],
+                          "p_2": [0.1, 0.1, 0.8]})
+    with pytest.raises(CalibrationInputError, match=r"^2 problems in the table: \(1\) column "
+                       r"'p_0' has probabilities outside \[0, 1\] in row 0"):
+        build_prediction_set(frame, ColumnRoles("y", ("p_0", "p_1", "p_2")))

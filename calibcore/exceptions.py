@@ -44,7 +44,7 @@ class CalibrationInputError(ValueError):
         self.count = count
 
     #: Every problem found when several were (:meth:`of_all`), this one included.
-    problems: tuple[CalibrationInputError, ...] = ()
+    collected: tuple[CalibrationInputError, ...] = ()
 
     def details(self) -> dict[str, object]:
         """Structured details for an API error body."""
@@ -55,15 +55,15 @@ class CalibrationInputError(ValueError):
             out["rows"] = self.rows
         if self.count is not None:
             out["count"] = self.count
-        if self.problems:
+        if self.collected:
             out["problems"] = [{"code": problem.code, "message": problem.message,
-                                **problem.details()} for problem in self.problems]
+                                **problem.details()} for problem in self.collected]
         return out
 
     @classmethod
     def of_all(cls, problems: Sequence[CalibrationInputError]) -> CalibrationInputError:
         """One error saying every problem (numbered, each with its rows and count); the
-        first's code, column and rows lead, and ``problems`` lists them all."""
+        first's code, column and rows lead, and ``collected`` lists them all."""
         first = problems[0]
         if len(problems) == 1:
             return first
@@ -71,7 +71,7 @@ class CalibrationInputError(ValueError):
                           for number, problem in enumerate(problems, start=1))
         error = cls(f"{len(problems)} problems in the table: {listed}", code=first.code,
                     column=first.column, rows=first.rows, count=first.count)
-        error.problems = tuple(problems)
+        error.collected = tuple(problems)
         return error
 
 

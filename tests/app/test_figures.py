@@ -48,3 +48,28 @@ def test_smooth_band_is_drawn_only_where_the_curve_is() -> None:
     assert sum(len(xs) // 2 for xs, _ in segments) == shown.sum()
     drawn = np.array([y is not None for y in line.y])
     assert np.array_equal(drawn, shown)
+
+
+def test_a_measure_skipped_on_a_large_file_keeps_its_row_with_the_reason() -> None:
+    """smCE is not computed above 200,000 rows: the table says so instead of dropping it
+    (issue 16.8)."""
+    from app.ui.pages.overview import measures_table
+
+    note = "not computed on 250,000 rows, above smce_max_rows=200,000"
+    result = {"n": 250_000, "interval": "x", "n_bootstrap": 0, "measures": {
+        "ece": {"name": "ECE", "value": 0.01, "low": 0.0, "high": 0.02, "plug_in": 0.01,
+                "consistent": False, "meaning": "binned", "note": ""},
+        "smooth_calibration_error": {"name": "smCE", "value": None, "low": None,
+                                     "high": None, "plug_in": None, "consistent": True,
+                                     "meaning": "Lipschitz", "note": note},
+        "binary_brier": {"name": "binary Brier", "value": None, "low": None, "high": None,
+                         "plug_in": None, "consistent": False, "meaning": "P(1)",
+                         "note": "binary problems only"}}}
+    table = next(child for child in measures_table(result, with_intervals=True).children
+                 if type(child).__name__ == "Table")
+    rows = {row.id: row for row in table.children[1].children}
+    skipped = rows["measure-smooth_calibration_error"]
+    assert [getattr(cell, "children", cell) for cell in skipped.children][:3] == [
+        "smCE", "—", "—"]
+    assert note in skipped.children[5].children
+    assert "measure-ece" in rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, dash_table, dcc, html, no_update
 
 from app.services.context import Services
 from app.services.datasets import NotFound, RoleOverrides, choose_roles
@@ -44,8 +44,16 @@ def _dataset_list(datasets: list[dict[str, Any]]) -> Any:
         html.Td(f"{d['n_rows']:,}"), html.Td(d["n_classes"]),
         html.Td("calibration/test split" if d.get("n_test") else "no split (cross-fitting)"),
         html.Td(d["created"][:19].replace("T", " ")),
+        html.Td(dcc.ConfirmDialogProvider(
+            html.Button("Delete", className="button button-secondary button-small",
+                        title=f"delete {d['name']} and everything computed from it"),
+            id={"type": ids.DELETE_DATASET, "index": d["id"]},
+            message=f"Delete the dataset {d['name']!r} ({d['n_rows']:,} rows) and every "
+                    "result, recalibration and download computed from it? This cannot be "
+                    "undone.")),
     ]) for d in reversed(datasets)]
-    header = html.Tr([html.Th(h) for h in ("name", "rows", "classes", "split", "created (UTC)")])
+    header = html.Tr([html.Th(h) for h in ("name", "rows", "classes", "split", "created (UTC)",
+                                           "")])
     return html.Table([html.Thead(header), html.Tbody(rows)], className="table")
 
 
@@ -150,6 +158,22 @@ def register(app: Dash, services: Services) -> None:
                               time=time)
         return (_role_messages(choice.problems, body["inferred"], label, probabilities),
                 list(choice.features), list(choice.assigned))
+
+    @app.callback(Output(ids.DATASET_LIST, "children"),
+                  Output(ids.URL, "href", allow_duplicate=True),
+                  Input({"type": ids.DELETE_DATASET, "index": ALL}, "submit_n_clicks"),
+                  prevent_initial_call=True)
+    async def delete(clicks: list[int | None]) -> tuple[Any, Any]:
+        """Delete the confirmed dataset, then list the rest (and refresh the picker)."""
+        chosen = ctx.triggered_id
+        if not isinstance(chosen, dict) or not any(clicks):
+            return no_update, no_update
+        try:
+            await asyncio.to_thread(services.datasets.delete, chosen["index"])
+        except NotFound:
+            pass  # deleted meanwhile (another tab): the list below says what is left
+        listed = await asyncio.to_thread(services.datasets.list)
+        return _dataset_list(listed), "/"
 
     @app.callback(Output(ids.CONFIRM_STATUS, "children"), Output(ids.URL, "href"),
                   Input(ids.CONFIRM_BUTTON, "n_clicks"),

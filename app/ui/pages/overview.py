@@ -161,6 +161,14 @@ def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
     rows = []
     for key, item in result["measures"].items():
         if item["value"] is None:
+            if item["note"]:  # skipped on a large file: say so rather than drop the row
+                rows.append(html.Tr([
+                    html.Td(item["name"]), html.Td("—", className="number"),
+                    html.Td("—", className="number"), html.Td(""),
+                    html.Td("✓ consistent" if item["consistent"] else "",
+                            className="consistent"),
+                    html.Td(f"{item['meaning']} ({item['note']})")],
+                    id=f"measure-{key}", className="skipped"))
             continue
         if item["low"] is not None:
             interval = f"{item['low']:.4f} – {item['high']:.4f}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dash import ALL, Dash, Input, Output, State, ctx, dash_table, dcc, html, no_update
+import dash_ag_grid as dag
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from app.services.context import Services
 from app.services.datasets import NotFound, RoleOverrides, choose_roles
@@ -66,12 +67,19 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     assigned = [c for c in (inferred["label"], *inferred["probabilities"], inferred["split"],
                             inferred["id"], inferred.get("time")) if c is not None]
     notes = [info_note(w) for w in response.get("warnings", [])]
-    preview = dash_table.DataTable(  # type: ignore[attr-defined]
-        id=ids.PREVIEW_TABLE, data=response["preview"],
-        columns=[{"name": c, "id": c} for c in columns], page_size=10,
-        style_table={"overflowX": "auto"}, style_cell={"fontFamily": "inherit",
-                                                       "fontSize": "13px", "padding": "4px"},
-        style_header={"fontWeight": "600", "backgroundColor": "#eef2f7"})
+    if inferred.get("models"):
+        listed = "; ".join(f"{name} ({', '.join(group)})" for name, group in inferred["models"])
+        notes.append(info_note(f"{len(inferred['models'])} models' probabilities found: "
+                               f"{listed}. The first is the probabilities below; the Compare "
+                               "page compares them all on the same rows. Choosing other "
+                               "probability columns drops the comparison."))
+    preview = dag.AgGrid(
+        id=ids.PREVIEW_TABLE, rowData=response["preview"],
+        # column names are the file's: read as plain keys, never as paths or code
+        columnDefs=[{"headerName": c, "field": c} for c in columns],
+        defaultColDef={"resizable": True, "minWidth": 110, "sortable": False},
+        dashGridOptions={"domLayout": "autoHeight", "suppressFieldDotNotation": True},
+        columnSize="autoSize", className="ag-theme-alpine")
     return html.Div([
         html.H2(f"Confirm the column roles of {response['filename']} "
                 f"({response['n_rows']:,} rows, {len(columns)} columns)"),

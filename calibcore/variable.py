@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,8 @@ from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit, loess_many
 from calibcore.views import score_outcome
 
 __all__ = [
+    "CURVE_RANGES",
+    "CurveRange",
     "LoessCurves",
     "VariableKind",
     "loess_curves",
@@ -60,8 +62,20 @@ __all__ = [
     "variable_eces",
 ]
 
-#: The curves run between these quantiles of V (the paper's reference).
-CURVE_QUANTILES = (0.05, 0.95)
+CurveRange = Literal["5-95", "1-99", "all"]
+#: Quantiles of V the curves run between, per ``curve_range``: the paper's 5th-95th
+#: percentiles hide the tails, where a model is often most wrong, so wider ones are offered
+#: ("all": quantiles 0 and 1 are the minimum and maximum).
+CURVE_RANGES: dict[CurveRange, tuple[float, float]] = {
+    "5-95": (0.05, 0.95),
+    "1-99": (0.01, 0.99),
+    "all": (0.0, 1.0),
+}
+#: The default range (the paper's reference).
+CURVE_QUANTILES = CURVE_RANGES["5-95"]
+#: An integer-valued V with at most this many integers in the plotted range gets one
+#: histogram bar per integer (edges at k +/- 0.5); otherwise equal-width bins.
+MAX_INTEGER_BINS = 60
 #: Columns of the ranking table, in order.
 RANKING_COLUMNS = ("variable", "kind", "vece", "vce_max", "v_star", "p_value", "n", "n_missing")
 
@@ -73,7 +87,8 @@ class LoessCurves:
     Attributes
     ----------
     x : ndarray of shape (n_points,)
-        Equally spaced values of V between its 5th and 95th percentiles.
+        Equally spaced values of V between the quantiles of ``curve_range``
+        (by default its 5th and 95th percentiles).
     error, error_low, error_high : ndarray of shape (n_points,)
         Smoothed error rate 1[y != argmax] and its pointwise band (fractions).
     predicted_error, predicted_error_low, predicted_error_high : ndarray of shape (n_points,)
@@ -91,13 +106,18 @@ class LoessCurves:
         LOESS span.
     confidence_level : float
         Pointwise coverage of the bands.
-    histogram_edges : ndarray of shape (n_histogram_bins + 1,)
-        Equal-width bins over ``[x[0], x[-1]]`` for the histogram of V.
-    histogram_counts : ndarray of shape (n_histogram_bins,)
-        Rows per histogram bin (rows outside the plotted range are not counted).
+    histogram_edges : ndarray of shape (n_bars + 1,)
+        Bins of the histogram of V: ``n_histogram_bins`` equal-width bins over
+        ``[x[0], x[-1]]``, or, when V is integer-valued with at most
+        :data:`MAX_INTEGER_BINS` integers in that range, one bin per integer k
+        there with edges at ``k - 0.5`` and ``k + 0.5``.
+    histogram_counts : ndarray of shape (n_bars,)
+        Rows per histogram bin (rows outside ``[x[0], x[-1]]`` are not counted).
     exact : bool
         False when the band statistics were approximated (large n; see
         :mod:`calibcore.smoothing`).
+    curve_range : {"5-95", "1-99", "all"}
+        Which quantiles of V the curves run between (:data:`CURVE_RANGES`).
     """
 
     x: NDArray[np.float64]
@@ -116,6 +136,7 @@ class LoessCurves:
     histogram_edges: NDArray[np.float64]
     histogram_counts: NDArray[np.int64]
     exact: bool
+    curve_range: CurveRange = "5-95"
 
 
 @dataclass(frozen=True)
@@ -291,6 +312,7 @@ def loess_curves(
     confidence_level: float = 0.95,
     n_histogram_bins: int = 30,
     random_state: int | None = 0,
+    curve_range: CurveRange = "5-95",
 ) -> LoessCurves:
     """LOESS curves of error and predicted error against a numeric variable.
 
@@ -298,7 +320,9 @@ def loess_curves(
     B): local quadratic LOESS (:func:`calibcore.smoothing.loess_many`) of
     ``1[y != argmax]`` and of ``1 - confidence`` on V, evaluated at
     ``n_points`` equally spaced values between the 5th and 95th percentiles of
-    V, with pointwise bands ``fit +/- t(0.975, df) s ||l(x)||``.
+    V (or a wider ``curve_range``), with pointwise bands
+    ``fit +/- t(0.975, df) s ||l(x)||``. The fits use every row whatever the
+    range; the range only chooses where they are evaluated and drawn.
 
     Parameters
     ----------
@@ -314,9 +338,14 @@ def loess_curves(
     confidence_level : float, default=0.95
         Pointwise coverage of the bands.
     n_histogram_bins : int, default=30
-        Bins of the histogram of V drawn under the curves.
+        Equal-width bins of the histogram of V drawn under the curves (an
+        integer-valued V gets one bin per integer instead; see
+        :class:`LoessCurves`).
     random_state : int or None, default=0
         Seed of the subsample used for the band statistics of large inputs.
+    curve_range : {"5-95", "1-99", "all"}, default="5-95"
+        Quantiles of V the curves run between: the 5th-95th or 1st-99th
+        percentiles, or the minimum to the maximum.
 
     Returns
     -------
@@ -325,12 +354,14 @@ def loess_curves(
     errors = _top_label_errors(y_true, y_prob)
     n_points = check_positive_int(n_points, "n_points")
     n_histogram_bins = check_positive_int(n_histogram_bins, "n_histogram_bins")
+    if curve_range not in CURVE_RANGES:
+        raise CalibrationInputError(f"curve_range must be one of {', '.join(CURVE_RANGES)}; "
+                                    f"got {curve_range!r}.")
     variable = prepare_variable(v, errors.predicted.size, "numeric", "v")
     if not variable.used.any():
         raise CalibrationInputError("v has no non-missing values; there is nothing to smooth.")
-    return _curves(
-        variable, errors, span, n_points, confidence_level, n_histogram_bins, random_state
-    )
+    return _curves(variable, errors, span, n_points, confidence_level, n_histogram_bins,
+                   random_state, curve_range)
 
 
 def rank_variables(
@@ -614,10 +645,25 @@ def _largest_gap(
     return float(gap[worst]), float(x[worst])
 
 
-def _curve_points(values: NDArray[np.float64], n_points: int) -> NDArray[np.float64]:
-    """``n_points`` equally spaced values between the :data:`CURVE_QUANTILES` of V."""
-    low, high = np.quantile(values, CURVE_QUANTILES)
+def _curve_points(values: NDArray[np.float64], n_points: int,
+                  curve_range: CurveRange = "5-95") -> NDArray[np.float64]:
+    """``n_points`` equally spaced values between the quantiles of ``curve_range`` of V."""
+    low, high = np.quantile(values, CURVE_RANGES[curve_range])
     return np.linspace(float(low), float(high), n_points)
+
+
+def _histogram(values: NDArray[np.float64], low: float, high: float,
+               n_bins: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Counts and edges of V over ``[low, high]``: one bin per integer for an
+    integer-valued V with few integers there (so bars sit on the integers), else
+    ``n_bins`` equal-width bins."""
+    first, last = np.ceil(low), np.floor(high)
+    if first <= last <= first + MAX_INTEGER_BINS - 1 and np.all(values == np.round(values)):
+        shown = values[(values >= first) & (values <= last)]
+        counts = np.bincount((shown - first).astype(np.intp), minlength=int(last - first) + 1)
+        return counts.astype(np.int64), np.arange(first - 0.5, last + 1.0)
+    counts, edges = np.histogram(values, bins=n_bins, range=(low, high))
+    return counts.astype(np.int64), edges
 
 
 def _curves(
@@ -628,9 +674,10 @@ def _curves(
     confidence_level: float,
     n_histogram_bins: int,
     random_state: int | None,
+    curve_range: CurveRange = "5-95",
 ) -> LoessCurves:
     values = variable.values
-    x = _curve_points(values, n_points)
+    x = _curve_points(values, n_points, curve_range)
     error_fit, predicted_fit = loess_many(
         values,
         np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),
@@ -641,7 +688,7 @@ def _curves(
     )
     gap = np.abs(error_fit.fit - predicted_fit.fit)
     worst = int(np.argmax(gap))
-    counts, edges = np.histogram(values, bins=n_histogram_bins, range=(x[0], x[-1]))
+    counts, edges = _histogram(values, float(x[0]), float(x[-1]), n_histogram_bins)
     return LoessCurves(
         x=x,
         error=error_fit.fit,
@@ -657,8 +704,9 @@ def _curves(
         span=error_fit.span,
         confidence_level=error_fit.confidence_level,
         histogram_edges=edges,
-        histogram_counts=counts.astype(np.int64),
+        histogram_counts=counts,
         exact=error_fit.exact,
+        curve_range=curve_range,
     )
 
 

@@ -6,9 +6,10 @@ ECE, smooth ECE, kCE, Brier, NLL and accuracy with bootstrap 95% intervals
 (:func:`calibcore.uncertainty.global_measures`, the same seeded resamples for
 every row), MLCE (paper 000; on a seeded sample of :data:`MLCE_MAX_ROWS` rows
 when there are more, the same rows for every method) and the largest VECE over
-numeric variables (paper 003; the bins of each variable are found once and
-shared by every method) as point estimates, and VECE along the variable of
-each variable-based tree with an interval.
+all variables, numeric and categorical, by the Variables ranking's rule
+(paper 003; :func:`app.services.variables.variable_kind`; the bins of each
+variable are found once and shared by every method) as point estimates, and
+VECE along the variable of each variable-based tree with an interval.
 
 The recommendation uses paired bootstrap intervals of NLL differences (the same
 resampled rows for both methods), which are much tighter than comparing two
@@ -17,7 +18,7 @@ separate intervals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -27,6 +28,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from app.services.jsonable import jsonable
+from app.services.variables import VariableKind, variable_kind
 from calibcore._encoding import fit_representation
 from calibcore.exceptions import CalibrationInputError
 from calibcore.local import local_calibration
@@ -76,8 +78,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("mlce", "MLCE", "lower",
            f"largest local calibration error (γ = {MLCE_GAMMA}, standardized features, PCA ≤ "
            f"{MLCE_COMPONENTS}); a maximum, so no interval"),
-    Column("max_vece", "max VECE", "lower",
-           "largest variable-based ECE over numeric features; a maximum, so no interval"),
+    Column("max_vece", "max VECE (all variables)", "lower",
+           "largest variable-based ECE over every feature, numeric (10 equal-mass bins) and "
+           "categorical (one bin per category), as the Variables page ranks them; a maximum, "
+           "so no interval"),
 )
 
 
@@ -93,7 +97,7 @@ class Candidate:
 
 
 def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
-            feature_kinds: Mapping[str, str], *, n_bins: int = 15, n_bootstrap: int = 100,
+            *, n_bins: int = 15, n_bootstrap: int = 100,
             random_state: int = 0, progress: ProgressCallback | None = None
             ) -> dict[str, Any]:
     """The comparison table, best marks, reliability diagrams and the recommendation.
@@ -106,8 +110,6 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         The uncalibrated probabilities first, then each recalibration's, all (n, K).
     features : DataFrame
         Feature columns of the held-out rows.
-    feature_kinds : dict
-        ``numeric`` or ``categorical`` per feature.
     progress : callable, optional
         ``progress(fraction, message)``, called between steps and resamples (it may
         raise to stop).
@@ -118,13 +120,12 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     if mlce_rows is not None and phi is not None:
         mlce_note = (f"on a seeded sample of {mlce_rows.size:,} of the {labels.size:,} rows "
                      f"(the same for every method); {mlce_note}").strip("; ")
-    numeric = [c for c, k in feature_kinds.items() if k == "numeric"]
     variables = sorted({c.variable for c in candidates if c.variable})
     columns = list(COLUMNS) + [Column(f"vece:{v}", f"VECE({v})", "lower",
                                       f"variable-based ECE along {v} (10 equal-mass bins)")
                                for v in variables]
-    report(0.0, "largest VECE over the numeric variables")
-    max_vece = _max_vece(features, numeric, labels, [c.proba for c in candidates])
+    report(0.0, "largest VECE over the variables")
+    max_vece = _max_vece(features, labels, [c.proba for c in candidates])
     rows = []
     for number, candidate in enumerate(candidates):
         def step(fraction: float, message: str, number: int = number) -> None:
@@ -202,26 +203,38 @@ def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
     return {"value": value, "low": None, "high": None, "note": note}
 
 
-def _max_vece(features: pd.DataFrame, numeric: list[str], labels: NDArray[np.intp],
+def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
               probas: list[NDArray[np.float64]]) -> list[dict[str, Any]]:
-    """The largest VECE over numeric variables for each set of probabilities (bins shared)."""
-    if not numeric:
-        return [{"value": None, "low": None, "high": None, "note": "no numeric features"}
-                for _ in probas]
-    columns = {column: features[column].to_numpy(dtype=np.float64, na_value=np.nan)
-               for column in numeric}
-    columns = {column: values for column, values in columns.items()
-               if np.isfinite(values).any()}
-    if not columns:
-        return [{"value": None, "low": None, "high": None,
-                 "note": "numeric features are empty"} for _ in probas]
-    table = variable_eces(list(columns.values()), labels, probas, kind="numeric")
-    scores = {column: table[row] for row, column in enumerate(columns)}
+    """The largest VECE over all variables for each set of probabilities (bins shared).
+
+    Each variable is numeric or categorical by the ranking's rule, so the column agrees
+    with the Variables page: a categorical variable at the top of the ranking is the one
+    named here too (on the same rows).
+    """
+    groups: dict[VariableKind, list[str]] = {"numeric": [], "categorical": []}
+    for column in features.columns:
+        values = features[column]
+        kind = variable_kind(values)
+        present = (values.notna() if kind == "categorical" else
+                   np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan)))
+        if present.any():
+            groups[kind].append(column)
+    scores: dict[str, NDArray[np.float64]] = {}
+    kinds: dict[str, VariableKind] = {}
+    for group, columns in groups.items():
+        if columns:
+            table = variable_eces([features[column] for column in columns], labels, probas,
+                                  kind=group)
+            scores.update({str(column): table[row] for row, column in enumerate(columns)})
+            kinds.update({str(column): group for column in columns})
+    if not scores:
+        note = "no feature columns" if features.shape[1] == 0 else "feature columns are empty"
+        return [{"value": None, "low": None, "high": None, "note": note} for _ in probas]
     results = []
     for number in range(len(probas)):
         worst = max(scores, key=lambda c: scores[c][number])
         results.append({"value": float(scores[worst][number]), "low": None, "high": None,
-                        "note": f"along {worst}", "variable": worst})
+                        "note": f"along {worst} ({kinds[worst]})", "variable": worst})
     return results
 
 

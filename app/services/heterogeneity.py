@@ -311,7 +311,10 @@ class _HeterogeneityTask:
                     "background": self._background(map_2d)},
             "encoded_features": list(self.features.representation.encoded_names),
             "warning": self._warning(details.n_forests),
-            "notes": [*self._notes(details.grid), *self.features.notes, *embedding.notes],
+            # the forests' encoding and the map's embedding report the same imputation and
+            # one-hot encoding: say each once
+            "notes": list(dict.fromkeys([*self._notes(details.grid), *self.features.notes,
+                                         *embedding.notes])),
         })
 
     def _background(self, map_2d: NDArray[np.float64]) -> dict[str, Any]:

@@ -41,6 +41,8 @@ from calibcore.reliability import binned_reliability
 CROSS_FIT_FOLDS = 5
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
+#: Bumped when the cached comparison's content changes (2: max VECE over all variables).
+_COMPARISON_VERSION = 2
 
 #: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
 Scores = Literal["model", "cross_fitted"]
@@ -321,7 +323,8 @@ class RecalibrationService:
                 f"recalibration(s) {', '.join(others)} belong to another dataset; a comparison "
                 "is on one dataset's held-out rows.", code="invalid_request")
         key = cache_key(dataset_id, "recalibration_comparison", ids=recalibration_ids,
-                        n_bins=n_bins, n_bootstrap=n_bootstrap, seed=self._random_state)
+                        n_bins=n_bins, n_bootstrap=n_bootstrap, seed=self._random_state,
+                        version=_COMPARISON_VERSION)
         return dict(cached(self._store, key, lambda: self._compare(
             dataset_id, records, n_bins, n_bootstrap, progress)))
 
@@ -338,7 +341,7 @@ class RecalibrationService:
                                                    record.meta["method"], variable))
         table = comparison.compare(
             prediction_set.y_true[rows], candidates, prediction_set.features[rows].reset_index(
-                drop=True), prediction_set.feature_kinds, n_bins=n_bins,
+                drop=True), n_bins=n_bins,
             n_bootstrap=n_bootstrap, random_state=self._random_state, progress=progress)
         scheme = records[0].meta["scheme"] if records else ""
         return {"dataset_id": dataset_id, "scheme": scheme, **table}

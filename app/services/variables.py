@@ -29,7 +29,13 @@ from app.services.jsonable import jsonable
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
-from calibcore.variable import loess_curves, rank_variables, variable_bins, variable_ece
+from calibcore.variable import (
+    CurveRange,
+    loess_curves,
+    rank_variables,
+    variable_bins,
+    variable_ece,
+)
 
 #: Numeric columns with at most this many distinct values are categorical
 #: (``rank_variables``' default ``max_categories``).
@@ -213,15 +219,18 @@ def _running_job(store: Store, jobs: JobRunner, key: str) -> Job | None:
 # -- one variable --------------------------------------------------------------------------
 def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0.8,
                     n_points: int = 500, n_bins: int = 10, subset: Subset = "all",
-                    random_state: int = 0) -> dict[str, Any]:
+                    curve_range: CurveRange = "5-95", random_state: int = 0) -> dict[str, Any]:
     """Calibration of one variable (paper 003, Figure 1b), JSON-able.
 
     Numeric variables: the LOESS curves of error and predicted error with 95%
     bands (``curves``: x, error, error_low, error_high, predicted_error, ...,
-    vce_max, v_star, histogram_edges, histogram_counts, exact) and the
-    equal-mass bins behind VECE (``bins``). Categorical variables: ``bins``
-    holds one row per category (n, error with its Wilson interval, predicted
-    error with its t interval, gap), ``curves`` is None and ``vce_max`` /
+    vce_max, v_star, histogram_edges, histogram_counts, exact, curve_range),
+    drawn between the quantiles of ``curve_range`` ("5-95", "1-99" or "all"),
+    and the equal-mass bins behind VECE (``bins``). VCE(v*) and v* are over the
+    drawn range, so a wider range can find a larger gap in the tails.
+    Categorical variables: ``bins`` holds one row per category (n, error with
+    its Wilson interval, predicted error with its t interval, gap), ``curves``
+    is None and ``vce_max`` /
     ``v_star`` are the largest category gap and that category.
 
     Raises
@@ -242,6 +251,7 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
     result: dict[str, Any] = {
         "variable": name, "kind": kind, "subset": subset, "n": n_used,
         "n_missing": int(values.size - n_used), "n_bins": n_bins, "span": span,
+        "curve_range": curve_range,
         "vece": variable_ece(values, labels, proba, n_bins=n_bins, kind=kind),
         "bins": bins.to_dict("list"), "curves": None,
     }
@@ -251,7 +261,7 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
         result["v_star"] = bins["bin"].iloc[worst]
     else:
         curves = loess_curves(values, labels, proba, span=span, n_points=n_points,
-                              random_state=random_state)
+                              random_state=random_state, curve_range=curve_range)
         result["curves"] = curves
         result["vce_max"], result["v_star"] = curves.vce_max, curves.v_star
     return jsonable(result)

@@ -99,6 +99,7 @@ VAR_BARS = "var-bars"
 VAR_SELECT = "var-select"
 VAR_SCALE = "var-scale"
 VAR_SPAN = "var-span"
+VAR_RANGE = "var-range"  # where the curves are drawn: 5-95, 1-99 or all
 VAR_CURVE = "var-curve"
 VAR_NOTE = "var-note"
 VAR_CATEGORY_TABLE = "var-category-table"

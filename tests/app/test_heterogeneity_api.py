@@ -231,6 +231,8 @@ def test_categorical_and_missing_features_are_encoded_and_said(client) -> None:
     assert job["status"] == "succeeded", job
     notes = " ".join(job["result"]["notes"])
     assert "one-hot encoded: group" in notes and "missing values in 'x1' were imputed" in notes
+    # the forests' encoding and the map's embedding both say so; the page says it once
+    assert notes.count("one-hot encoded:") == 1 and notes.count("were imputed") == 1
     assert job["result"]["encoded_features"] == ["x1", "group=left", "group=right"]
 
 

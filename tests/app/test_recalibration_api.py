@@ -16,6 +16,7 @@ from app.services.comparison import paired_differences
 from app.services.row_columns import save_row_column
 from calibcore._encoding import Representation
 from calibcore.recalibration import REGISTRY, Recalibrator
+from calibcore.variable import variable_ece
 from tests.app.test_api import assert_error, upload
 
 PROBA = [f"proba_{k}" for k in range(10)]
@@ -379,3 +380,38 @@ def test_a_single_class_calibration_split_is_a_422_naming_the_counts(client) -> 
                                json={"method": method})
         error = assert_error(response, 422, "single_class")
         assert "class 1: 40 rows" in error["message"]
+
+
+def test_max_vece_covers_categorical_variables_like_the_ranking(client) -> None:
+    """The comparison's max VECE names the variable the Variables ranking puts first, with
+    its VECE, when that variable is categorical (it counted numeric ones only before)."""
+    rng = np.random.default_rng(16)
+    n = 3000
+    carrier = rng.choice(["AA", "DL", "UA", "WN"], n)
+    confidence = rng.uniform(0.55, 0.98, n)
+    accuracy = confidence - np.where(carrier == "WN", 0.3, 0.0)  # wrong along the carrier
+    correct = rng.random(n) < np.clip(accuracy, 0, 1)
+    y_prob = np.where(rng.random(n) < 0.5, confidence, 1 - confidence)
+    predicted = (y_prob >= 0.5).astype(int)
+    frame = pd.DataFrame({
+        "y_true": np.where(correct, predicted, 1 - predicted), "y_prob": y_prob.round(6),
+        "carrier": carrier, "distance": rng.gamma(3, 300, n).round(1),
+        "hour": rng.integers(0, 24, n), "split": np.where(rng.random(n) < 0.5, "calibration",
+                                                          "test")})
+    dataset = str(upload(client, frame.to_csv(index=False).encode(), "flights.csv").json()["id"])
+    comparison = fit(client, dataset, method="temperature")["comparison"]
+    ranking = client.get(f"/api/v1/datasets/{dataset}/variables",
+                         params={"subset": "test", "n_permutations": 0}).json()["variables"]
+    assert ranking[0]["variable"] == "carrier" and ranking[0]["kind"] == "categorical"
+    column = next(c for c in comparison["columns"] if c["key"] == "max_vece")
+    assert column["label"] == "max VECE (all variables)" and "categorical" in column["meaning"]
+    uncalibrated = comparison["rows"][0]["values"]["max_vece"]
+    assert uncalibrated["variable"] == "carrier" and "(categorical)" in uncalibrated["note"]
+    assert uncalibrated["value"] == pytest.approx(ranking[0]["vece"], rel=1e-12)
+    # the ranking's first VECE is the largest over all three variables: check it directly
+    test = frame[frame["split"] == "test"].reset_index(drop=True)
+    expected = max(variable_ece(test[name], test["y_true"], test["y_prob"], kind=kind)
+                   for name, kind in (("carrier", "categorical"), ("distance", "numeric"),
+                                      ("hour", "numeric")))
+    assert uncalibrated["value"] == pytest.approx(expected, rel=1e-10)
+    assert all(row["values"]["max_vece"]["variable"] for row in comparison["rows"])

@@ -177,6 +177,30 @@ def test_curves_of_test_rows_default_parameters(client, dataset_id, default_nb_f
     np.testing.assert_allclose(body["curves"]["error"], expected.error, rtol=1e-12, atol=1e-15)
 
 
+def test_range_widens_the_curves_to_the_quantiles_or_extremes(client, dataset_id,
+                                                             default_nb_frame) -> None:
+    balance = default_nb_frame["balance"].to_numpy()
+    url = f"/api/v1/datasets/{dataset_id}/variables/balance"
+    default = client.get(url, params={"n_points": 50}).json()
+    assert default["curve_range"] == "5-95" and default["curves"]["curve_range"] == "5-95"
+    expected = {"5-95": np.quantile(balance, [0.05, 0.95]),
+                "1-99": np.quantile(balance, [0.01, 0.99]),
+                "all": [balance.min(), balance.max()]}
+    for curve_range, (low, high) in expected.items():
+        body = client.get(url, params={"n_points": 50, "range": curve_range}).json()
+        x = body["curves"]["x"]
+        assert body["curve_range"] == curve_range
+        assert (x[0], x[-1]) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+        assert sum(body["curves"]["histogram_counts"]) == np.sum((balance >= low)
+                                                                 & (balance <= high))
+    assert default["curves"]["x"] == client.get(url, params={"n_points": 50,
+                                                             "range": "5-95"}).json()["curves"]["x"]
+    # a categorical variable has no curves; the range is accepted and changes nothing
+    student = client.get(f"/api/v1/datasets/{dataset_id}/variables/student",
+                         params={"range": "all"}).json()
+    assert student["curves"] is None and student["kind"] == "categorical"
+
+
 def test_categorical_variable_returns_the_per_category_table(client, dataset_id,
                                                              default_nb_frame) -> None:
     body = client.get(f"/api/v1/datasets/{dataset_id}/variables/student").json()
@@ -224,6 +248,7 @@ def test_missing_values_are_left_out_and_counted(client, default_nb_frame) -> No
     ("/balance", {"span": -0.5}),
     ("/balance", {"n_points": 100_000}),
     ("/balance", {"subset": "holdout"}),
+    ("/balance", {"range": "0-100"}),
 ])
 def test_bad_parameters_are_422(client, dataset_id, path, params) -> None:
     response = client.get(f"/api/v1/datasets/{dataset_id}/variables{path}", params=params)

@@ -291,6 +291,59 @@ def test_loess_curves_drop_missing_and_reject_categories():
         loess_curves(np.array(["a", "b"] * 100), labels, proba)
 
 
+def test_curve_ranges_are_the_quantiles_and_the_extremes_of_v():
+    rng = np.random.default_rng(8)
+    labels, proba = random_predictions(rng, 300)
+    v = rng.standard_t(3, size=300)  # heavy tails: the ranges differ
+    v[:5] = np.nan
+    used = v[5:]
+    expected = {
+        "5-95": (np.quantile(used, 0.05), np.quantile(used, 0.95)),
+        "1-99": (np.quantile(used, 0.01), np.quantile(used, 0.99)),
+        "all": (used.min(), used.max()),
+    }
+    default = loess_curves(v, labels, proba, n_points=21)
+    for curve_range, (low, high) in expected.items():
+        curves = loess_curves(v, labels, proba, n_points=21, curve_range=curve_range)
+        np.testing.assert_allclose(curves.x, np.linspace(low, high, 21), rtol=1e-12)
+        assert curves.curve_range == curve_range and curves.n == 295
+        assert curves.histogram_counts.sum() == np.sum((used >= low) & (used <= high))
+        # the fits use every row: at a point both ranges share, the curves agree
+        np.testing.assert_allclose(
+            np.interp(0.0, curves.x, curves.error), np.interp(0.0, default.x, default.error),
+            atol=0.02)
+    assert default.curve_range == "5-95"
+    np.testing.assert_array_equal(default.x, loess_curves(v, labels, proba, n_points=21,
+                                                          curve_range="5-95").x)
+    with pytest.raises(CalibrationInputError, match="curve_range must be one of"):
+        loess_curves(v, labels, proba, curve_range="0-100")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("curve_range", ["5-95", "all"])
+def test_integer_variable_histogram_has_one_bar_per_integer(curve_range):
+    rng = np.random.default_rng(9)
+    hour = rng.integers(0, 24, 1000)  # a departure hour
+    labels, proba = random_predictions(rng, 1000)
+    curves = loess_curves(hour.astype(float), labels, proba, n_points=15,
+                          curve_range=curve_range)
+    first, last = int(np.ceil(curves.x[0])), int(np.floor(curves.x[-1]))
+    if curve_range == "all":
+        assert (first, last) == (0, 23)
+    np.testing.assert_array_equal(curves.histogram_edges, np.arange(first, last + 2) - 0.5)
+    np.testing.assert_array_equal(curves.histogram_counts, np.bincount(hour)[first:last + 1])
+
+
+def test_wide_integer_and_real_variables_keep_equal_width_bins():
+    rng = np.random.default_rng(10)
+    labels, proba = random_predictions(rng, 500)
+    for v in (rng.integers(0, 1000, 500).astype(float), rng.uniform(0, 24, 500)):
+        curves = loess_curves(v, labels, proba, n_points=11, n_histogram_bins=30,
+                              curve_range="all")
+        np.testing.assert_allclose(curves.histogram_edges, np.linspace(v.min(), v.max(), 31))
+        np.testing.assert_array_equal(curves.histogram_counts,
+                                      np.histogram(v, bins=30, range=(v.min(), v.max()))[0])
+
+
 # --- ranking ------------------------------------------------------------------
 
 

@@ -77,6 +77,12 @@ def test_a_target_and_its_probability_are_inferred_from_unusual_names(
     assert chosen(browser, "role-probabilities") == ["p_delayed"]
     assert chosen(browser, "role-features") == ["distance", "dep_hour", "carrier"]
     assert text_of(browser, "role-messages") == ""  # no banner, no guess
+    # the Name field is tall enough for a line of text: a 16 px input clipped underscores
+    font, text_height = browser.execute_script(
+        "const e = document.getElementById('role-name'); const s = getComputedStyle(e);"
+        "return [parseFloat(s.fontSize), e.getBoundingClientRect().height"
+        " - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom)];")
+    assert text_height >= 1.15 * font  # room for descenders
     create_dataset(browser)
 
 

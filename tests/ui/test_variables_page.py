@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
@@ -10,6 +15,14 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DATA = Path("/work/shared/data/default_nb.csv")
+#: The plotted figure's traces as the browser holds them (Dash sends numeric arrays as
+#: base64 typed arrays: {"dtype": ..., "bdata": ...}).
+_TRACES = """
+const plot = document.querySelector('#var-curve .js-plotly-plot');
+return plot && plot.data ? plot.data.map(t => ({name: t.name, x: t.x})) : null;
+"""
 
 
 def wait(browser, seconds: float = 40) -> WebDriverWait:  # type: ignore[no-untyped-def]
@@ -29,6 +42,22 @@ def _click_variable(browser, name: str) -> None:  # type: ignore[no-untyped-def]
 def _curve_title(browser) -> str:  # type: ignore[no-untyped-def]
     titles = browser.find_elements(By.CSS_SELECTOR, "#var-curve .gtitle")
     return titles[0].text if titles else ""
+
+
+def _plotted_x(browser, name: str) -> np.ndarray | None:  # type: ignore[no-untyped-def]
+    """The x values of the plotted trace called ``name``, read from the figure's data."""
+    for trace in browser.execute_script(_TRACES) or []:
+        if trace["name"] == name:
+            x = trace["x"]
+            if isinstance(x, dict):
+                return np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"]))
+            return np.asarray(x, dtype=float)
+    return None
+
+
+def _x_extent(browser) -> tuple[float, float] | None:  # type: ignore[no-untyped-def]
+    x = _plotted_x(browser, "error rate")
+    return None if x is None or x.size == 0 else (float(x[0]), float(x[-1]))
 
 
 def _curve_subtitle(browser) -> str:  # type: ignore[no-untyped-def]
@@ -86,3 +115,30 @@ def test_categorical_variable_shows_grouped_bars_and_table(server, browser) -> N
     categories = wait(browser).until(ec.presence_of_element_located((By.ID, "var-categories")))
     assert "4,929" in categories.text and "2,071" in categories.text
     assert "student (categorical): n = 7,000" in browser.find_element(By.ID, "var-note").text
+
+
+def test_range_control_widens_the_curves_to_the_whole_variable(server, browser) -> None:
+    balance = pd.read_csv(DATA)["balance"].to_numpy()
+    browser.get(server + "/variables")
+    wait(browser).until(lambda b: len(_variable_cells(b)) == 3)
+    _click_variable(browser, "balance")
+    wait(browser).until(lambda b: _curve_title(b).startswith("balance: error rate"))
+    low, high = np.quantile(balance, [0.05, 0.95])
+    wait(browser).until(lambda b: _x_extent(b) == (pytest.approx(low), pytest.approx(high)))
+    axis = "#var-curve .xtitle, #var-curve .x2title"
+    assert "5th–95th percentile" in " ".join(
+        e.text for e in browser.find_elements(By.CSS_SELECTOR, axis))
+
+    ranges = browser.find_elements(By.CSS_SELECTOR, "#var-range input")
+    assert [r.get_attribute("value") for r in ranges] == ["5-95", "1-99", "all"]
+    ranges[2].click()  # all values: the tails come into view
+    wait(browser).until(lambda b: _x_extent(b) == (pytest.approx(balance.min()),
+                                                   pytest.approx(balance.max())))
+    assert balance.max() > high  # (a twentieth of the balances are 0, so low is the minimum)
+    assert "minimum to maximum" in " ".join(
+        e.text for e in browser.find_elements(By.CSS_SELECTOR, axis))
+    assert "minimum to maximum" in browser.find_element(By.ID, "var-note").text
+
+    ranges[1].click()
+    low, high = np.quantile(balance, [0.01, 0.99])
+    wait(browser).until(lambda b: _x_extent(b) == (pytest.approx(low), pytest.approx(high)))

@@ -12,6 +12,7 @@ from app.api.errors import ApiError
 from app.schemas.models import ErrorResponse
 from app.services import variables
 from app.services.diagnostics import Subset
+from calibcore.variable import CurveRange
 
 router = APIRouter(tags=["variables"], responses={404: {"model": ErrorResponse},
                                                422: {"model": ErrorResponse}})
@@ -24,6 +25,10 @@ SpanQuery = Annotated[float, Query(gt=0.0, le=2.0, allow_inf_nan=False,
                                    "(default 0.8)")]
 PointsQuery = Annotated[int, Query(ge=10, le=5000,
                                    description="points the curves are evaluated at")]
+RangeQuery = Annotated[CurveRange, Query(
+    alias="range", description="where the curves of a numeric variable are drawn: between "
+    "its 5th and 95th percentiles (5-95, the paper's), 1st and 99th (1-99), or its minimum "
+    "and maximum (all)")]
 
 _RANKING_DESCRIPTION = f"""
 Every feature ranked by its variable-based expected calibration error (VECE;
@@ -68,13 +73,16 @@ def get_ranking(
 @router.get("/datasets/{dataset_id}/variables/{name:path}")
 def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQuery = 0.8,
                  n_points: PointsQuery = 500, n_bins: BinsQuery = 10,
-                 subset: SubsetQuery = "all") -> dict[str, Any]:
+                 subset: SubsetQuery = "all", curve_range: RangeQuery = "5-95"
+                 ) -> dict[str, Any]:
     """Calibration of one variable (003, Figure 1b).
 
     Numeric: LOESS curves of the error rate and the predicted error
     (1 - confidence, top label) against the variable with 95% pointwise bands,
-    VCE(v*) and v*, the histogram of the variable, and the equal-mass bins
-    behind VECE. Categorical: one row per category with the error rate (Wilson
+    VCE(v*) and v*, the histogram of the variable (one bar per integer for an
+    integer-valued variable with few values), and the equal-mass bins behind
+    VECE; `range` widens the curves from the 5th-95th percentiles to the
+    1st-99th or the whole variable. Categorical: one row per category with the error rate (Wilson
     95% interval) and mean predicted error (t 95% interval). Unknown names are
     a 404 listing the dataset's variables.
     """
@@ -82,6 +90,7 @@ def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQu
     try:
         detail = variables.variable_detail(prediction_set, name, span=span, n_points=n_points,
                                            n_bins=n_bins, subset=subset,
+                                           curve_range=curve_range,
                                            random_state=services.settings.random_state)
     except variables.UnknownVariable as exc:
         raise ApiError(404, "unknown_variable", str(exc),

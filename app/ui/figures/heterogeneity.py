@@ -10,9 +10,17 @@ import plotly.graph_objects as go
 from app.ui.figures.reliability import PALETTE
 
 _HH_AXIS = "HH (Brier score, summed over classes)"
-_LAYOUT: dict[str, Any] = {"template": "plotly_white", "height": 460,
-                           "margin": {"l": 70, "r": 20, "t": 60, "b": 50},
+_LAYOUT: dict[str, Any] = {"template": "plotly_white", "height": 480,
+                           "margin": {"l": 70, "r": 20, "t": 100, "b": 50},
                            "legend": {"orientation": "h", "y": -0.16}}
+#: Height of plotly's modebar (px): titles start below it, so it never covers them.
+_MODEBAR_HEIGHT = 34
+
+
+def _title(text: str) -> dict[str, Any]:
+    """A title pinned to the top of the figure, below the modebar (the margin holds both)."""
+    return {"text": text, "yref": "container", "y": 1.0, "yanchor": "top",
+            "pad": {"t": _MODEBAR_HEIGHT}}
 #: Above this many points a scatter is drawn with WebGL.
 WEBGL_POINTS = 5_000
 
@@ -44,8 +52,8 @@ def hh_map_figure(result: dict[str, Any]) -> go.Figure:
                       "<br>neighbours %{customdata[1]}<br>confidence %{customdata[2]:.3f}"
                       "<extra></extra>"))
     figure.update_layout(
-        title=f"HH on the 2-D map (n = {result['n_evaluated']:,} test rows)<br><sup>mean HH "
-              f"{result['mean_hh']:.4f}; grey: rows not evaluated</sup>",
+        title=_title(f"HH on the 2-D map (n = {result['n_evaluated']:,} test rows)<br><sup>"
+                     f"mean HH {result['mean_hh']:.4f}; grey: rows not evaluated</sup>"),
         xaxis={"title": "map axis 1 (PCA of standardized features, SD units)"},
         yaxis={"title": "map axis 2 (SD units)"}, **_LAYOUT)
     return figure
@@ -70,8 +78,9 @@ def hh_confidence_figure(result: dict[str, Any]) -> go.Figure:
         hovertemplate="confidence %{x:.3f}<br>mean HH %{y:.4f} (n = %{customdata})"
                       "<extra></extra>"))
     figure.update_layout(
-        title=f"HH against confidence (n = {result['n_evaluated']:,} test rows)<br><sup>line: "
-              "mean HH per equal-mass confidence bin, band: its 95% interval</sup>",
+        title=_title(f"HH against confidence (n = {result['n_evaluated']:,} test rows)<br>"
+                     "<sup>line: mean HH per equal-mass confidence bin, band: its 95% "
+                     "interval</sup>"),
         xaxis={"title": "confidence (top-label probability)"},
         yaxis={"title": _HH_AXIS, "rangemode": "tozero"}, **_LAYOUT)
     return figure
@@ -110,9 +119,9 @@ def support_histogram_figure(result: dict[str, Any]) -> go.Figure:
     n_total = sum(histogram[p]["n"] for p in ("calibration", "test", "batch")
                   if histogram.get(p))
     figure.update_layout(
-        title=f"Calibration support (n = {n_total:,} rows)<br><sup>share of each set's rows "
-              "per bin, with 95% Wilson intervals; test and batch rows scored like the "
-              "cross-fitted calibration rows</sup>",
+        title=_title(f"Calibration support (n = {n_total:,} rows)<br><sup>share of each "
+                     "set's rows per bin, with 95% Wilson intervals; test and batch rows "
+                     "scored like the cross-fitted calibration rows</sup>"),
         bargap=0.02,
         xaxis={"title": "calibration support S (expected calibration rows sharing a leaf)",
                "rangemode": "tozero"},

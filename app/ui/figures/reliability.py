@@ -109,6 +109,10 @@ def empty_figure(message: str) -> go.Figure:
     return figure
 
 
+#: Height added per extra row of a legend below a figure (two entries a row at half width).
+_LEGEND_ROW_HEIGHT = 22
+
+
 def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     """Kernel-smoothed reliability curve(s) with the bootstrap band, density beneath."""
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28],
@@ -120,21 +124,26 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     for number, diagram in enumerate(diagrams):
         colour = PALETTE[number % len(PALETTE)]
         grid, curve, band_x, band_y = _supported(diagram)
+        # one legend entry per class (its band and density toggle with it): a legend entry
+        # per band as well took so much of the figure that the axis titles overlapped
+        group = f"diagram-{number}"
         figure.add_trace(go.Scatter(
             x=band_x, y=band_y,
             fill="toself", fillcolor=_translucent(colour), line={"width": 0},
             hoverinfo="skip", name=f"95% bootstrap band ({diagram['label']})",
-            showlegend=number == 0 or len(diagrams) > 1), row=1, col=1)
+            legendgroup=group, showlegend=len(diagrams) == 1), row=1, col=1)
         figure.add_trace(go.Scatter(
             x=grid, y=curve, mode="lines", line={"color": colour, "width": 2.5},
             name=f"{diagram['label']} (smooth ECE {diagram['smooth_ece']:.4f})",
+            legendgroup=group,
             hovertemplate="score %{x:.3f}<br>smoothed outcome %{y:.3f}<extra></extra>"),
             row=1, col=1)
         figure.add_trace(go.Scatter(
             x=diagram["grid"], y=diagram["density"], mode="lines", fill="tozeroy",
             line={"color": colour, "width": 1}, fillcolor=_translucent(colour),
-            name=f"density ({diagram['label']})", showlegend=False,
-            hovertemplate="score %{x:.3f}<br>density %{y:.2f}<extra></extra>"), row=2, col=1)
+            name=f"density ({diagram['label']})", showlegend=False, legendgroup=group,
+            hovertemplate="score %{x:.3f}<br>density %{y:.2f} per unit of probability"
+                          "<extra></extra>"), row=2, col=1)
     first = diagrams[0] if diagrams else {"n": 0, "bandwidth": float("nan")}
     score = "confidence" if result["view"] == "top_label" else "predicted probability"
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
@@ -143,12 +152,14 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
               f"{first['bandwidth']:.3f}; band: 95% bootstrap; shown where there is data"
               + (f"<br>{result['sample_note']}" if result.get("sample_note") else "")
               + "</sup>",
-        legend={"orientation": "h", "y": -0.18}, template="plotly_white", height=520,
+        legend={"orientation": "h", "y": -0.18}, template="plotly_white",
+        height=520 + _LEGEND_ROW_HEIGHT * max(0, len(diagrams) // 2 - 1),
         margin={"l": 60, "r": 20, "t": 84 if result.get("sample_note") else 60, "b": 40})
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
-    figure.update_yaxes(title_text="density (1/probability)", row=2, col=1)
+    # short: the density panel is low, and a longer title ran into the one above
+    figure.update_yaxes(title_text="density", row=2, col=1)
     return figure
 
 

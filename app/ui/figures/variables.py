@@ -24,6 +24,12 @@ _NAMES: dict[str, tuple[str, str]] = {
     "error": ("error rate", "predicted error (1 − confidence)"),
     "accuracy": ("accuracy", "confidence"),
 }
+#: How each curve range (``calibcore.variable.CURVE_RANGES``) reads in titles and notes.
+RANGE_WORDS: dict[str, str] = {
+    "5-95": "5th–95th percentile",
+    "1-99": "1st–99th percentile",
+    "all": "minimum to maximum",
+}
 _OBSERVED_COLOUR, _PREDICTED_COLOUR = PALETTE[1], PALETTE[0]
 #: Most bars drawn in the VECE chart (the table lists every variable).
 MAX_BARS = 30
@@ -106,7 +112,7 @@ def ranking_figure(ranking: dict[str, Any], selected: str | None = None) -> go.F
         title={"text": "VECE by variable",
                "subtitle": {"text": f"{shown}n = {ranking['n']:,} {ranking['subset']} rows; "
                                     f"{test}; click a bar to plot the variable"}},
-        xaxis={"title": "VECE (fraction; mean |error − predicted error| over bins)",
+        xaxis={"title": "VECE (mean |error − predicted error| over bins)",
                "rangemode": "tozero"},
         yaxis={"title": "variable", "categoryorder": "array", "categoryarray": order[::-1],
                "automargin": True},
@@ -177,8 +183,10 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
         margin={"l": 70, "r": 20, "t": 90, "b": 40}, bargap=0.02, hovermode="x unified")
     figure.update_yaxes(title_text=f"{observed_name.split(' (')[0]} (fraction)", row=1, col=1)
     figure.update_yaxes(title_text="rows", row=2, col=1)
-    figure.update_xaxes(range=[x[0], x[-1]])
-    figure.update_xaxes(title_text=f"{name} (variable units; 5th–95th percentile)", row=2, col=1)
+    # integer-aligned histogram bars reach half a unit beyond the curves: show them whole
+    figure.update_xaxes(range=[min(x[0], edges[0]), max(x[-1], edges[-1])])
+    words = RANGE_WORDS[curves.get("curve_range", "5-95")]
+    figure.update_xaxes(title_text=f"{name} (variable units; {words})", row=2, col=1)
     return figure
 
 

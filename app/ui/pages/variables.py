@@ -22,15 +22,21 @@ from app.services.datasets import NotFound
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
-from app.ui.figures.variables import format_value, ranking_figure, variable_figure
+from app.ui.figures.variables import RANGE_WORDS, format_value, ranking_figure, variable_figure
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
 _SCALES = [{"label": "error rate & predicted error", "value": "error"},
            {"label": "accuracy & confidence", "value": "accuracy"}]
+_RANGES = [{"label": "5th–95th percentile", "value": "5-95"},
+           {"label": "1st–99th", "value": "1-99"},
+           {"label": "all values", "value": "all"}]
 _FIXED4 = Format(precision=4, scheme=Scheme.fixed)
+# "kind" sits next to the name: as the last column it was cut off (scrolled out of the
+# table's box) whenever names were long.
 _COLUMNS: list[Any] = [
     {"name": "variable", "id": "variable", "type": "text"},
+    {"name": "kind", "id": "kind", "type": "text"},
     {"name": "VECE", "id": "vece", "type": "numeric", "format": _FIXED4},
     {"name": "VCE(v*)", "id": "vce_max", "type": "numeric", "format": _FIXED4},
     {"name": "v*", "id": "v_star_text", "type": "text"},
@@ -38,7 +44,6 @@ _COLUMNS: list[Any] = [
      "format": Format(precision=3, scheme=Scheme.decimal_or_exponent)},
     {"name": "n", "id": "n", "type": "numeric", "format": Format().group(True)},
     {"name": "n missing", "id": "n_missing", "type": "numeric", "format": Format().group(True)},
-    {"name": "kind", "id": "kind", "type": "text"},
 ]
 _HEADER_TIPS: dict[Any, Any] = {
     "vece": "variable-based ECE: mean |error − predicted error| over equal-mass bins of the "
@@ -64,8 +69,15 @@ def _ranking_table() -> DataTable:
             style_cell={"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
                         "fontSize": "13px", "padding": "5px 8px", "textAlign": "right",
                         "cursor": "pointer", "fontVariantNumeric": "tabular-nums"},
-            style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"}
-                                    for c in ("variable", "kind", "v_star_text")],
+            style_cell_conditional=[
+                *({"if": {"column_id": c}, "textAlign": "left"}
+                  for c in ("variable", "kind", "v_star_text")),
+                # long names wrap rather than push the other columns out of sight
+                {"if": {"column_id": "variable"}, "minWidth": "110px", "width": "160px",
+                 "maxWidth": "160px"}],
+            style_data={"whiteSpace": "normal", "height": "auto"},
+            css=[{"selector": "td.dash-cell[data-dash-column=variable] div.dash-cell-value",
+                  "rule": "overflow-wrap: anywhere;"}],
             style_header={"backgroundColor": "#eef2f7", "fontWeight": 600,
                           "textDecoration": "underline dotted"})
 
@@ -118,6 +130,12 @@ def layout(services: Services) -> html.Div:
                       dcc.Slider(id=ids.VAR_SPAN, min=0.1, max=1.0, step=0.05, value=0.8,
                                  marks={m: f"{m:g}" for m in (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)})],
                      className="control control-wide"),
+            html.Div([html.Label("Range of the variable (numeric)", className="field-label",
+                                 title="where the curves are drawn: the paper's 5th–95th "
+                                       "percentiles hide the tails, where a model is often "
+                                       "most wrong"),
+                      dcc.RadioItems(id=ids.VAR_RANGE, options=_RANGES, value="5-95",
+                                     className="radio")], className="control"),
         ], className="controls"),
         html.Div(id=ids.VAR_NOTE),
         dcc.Loading(dcc.Graph(id=ids.VAR_CURVE, figure=empty_figure("Choose a variable."),
@@ -216,14 +234,16 @@ def register(app: Dash, services: Services) -> None:
                   Output(ids.VAR_CATEGORY_TABLE, "children"),
                   Input(ids.VAR_SELECT, "value"), Input(ids.VAR_SPAN, "value"),
                   Input(ids.VAR_SCALE, "value"), Input(ids.VAR_BINS, "value"),
-                  Input(ids.VAR_SUBSET, "value"), State(ids.DATASET_PICKER, "value"))
+                  Input(ids.VAR_SUBSET, "value"), Input(ids.VAR_RANGE, "value"),
+                  State(ids.DATASET_PICKER, "value"))
     async def show_variable(name: str | None, span: float, scale: Any, n_bins: int,
-                            subset: Any, dataset_id: str | None) -> tuple[Any, Any, Any]:
+                            subset: Any, curve_range: Any,
+                            dataset_id: str | None) -> tuple[Any, Any, Any]:
         if not dataset_id or not name:
             return empty_figure("Choose a variable."), None, None
         try:
             detail = await asyncio.to_thread(_detail, services, dataset_id, name, span, n_bins,
-                                             subset)
+                                             subset, curve_range)
         except variables.UnknownVariable:
             return no_update, no_update, no_update  # the dataset changed; a new choice follows
         except (CalibrationInputError, NotFound) as exc:
@@ -232,10 +252,11 @@ def register(app: Dash, services: Services) -> None:
 
 
 def _detail(services: Services, dataset_id: str, name: str, span: float, n_bins: int,
-            subset: Any) -> dict[str, Any]:
+            subset: Any, curve_range: Any) -> dict[str, Any]:
     prediction_set = services.datasets.prediction_set(dataset_id)
     return variables.variable_detail(prediction_set, name, span=span, n_bins=n_bins,
-                                     subset=subset, random_state=services.settings.random_state)
+                                     subset=subset, curve_range=curve_range,
+                                     random_state=services.settings.random_state)
 
 
 def _quoted(text: str) -> str:
@@ -270,9 +291,10 @@ def _detail_note(detail: dict[str, Any]) -> html.Div:
              else f"category {format_value(detail['v_star'])}")
     missing = (f", {detail['n_missing']:,} rows left out (missing)" if detail["n_missing"]
                else "")
-    extra = (" Curves between the 5th and 95th percentiles of the variable; the histogram "
-             "shows the rows there." if detail["kind"] == "numeric"
-             else " Categorical: one bin per category (the span does not apply).")
+    extra = (f" Curves over the variable's {RANGE_WORDS[detail['curve_range']]} (VCE(v*) is "
+             "the largest gap there); the histogram shows the rows there."
+             if detail["kind"] == "numeric"
+             else " Categorical: one bin per category (the span and range do not apply).")
     return info_note(f"{detail['variable']} ({detail['kind']}): n = {detail['n']:,}{missing}. "
                      f"VECE = {detail['vece']:.4f}; largest gap VCE(v*) = "
                      f"{detail['vce_max']:.4f} at {where}." + extra)

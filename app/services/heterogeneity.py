@@ -257,13 +257,10 @@ class _HeterogeneityTask:
         began = {"search": time.monotonic()}
 
         def report(done: int, total: int) -> None:
-            # called every 0.25 s: the clock moves while a large forest grows; the time
-            # left is extrapolated from the forests alone
+            # called every 0.25 s: the clock moves while a large forest grows (the job's
+            # time-left estimate is the runner's, from the fraction)
             now = time.monotonic()
-            forests_began = began.setdefault("forests", now) if total else now
             clock = f"{now - began['search']:.0f} s"
-            if 0 < done < total:
-                clock += f", about {(now - forests_began) / done * (total - done):.0f} s left"
             message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods "
                        f"({clock})" if total
                        else f"finding the neighbourhoods of the test rows ({clock})")

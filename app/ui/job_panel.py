@@ -6,6 +6,9 @@ wires the poll and cancel callbacks; the page keeps its own start callback (its 
 differ). While a job is queued or running the run button is disabled; when it ends, for
 whatever reason, it is enabled again. A job the server was running when it restarted is
 ``interrupted``: the panel says so and the user runs it again.
+
+While it runs, the status line says the job's message, its percentage and the time left
+(:func:`running_status`; pages with their own poller use it too).
 """
 
 from __future__ import annotations
@@ -80,6 +83,24 @@ def job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, st
     return {"width": f"{snapshot['progress']:.0%}"}, ({} if running else HIDDEN)
 
 
+def time_left(eta_seconds: float | None) -> str:
+    """The job's estimated time left in words ("" before there is an estimate)."""
+    if eta_seconds is None:
+        return ""
+    if eta_seconds < 10:
+        return "a few seconds left"
+    if eta_seconds < 90:
+        return f"about {eta_seconds:.0f} s left"
+    return f"about {eta_seconds / 60:.0f} min left"
+
+
+def running_status(snapshot: dict[str, Any], what: str = "") -> html.Div:
+    """Status line of a queued or running job: message, percentage and time left."""
+    parts = [f"{snapshot['message']} — {snapshot['progress']:.0%}",
+             time_left(snapshot.get("eta_seconds"))]
+    return info_note((f"{what}: " if what else "") + " · ".join(p for p in parts if p))
+
+
 def failure_note(what: str, snapshot: dict[str, Any]) -> html.Div:
     """Cancelled, interrupted by a restart of the server, or failed: say so and why."""
     if snapshot["status"] == "cancelled":
@@ -123,8 +144,7 @@ def register_job_panel(app: Dash, services: Services, panel: JobPanel, *, what: 
         snapshot = job.snapshot()
         bar, wrapper = job_progress(snapshot)
         if snapshot["status"] in ("queued", "running"):
-            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return bar, wrapper, status, False, False, no_update, True
+            return bar, wrapper, running_status(snapshot), False, False, no_update, True
         result = snapshot["result"]
         if snapshot["status"] != "succeeded" or result is None:
             return bar, wrapper, failure_note(what, snapshot), True, True, no_update, False

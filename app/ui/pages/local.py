@@ -24,6 +24,7 @@ from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.local import landscape_figure, lce_cdf_figure, mlce_curve_figure
+from app.ui.job_panel import running_status
 from app.ui.pages.local_panels import (
     HIDDEN,
     bin_options,
@@ -289,7 +290,7 @@ def _only_gamma_changed(shown: dict[str, Any] | None, request: dict[str, Any]) -
 def _progress(outputs: list[Any], snapshot: dict[str, Any], what: str) -> list[Any]:
     outputs[0] = {"width": f"{snapshot['progress']:.0%}"}
     outputs[1] = {}
-    outputs[2] = info_note(f"{what}: {snapshot['message']} — {snapshot['progress']:.0%}")
+    outputs[2] = running_status(snapshot, what)
     outputs[3], outputs[4] = False, False
     return outputs
 

@@ -23,6 +23,7 @@ from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.recalibration import nll_difference_figure, overlaid_reliability_figure
+from app.ui.job_panel import running_status
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
@@ -232,8 +233,7 @@ def register(app: Dash, services: Services) -> None:
         bar = {"width": f"{snapshot['progress']:.0%}"}
         steps = method_progress(snapshot.get("detail") or [])
         if snapshot["status"] in ("queued", "running"):
-            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return (bar, {}, status, False, steps, *unchanged)
+            return (bar, {}, running_status(snapshot), False, steps, *unchanged)
         if snapshot["status"] != "succeeded":
             message = (snapshot["error"] or {}).get("message", snapshot["status"])
             failed = error_note(f"Fitting failed: {message}")

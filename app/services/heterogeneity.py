@@ -8,7 +8,10 @@ standardized, text one-hot, missing values imputed); the 2-D map of the heatmap
 is the Local page's pipeline (:func:`calibcore.embedding.embed`, PCA(2)).
 
 Results are cached per parameter set under ``<dataset_id>.hh.<hash>`` and the
-per-row values are saved as the ``hh`` row column (NaN for rows not evaluated).
+per-row values are saved as the ``hh`` row column (NaN for rows not evaluated). The
+result's ``recommendation`` is made when the job runs, not cached: it rests on the
+held-out comparison of the recalibrators stored for the dataset when there are any
+(:func:`app.services.calibration_advice.advise`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
+from app.services.calibration_advice import advise
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
 from app.store import Store
@@ -204,7 +208,8 @@ def start_heterogeneity(services: Services, dataset_id: str,
                         params: HeterogeneityParams) -> Job:
     """Validate the request now (unknown dataset or features fail at once), then submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
-    task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params)
+    task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params,
+                                      services.recalibrations.list(dataset_id))
     return services.jobs.submit("heterogeneity", task.run,
                                 params={"dataset_id": dataset_id, **asdict(params)})
 
@@ -220,10 +225,13 @@ class _HeterogeneityTask:
     evaluated: NDArray[np.intp]
     calibration: NDArray[np.intp]
     key: str
+    #: Summaries of the dataset's stored recalibrations (their held-out measures).
+    recalibrations: list[dict[str, Any]]
 
     @classmethod
     def prepare(cls, store: Store, dataset_id: str, prediction_set: PredictionSet,
-                params: HeterogeneityParams) -> _HeterogeneityTask:
+                params: HeterogeneityParams,
+                recalibrations: list[dict[str, Any]]) -> _HeterogeneityTask:
         columns = resolve_columns(prediction_set, params.features)
         features = forest_features(prediction_set, columns)
         rows = split_rows(prediction_set, params.random_state)
@@ -232,7 +240,7 @@ class _HeterogeneityTask:
                                   params.random_state)
         key = params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})
         return cls(store, dataset_id, prediction_set, params, features, rows, evaluated,
-                   calibration, key)
+                   calibration, key, recalibrations)
 
     def run(self, progress: Progress) -> dict[str, Any]:
         if self.store.has_document(self.key):
@@ -245,7 +253,8 @@ class _HeterogeneityTask:
         values[np.asarray(result["rows"]["row"], dtype=np.intp)] = np.asarray(
             result["rows"]["hh"], dtype=np.float64)
         save_row_column(self.store, self.dataset_id, "hh", values)
-        return result
+        return {**result, "recommendation": advise(result["recommendation"],
+                                                   self.recalibrations)}
 
     def _compute(self, progress: Progress) -> dict[str, Any]:
         progress.update(0.02, "building the 2-D map")

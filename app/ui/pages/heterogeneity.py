@@ -269,21 +269,33 @@ def _hh_results(result: dict[str, Any]) -> html.Div:
 
 
 def _recommendation(advice: dict[str, Any]) -> html.Div:
-    local = advice["recommend"] == "local"
-    headline = ("Local calibration is likely to help: try SWC or SWC-HH on the Recalibrate "
-                "page." if local else
-                "A global recalibrator is likely enough (temperature, Platt, isotonic…).")
+    headline = _HEADLINES[advice["recommend"]]
+    if advice.get("basis") == "held_out":
+        headline = f"On held-out rows, {advice['best']['name']} does best: {headline}"
+    else:
+        headline = headline[0].upper() + headline[1:]
     numbers = html.Ul([
         html.Li(f"mean HH {advice['mean_hh']:.4f} over {advice['n_rows']:,} rows "
                 f"(local needs > {advice['hh_threshold']:g})"),
         html.Li(f"{advice['n_calibration']:,} calibration rows (local needs ≥ "
                 f"{advice['min_calibration_rows']:,})"),
+        *[html.Li(f"held-out NLL of {entry['name']}: {entry['nll']:.4f}")
+          for entry in advice.get("held_out", [])],
     ])
+    basis = advice.get("basis_note")
     return html.Div([html.Div("Recommendation", className="card-label"),
                      html.Div(headline, className="hh-headline"),
+                     html.Div(basis, className="card-note hh-basis") if basis else None,
                      html.Div(advice["reason"], className="card-note"), numbers],
                     className=f"card hh-recommendation hh-{advice['recommend']}",
                     id="hh-recommendation")
+
+
+_HEADLINES = {
+    "local": "local calibration is likely to help: try SWC or SWC-HH on the Recalibrate page.",
+    "global": "a global recalibrator is likely enough (temperature, Platt, beta, isotonic…).",
+    "none": "keep the original probabilities, or try other recalibrators.",
+}
 
 
 def _notes(notes: list[str]) -> html.Details:

@@ -294,7 +294,8 @@ class RecalibrationService:
             raise CalibrationInputError(
                 f"recalibration(s) {', '.join(others)} belong to another dataset; a comparison "
                 "is on one dataset's held-out rows.", code="invalid_request")
-        key = cache_key(dataset_id, "recalibration_comparison", ids=recalibration_ids,
+        # version 2: the table says the MLCE's gamma and representation
+        key = cache_key(dataset_id, "recalibration_comparison", version=2, ids=recalibration_ids,
                         n_bins=n_bins, n_bootstrap=n_bootstrap, seed=self._random_state)
         return dict(cached(self._store, key, lambda: self._compare(
             dataset_id, records, n_bins, n_bootstrap, progress)))

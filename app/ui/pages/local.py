@@ -29,6 +29,7 @@ from app.ui.pages.local_panels import (
     HIDDEN,
     bin_options,
     controls,
+    gamma_hint,
     results_panel,
     selection_table,
     summary_panel,
@@ -158,17 +159,19 @@ def register(app: Dash, services: Services) -> None:
                          "“Compute landscape”.")
         return features, [], numeric, [], hint, HIDDEN, None, None, None
 
-    @app.callback(Output(ids.LOCAL_GAMMA, "value"),
+    # gamma is the user's: changing the representation keeps it (an MLCE that moved with a
+    # silently changed gamma could not be compared); the hint names the reducer's default
+    @app.callback(Output(ids.LOCAL_GAMMA_HINT, "children"),
                   Output(ids.LOCAL_EMBEDDING_CONTROL, "style"),
                   Output(ids.LOCAL_COMPONENTS, "value"),
                   Input(ids.LOCAL_REDUCER, "value"), State(ids.LOCAL_COMPONENTS, "value"),
                   prevent_initial_call=True)
     def choose_reducer(reducer: str, components: float | None) -> tuple[Any, ...]:
-        gamma = math.log10(_DEFAULT_GAMMA.get(reducer, local.DEFAULT_GAMMA_MAP))
+        default = _DEFAULT_GAMMA.get(reducer, local.DEFAULT_GAMMA_MAP)
         shown = {} if reducer == "columns" else HIDDEN
         if reducer in ("tsne", "umap") and components not in (2, 3):
             components = 2
-        return gamma, shown, components
+        return gamma_hint(default), shown, components
 
     _register_jobs(app, services)
     _register_views(app, services)

@@ -298,7 +298,8 @@ def comparison_table(comparison: dict[str, Any]) -> html.Div:
     columns = comparison["columns"]
     header = html.Tr([html.Th("method (held-out rows)")] + [
         html.Th([column["label"], html.Span(" ↓" if column["better"] == "lower" else " ↑",
-                                            className="direction")],
+                                            className="direction"),
+                 *_mlce_setting(comparison, column["key"])],
                 title=column["meaning"]) for column in columns])
     body = []
     for number, row in enumerate(comparison["rows"]):
@@ -310,11 +311,23 @@ def comparison_table(comparison: dict[str, Any]) -> html.Div:
     legend = (f"Bold green: best in the column (ties shared); ↓ lower is better, ↑ higher. "
               f"Under each value: bootstrap 95% interval ({comparison['n_bootstrap']} seeded "
               "resamples, the same rows for every method). MLCE and max VECE are maxima, "
-              f"shown without intervals. MLCE: {comparison.get('mlce_note') or 'n/a'}")
+              "shown without intervals: they are biased upward and vary from sample to "
+              "sample. MLCE depends on γ and the representation φ, so it differs from the "
+              "Local page's MLCE unless γ, φ and the rows are the same. MLCE: "
+              f"{comparison.get('mlce_note') or 'n/a'}")
     return html.Div([html.Div(html.Table([html.Thead(header), html.Tbody(body)],
                                          className="table comparison-table",
                                          id="recal-comparison"), className="table-scroll"),
                      html.P(legend, className="table-legend")])
+
+
+def _mlce_setting(comparison: dict[str, Any], key: str) -> list[html.Span]:
+    """Under the MLCE header: the bandwidth and the representation it was computed with."""
+    if key != "mlce" or comparison.get("mlce_gamma") is None:
+        return []
+    space = comparison.get("mlce_space") or "no features"
+    return [html.Span(f"γ = {comparison['mlce_gamma']:g}, φ = {space}",
+                      className="cell-interval mlce-setting")]
 
 
 def recommendation_card(comparison: dict[str, Any]) -> html.Div:

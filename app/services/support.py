@@ -134,9 +134,10 @@ class _SupportTask:
         elif test.size == 0:
             query_x = query_p = None  # every row is a calibration row: nothing else to score
 
-        def report(done: int, total: int) -> None:
+        def report(done: float, total: int) -> None:
             progress.update(0.05 + 0.85 * done / total,
-                            f"proximity forests: {done} of {total} fitted")
+                            f"proximity forests: {int(done)} of {total} fitted, forest "
+                            f"{min(int(done) + 1, total)} {done % 1:.0%} grown")
 
         support = calibration_support(
             self.features.values[cal], data.y_true[cal], data.proba[cal], query_x, query_p,

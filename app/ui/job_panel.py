@@ -21,6 +21,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.jobs import INTERRUPTED_MESSAGE
 from app.services.context import Services
+from app.services.cost import CostEstimate
 from app.ui.components import error_note, info_note, progress_bar
 
 HIDDEN = {"display": "none"}
@@ -42,11 +43,17 @@ class JobPanel:
     def wrapper(self) -> str:
         return f"{self.progress}-wrapper"
 
+    @property
+    def cost(self) -> str:
+        """The line with the cost estimate of the current settings."""
+        return f"{self.run}-cost"
+
 
 def job_panel_layout(panel: JobPanel, *, run_label: str) -> list[Any]:
     """Run and Cancel buttons, the progress bar, status line, job store, poll interval and
     results container of one panel."""
     return [
+        html.Div(id=panel.cost, className="cost-line"),
         html.Div([html.Button(run_label, id=panel.run, className="button"),
                   html.Button("Cancel", id=panel.cancel, disabled=True,
                               className="button button-secondary")], className="job-buttons"),
@@ -99,6 +106,19 @@ def running_status(snapshot: dict[str, Any], what: str = "") -> html.Div:
     parts = [f"{snapshot['message']} — {snapshot['progress']:.0%}",
              time_left(snapshot.get("eta_seconds"))]
     return info_note((f"{what}: " if what else "") + " · ".join(p for p in parts if p))
+
+
+def cost_note(estimate: CostEstimate | None, problem: str | None = None) -> html.Div | None:
+    """The estimate of the chosen settings; over a minute, a warning with a cheaper one."""
+    if problem:
+        return html.Div(f"No estimate: {problem}", className="card-note")
+    if estimate is None:
+        return None
+    if not estimate.long:
+        return html.Div(estimate.words(), className="card-note")
+    cheaper = f" Cheaper: {estimate.cheaper}." if estimate.cheaper else ""
+    return html.Div(f"This may take more than a minute. {estimate.words()}{cheaper}",
+                    className="note note-warning cost-warning", role="status")
 
 
 def failure_note(what: str, snapshot: dict[str, Any]) -> html.Div:

@@ -48,7 +48,7 @@ def test_umap_landscape_cdf_and_curves_render(server, browser, shared_data) -> N
     choose(browser, "local-reducer", "UMAP")
     # the user's gamma stays (a silently changed gamma would move the MLCE); the hint names
     # UMAP's default
-    wait(browser).until(lambda b: "default for this representation: 0.2" in text_of(
+    wait(browser).until(lambda b: "the default for this φ is 0.2" in text_of(
         b, "#local-gamma-hint"))
     assert text_of(browser, "#local-gamma-text") == "γ = 0.4"
     browser.find_element(By.ID, "local-run").click()

@@ -24,7 +24,7 @@ from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.local import landscape_figure, lce_cdf_figure, mlce_curve_figure
-from app.ui.job_panel import running_status
+from app.ui.job_panel import cost_note, running_status
 from app.ui.pages.local_panels import (
     HIDDEN,
     bin_options,
@@ -70,6 +70,7 @@ def layout(services: Services) -> html.Div:
                "“Local Calibration: Metrics and Recalibration”). LoRe, the matching "
                "recalibrator, is on the Recalibrate page."),
         controls(),
+        html.Div(id=ids.LOCAL_COST, className="cost-line"),
         html.Div([html.Button("Compute landscape", id=ids.LOCAL_RUN, className="button"),
                   html.Button("Cancel", id=ids.LOCAL_CANCEL, disabled=True,
                               className="button button-secondary")],
@@ -172,6 +173,26 @@ def register(app: Dash, services: Services) -> None:
         if reducer in ("tsne", "umap") and components not in (2, 3):
             components = 2
         return gamma_hint(default), shown, components
+
+    @app.callback(Output(ids.LOCAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.LOCAL_FEATURES, "value"), Input(ids.LOCAL_REDUCER, "value"),
+                  Input(ids.LOCAL_COMPONENTS, "value"),
+                  Input(ids.LOCAL_EMBEDDING_COLUMNS, "value"), Input(ids.LOCAL_SAMPLE, "value"),
+                  Input(ids.LOCAL_SUBSET, "value"), State(ids.LOCAL_BINS, "value"))
+    async def estimate(dataset_id: str | None, features: list[str] | None, reducer: str,
+                       components: float | None, embedding_columns: list[str] | None,
+                       sample: float | None, subset: str, n_bins: float | None) -> Any:
+        if not dataset_id:
+            return None
+        try:
+            request = _request(features, reducer, components, embedding_columns, sample,
+                               subset, local.DEFAULT_GAMMA_FEATURES, n_bins,
+                               services.settings.random_state)
+            cost = await asyncio.to_thread(local.estimate_landscape, services, dataset_id,
+                                           _representation(request))
+        except (CalibrationInputError, NotFound) as exc:
+            return cost_note(None, str(exc))
+        return cost_note(cost)
 
     _register_jobs(app, services)
     _register_views(app, services)

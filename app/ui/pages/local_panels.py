@@ -120,8 +120,7 @@ def bin_options(result: dict[str, Any]) -> list[dict[str, str]]:
 
 def gamma_hint(default: float) -> str:
     """Under the slider: γ stays as set when the representation changes; its default."""
-    return (f"γ stays as you set it when the representation changes (default for this "
-            f"representation: {default:g}); MLCEs compare only at the same γ and φ.")
+    return f"Kept when φ changes; the default for this φ is {default:g}."
 
 
 def representation_words(result: dict[str, Any]) -> str:

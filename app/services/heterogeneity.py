@@ -233,12 +233,12 @@ def estimate_heterogeneity(services: Services, dataset_id: str,
     if services.store.has_document(
             params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})):
         return CostEstimate(0.0, "computed before with these settings: cached")
-    seconds, n_centres, rows_each = _forest_seconds(prediction_set, params, len(columns))
+    seconds, n_centres, rows_each = forest_seconds(prediction_set, params, len(columns))
     basis = (f"up to {n_centres:,} local forests on about {rows_each:,.0f} calibration rows "
              f"each, {len(columns)} feature columns")
     cheaper = None
     for option, words in _cheaper_heterogeneity(params):
-        option_seconds = _forest_seconds(prediction_set, option, len(columns))[0]
+        option_seconds = forest_seconds(prediction_set, option, len(columns))[0]
         if option_seconds < seconds / 2:
             cheaper = f"{words}: {duration(option_seconds)}"
             break
@@ -258,7 +258,7 @@ def _cheaper_heterogeneity(params: HeterogeneityParams
     return options
 
 
-def _forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
+def forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
                     n_features: int) -> tuple[float, int, float]:
     """Estimated seconds, distinct centres and mean calibration rows per neighbourhood."""
     rows = split_rows(prediction_set, params.random_state)

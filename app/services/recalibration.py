@@ -17,9 +17,11 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from app.jobs import Progress
 from app.services import comparison
 from app.services.cache import cache_key, cached
+from app.services.cost import CostEstimate, duration
 from app.services.datasets import DatasetService, NotFound
 from app.services.diagnostics import measure_values
 from app.services.encoding import FeatureEncoder, choose_columns, fit_feature_encoder
+from app.services.heterogeneity import HeterogeneityParams, forest_seconds
 from app.services.jsonable import jsonable
 from app.services.methods import MethodSpec, describe_params, make_recalibrator
 from app.services.row_columns import load_row_columns
@@ -29,6 +31,7 @@ from app.services.saved_models import (
     load_model,
     model_document,
 )
+from app.services.support import FOREST_ROW_SECONDS, SWC_MAX_ROWS
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -238,6 +241,39 @@ class RecalibrationService:
                                estimator.display_name or spec.method, now(), meta))
         report(1.0, "done")
         return self.summary(recalibration_id)
+
+    def estimate(self, dataset_id: str, specs: list[MethodSpec]) -> CostEstimate:
+        """Rough seconds of fitting ``specs`` before starting: the forests of SWC and
+        SWC-HH dominate (the other methods take seconds); SWC-HH's HH filter is the part
+        that takes minutes on large files, so plain SWC is the cheaper setting offered."""
+        prediction_set = self._datasets.prediction_set(dataset_id)
+        split = prediction_set.split is not None
+        n_calibration = (int(prediction_set.mask("calibration").sum()) if split
+                         else prediction_set.n_rows)
+        # a split fits once; cross-fitting fits every fold and then all rows
+        fits = ([n_calibration] if split else
+                [n_calibration * (CROSS_FIT_FOLDS - 1) // CROSS_FIT_FOLDS] * CROSS_FIT_FOLDS
+                + [n_calibration])
+        parts: dict[str, float] = {}
+        for spec in specs:
+            if spec.method not in ("swc", "swc_hh"):
+                continue
+            n_features = len(spec.features or prediction_set.features.columns)
+            capped = np.minimum(np.asarray(fits, dtype=np.float64), float(SWC_MAX_ROWS))
+            seconds = float(np.sum(FOREST_ROW_SECONDS * n_features * capped
+                                   * np.log2(np.maximum(capped, 2.0))))
+            if spec.method == "swc_hh":
+                hh = HeterogeneityParams(sample=None, calibration_sample=None)
+                seconds += len(fits) * forest_seconds(prediction_set, hh, n_features)[0]
+            parts[spec.method] = seconds
+        if not parts:
+            return CostEstimate(5.0 * len(specs), f"{len(specs)} method(s) without forests")
+        total = sum(parts.values()) + 5.0 * (len(specs) - len(parts))
+        basis = "; ".join(f"{name}: {duration(seconds)}" for name, seconds in parts.items())
+        cheaper = None
+        if "swc_hh" in parts and parts["swc_hh"] > 2 * parts.get("swc", 0.0):
+            cheaper = "SWC without the HH filter (its forests only)"
+        return CostEstimate(total, f"{basis}; {len(fits)} fit(s) each", cheaper)
 
     def fit_many(self, dataset_id: str, specs: list[MethodSpec], *, n_bins: int = 15,
                  n_bootstrap: int = COMPARISON_BOOTSTRAP,

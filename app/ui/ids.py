@@ -71,6 +71,7 @@ RECAL_LORE_GAMMA = "recal-lore-gamma"
 RECAL_OPTIONS_NOTE = "recal-options-note"
 RECAL_METHOD_PROGRESS = "recal-method-progress"
 RECAL_RECOMMENDATION = "recal-recommendation"
+RECAL_COST = "recal-cost"  # the cost estimate of the chosen methods
 RECAL_NLL_GRAPH = "recal-nll-graph"
 RECAL_RESULT_STORE = "recal-result-store"
 RECAL_EXTRA_COLUMNS = "recal-extra-columns"

@@ -50,3 +50,15 @@ def test_a_long_estimate_warns_with_the_cheaper_setting() -> None:
     assert short is not None and "note-warning" not in short.className
     assert short.children == "Estimated time: about 20 s (a few forests)."
     assert duration(5) == "under 10 s" and duration(7200) == "about 2.0 h"
+
+
+def test_swc_hh_estimate_offers_plain_swc(client, shared_data) -> None:
+    from app.services.methods import MethodSpec
+
+    services = client.app.state.services
+    dataset = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]
+    quick = services.recalibrations.estimate(dataset, [MethodSpec("temperature")])
+    both = services.recalibrations.estimate(dataset, [MethodSpec("swc"), MethodSpec("swc_hh")])
+    assert quick.seconds < 10 and not quick.long
+    assert both.seconds > quick.seconds and "swc_hh:" in both.basis
+    assert both.cheaper is not None and "SWC without the HH filter" in both.cheaper

@@ -17,13 +17,14 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.jobs import Progress
 from app.services.context import Services
+from app.services.datasets import NotFound
 from app.services.methods import MethodSpec, method_catalogue
 from app.services.row_columns import available_row_columns
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.recalibration import nll_difference_figure, overlaid_reliability_figure
-from app.ui.job_panel import running_status
+from app.ui.job_panel import cost_note, running_status
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
@@ -116,6 +117,7 @@ def layout(services: Services) -> html.Div:
         html.H3("Method options"),
         _options_panel(),
         html.Div(id=ids.RECAL_OPTIONS_NOTE),
+        html.Div(id=ids.RECAL_COST, className="cost-line"),
         html.Button("Fit and compare", id=ids.FIT_BUTTON, className="button"),
         progress_bar(ids.FIT_PROGRESS, f"{ids.FIT_PROGRESS}-wrapper"),
         html.Div(id=ids.RECAL_METHOD_PROGRESS, className="method-progress"),
@@ -183,6 +185,19 @@ def register(app: Dash, services: Services) -> None:
         return ([{"label": n, "value": n} for n in numeric], numeric[0] if numeric else None,
                 [{"label": f"{n} ({k})", "value": n} for n, k in kinds.items()],
                 [{"label": f" {n}", "value": n} for n in extra], note, label)
+
+    @app.callback(Output(ids.RECAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.METHOD_SELECT, "value"), Input(ids.RECAL_FEATURES, "value"))
+    async def estimate(dataset_id: str | None, methods: list[str] | None,
+                       features: list[str] | None) -> Any:
+        if not dataset_id or not methods:
+            return None
+        specs = method_specs(methods, {"features": features})
+        try:
+            cost = await asyncio.to_thread(services.recalibrations.estimate, dataset_id, specs)
+        except (CalibrationInputError, NotFound) as exc:
+            return cost_note(None, str(exc))
+        return cost_note(cost)
 
     @app.callback(Output(ids.FIT_JOB, "data"), Output(ids.FIT_POLL, "disabled"),
                   Output(ids.FIT_STATUS, "children", allow_duplicate=True),

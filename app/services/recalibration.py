@@ -273,7 +273,9 @@ class RecalibrationService:
         cheaper = None
         if "swc_hh" in parts and parts["swc_hh"] > 2 * parts.get("swc", 0.0):
             cheaper = "SWC without the HH filter (its forests only)"
-        return CostEstimate(total, f"{basis}; {len(fits)} fit(s) each", cheaper)
+        fitting = ("each fitted once, on the calibration rows" if split else
+                   f"each cross-fitted: {len(fits)} fits")
+        return CostEstimate(total, f"{basis}; {fitting}", cheaper)
 
     def fit_many(self, dataset_id: str, specs: list[MethodSpec], *, n_bins: int = 15,
                  n_bootstrap: int = COMPARISON_BOOTSTRAP,

@@ -101,6 +101,10 @@ def umap_map(step: ReducerInput) -> ReducerOutput:
     # One BLAS thread: the spectral initialization (ARPACK) makes hundreds of small BLAS
     # calls, which a second thread only slows down (23 s instead of 1.5 s for 20,000
     # rows on 2 busy cores), and whose rounding, hence the map, would depend on it.
+    # umap-learn reports nothing until its layout epochs start (the neighbour graph and
+    # the spectral initialization can take minutes on large samples): say which stage runs
+    heartbeat.now(0.05, f"UMAP: neighbour graph and initial layout of {n_fit:,} rows "
+                        "(the progress moves again once the layout is optimized)")
     with threadpool_limits(limits=1, user_api="blas"):
         fitted = _quietly(lambda: model.fit_transform(step.encoded[step.sample]), step.notes)
     sample_map = np.asarray(fitted, dtype=np.float64)

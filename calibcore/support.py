@@ -105,7 +105,7 @@ def calibration_support(
     n_folds: int = 5,
     random_state: int = 0,
     n_jobs: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[float, int], None] | None = None,
 ) -> CalibrationSupport:
     """Calibration support S_t of rows (X, p) and of the calibration rows (paper 004, eq. 6).
 
@@ -125,8 +125,9 @@ def calibration_support(
         Threads for the forest fits.
     progress : callable, optional
         Called as ``progress(done, total)`` with counts of forests fitted, also while
-        one grows (at most every 0.25 s, with the last counts); an exception raised by
-        it stops the work and propagates.
+        one grows (at most every 0.25 s; ``done`` is then fractional: the forests done
+        plus the share of the growing one's trees); an exception raised by it stops the
+        work and propagates.
 
     Returns
     -------
@@ -146,14 +147,18 @@ def calibration_support(
 
     n_forests = n_folds + (1 if proba.shape[0] else 0)
     heartbeat = Heartbeat(progress, 0, n_forests)
+    fitted = [0]  # forests done, for the fraction of the one growing
 
-    def beat(*_: object) -> None:
-        heartbeat.now()  # the forest's own heartbeat already keeps time
+    def beat(fraction: float = 0.0, *_: object) -> None:
+        # the forest's own heartbeat already keeps time; a forest takes minutes on large
+        # files, so its share of trees grown moves the count between two forests
+        heartbeat.now(fitted[0] + min(max(float(fraction), 0.0), 1.0), n_forests)
 
     values = np.empty(proba.shape[0])
     if values.size:
         full = new_model().fit(proba_cal, labels, features=features_cal, progress=beat)
         values = full.calibration_support(proba, features)
+        fitted[0] = 1
         heartbeat.now(1, n_forests)
     reference = np.empty(n_cal)
     held_out = np.empty(proba.shape[0])
@@ -167,7 +172,8 @@ def calibration_support(
         mine = fold_of_row == fold
         if mine.any():
             held_out[mine] = scale * model.calibration_support(proba[mine], features[mine])
-        heartbeat.now(n_forests - n_folds + fold + 1, n_forests)
+        fitted[0] = n_forests - n_folds + fold + 1
+        heartbeat.now(fitted[0], n_forests)
     return CalibrationSupport(
         values=values, held_out=held_out, reference=reference, n_calibration=n_cal,
         n_folds=n_folds, n_estimators=n_estimators,

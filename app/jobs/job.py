@@ -17,6 +17,13 @@ ACTIVE: tuple[JobStatus, ...] = ("queued", "running")
 INTERRUPTED_MESSAGE = "the server restarted while this job ran; run it again"
 #: Seconds between two calls of a progress listener (writes of a running job's record).
 LISTENER_SECONDS = 1.0
+#: A time-left estimate needs the fraction past this and this many seconds of running:
+#: before that, extrapolating from a few early (often cheap) steps misleads.
+ETA_MIN_FRACTION = 0.03
+ETA_MIN_SECONDS = 1.0
+#: Weight of a new extrapolation in the smoothed estimate (the rest is the old estimate,
+#: counted down): steps of uneven cost make the raw extrapolation jump.
+ETA_SMOOTHING = 0.3
 
 
 class JobCancelled(Exception):
@@ -31,6 +38,10 @@ class Progress:
     :data:`LISTENER_SECONDS` of updates, to persist it; between those an update only
     checks for cancellation and sets attributes, so long loops may report as often as
     they like.
+
+    :meth:`eta_seconds` estimates the time left from the time since :meth:`start` and
+    the fraction done (linear extrapolation, smoothed); ``clock`` (seconds, monotonic)
+    is injectable for tests.
     """
 
     fraction: float = 0.0
@@ -39,14 +50,27 @@ class Progress:
     #: Optional JSON-able structure, e.g. per-step progress of a multi-step job.
     detail: Any = None
     listener: Callable[[Progress], None] | None = field(default=None, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     _listener_due: float = field(default=0.0, repr=False)
+    _started: float | None = field(default=None, repr=False)
+    #: The smoothed estimate of the seconds left and the clock when it was made.
+    _eta: float | None = field(default=None, repr=False)
+    _eta_at: float = field(default=0.0, repr=False)
+
+    def start(self) -> None:
+        """Start the clock of the time-left estimate (the runner calls it as the job runs)."""
+        self._started = self.clock()
+        self._eta = None
 
     def update(self, fraction: float, message: str | None = None, *,
                detail: Any = None) -> None:
         """Report progress; raises :class:`JobCancelled` if the job was cancelled."""
         if self.cancel_requested.is_set():
             raise JobCancelled
-        self.fraction = min(max(float(fraction), 0.0), 1.0)
+        fraction = min(max(float(fraction), 0.0), 1.0)
+        if fraction != self.fraction:
+            self.fraction = fraction
+            self._estimate()
         if message is not None:
             self.message = message
         if detail is not None:
@@ -60,6 +84,42 @@ class Progress:
     def check(self) -> None:
         """Raise :class:`JobCancelled` if the job was cancelled (a heartbeat without news)."""
         self.update(self.fraction)
+
+    def _extrapolated(self, moment: float) -> float | None:
+        """Seconds left if the rest goes at the average pace so far; None too early."""
+        if self._started is None or not ETA_MIN_FRACTION <= self.fraction < 1.0:
+            return None
+        elapsed = moment - self._started
+        if elapsed < ETA_MIN_SECONDS:
+            return None
+        return elapsed * (1.0 - self.fraction) / self.fraction
+
+    def _estimate(self) -> None:
+        moment = self.clock()
+        raw = self._extrapolated(moment)
+        if raw is None:
+            return
+        if self._eta is None:
+            self._eta = raw
+        else:
+            counted_down = max(self._eta - (moment - self._eta_at), 0.0)
+            self._eta = ETA_SMOOTHING * raw + (1.0 - ETA_SMOOTHING) * counted_down
+        self._eta_at = moment
+
+    def eta_seconds(self) -> float | None:
+        """Estimated seconds left, or None before the estimate is meaningful.
+
+        The smoothed estimate counts down between updates; once it is overdue (the work
+        slowed or stands still) the extrapolation from now takes over, so a stalled job's
+        estimate grows instead of sitting at zero.
+        """
+        if self._eta is None:
+            return None
+        moment = self.clock()
+        counted_down = self._eta - (moment - self._eta_at)
+        if counted_down > 0:
+            return counted_down
+        return self._extrapolated(moment)
 
 
 @dataclass
@@ -86,7 +146,14 @@ class Job:
             "id": self.id, "kind": self.kind, "status": self.status,
             "progress": round(self.progress.fraction, 4), "message": self.progress.message,
             "detail": self.progress.detail,
+            "eta_seconds": self._eta_seconds(),
             "result": self.result if self.status == "succeeded" else None,
             "error": self.error, "created": self.created, "finished": self.finished,
             "params": self.params,
         }
+
+    def _eta_seconds(self) -> float | None:
+        if self.status != "running":
+            return None
+        eta = self.progress.eta_seconds()
+        return None if eta is None else round(eta, 1)

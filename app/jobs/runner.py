@@ -79,6 +79,7 @@ class JobRunner:
             return
         job.status = "running"
         job.progress.message = "running"
+        job.progress.start()
         if self._records is not None:
             self._records.save_quietly(job)
         try:

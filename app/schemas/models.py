@@ -175,6 +175,10 @@ class JobResponse(BaseModel):
     message: str
     detail: Any = Field(default=None, description="per-step progress, e.g. one entry per "
                         "method of a recalibration comparison")
+    eta_seconds: float | None = Field(
+        default=None, description="estimated seconds left while the job runs (from the time "
+        "so far and the progress, smoothed); null before the progress has moved enough to "
+        "tell, and once the job has ended")
     result: Any = None
     error: dict[str, Any] | None = None
     created: str

@@ -153,6 +153,9 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     return jsonable({
         "n": int(labels.size), "n_bootstrap": n_bootstrap, "confidence_level": CONFIDENCE_LEVEL,
         "columns": columns, "rows": rows, "mlce_note": mlce_note,
+        # the MLCE depends on both: every place that shows it says them
+        "mlce_gamma": MLCE_GAMMA,
+        "mlce_space": None if phi is None else f"PCA({phi.shape[1]}) of standardized features",
         "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state),
         "reliability": [{"id": c.id, "name": c.name,
                          "diagram": binned_reliability(labels, c.proba, n_bins=n_bins)[0]}

@@ -8,7 +8,10 @@ standardized, text one-hot, missing values imputed); the 2-D map of the heatmap
 is the Local page's pipeline (:func:`calibcore.embedding.embed`, PCA(2)).
 
 Results are cached per parameter set under ``<dataset_id>.hh.<hash>`` and the
-per-row values are saved as the ``hh`` row column (NaN for rows not evaluated).
+per-row values are saved as the ``hh`` row column (NaN for rows not evaluated). The
+result's ``recommendation`` is made when the job runs, not cached: it rests on the
+held-out comparison of the recalibrators stored for the dataset when there are any
+(:func:`app.services.calibration_advice.advise`).
 """
 
 from __future__ import annotations
@@ -16,20 +19,28 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
+from app.services.calibration_advice import advise
+from app.services.cost import CostEstimate, duration
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.embedding import Representation, embed, fit_representation
 from calibcore.exceptions import CalibrationInputError
-from calibcore.heterogeneity import hidden_heterogeneity_details, recommend_calibration
+from calibcore.heterogeneity import (
+    AUTO_GRID_PER_RADIUS,
+    MAX_NEIGHBOUR_PAIRS,
+    hidden_heterogeneity_details,
+    recommend_calibration,
+)
+from calibcore.neighbourhoods import neighbour_counts
 
 if TYPE_CHECKING:
     from app.services.context import Services
@@ -46,6 +57,14 @@ MAX_BACKGROUND_ROWS = 5_000
 MAP_SAMPLE_ROWS = 20_000
 #: Equal-mass bins of confidence for the mean-HH curve.
 CONFIDENCE_BINS = 10
+#: Cost model of the local forests, per distinct neighbourhood centre (measured on 2 cores:
+#: default_nb's 2,099 distinct test probabilities, 850 distinct neighbourhoods of about
+#: 2,100 rows and 3 features, 15-35 s; 4 continuous features and 3,500 rows, about 0.05 s
+#: a forest): seconds per centre, plus per row x log2(rows) x feature of its neighbourhood.
+FOREST_SECONDS = 0.005
+FOREST_ROW_SECONDS = 3e-7
+#: Centres whose neighbourhoods are counted for an estimate (a seeded sample above).
+ESTIMATE_CENTRES = 2_000
 
 
 @dataclass(frozen=True)
@@ -200,11 +219,78 @@ def confidence_bins(confidence: NDArray[np.float64], hh: NDArray[np.float64],
     return bins
 
 
+def estimate_heterogeneity(services: Services, dataset_id: str,
+                           params: HeterogeneityParams) -> CostEstimate:
+    """Rough seconds of the local forests, before starting (no forest is grown).
+
+    Counts the distinct neighbourhood centres (the rows' distinct probabilities, or their
+    grid points when forests are shared) and the calibration rows around a sample of
+    them; distinct probabilities can share a neighbourhood, so this is an upper estimate.
+    Evaluating fewer rows or using fewer calibration rows is the cheaper setting offered.
+    """
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    columns = resolve_columns(prediction_set, params.features)
+    if services.store.has_document(
+            params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})):
+        return CostEstimate(0.0, "computed before with these settings: cached")
+    seconds, n_centres, rows_each = forest_seconds(prediction_set, params, len(columns))
+    basis = (f"up to {n_centres:,} local forests on about {rows_each:,.0f} calibration rows "
+             f"each, {len(columns)} feature columns")
+    cheaper = None
+    for option, words in _cheaper_heterogeneity(params):
+        option_seconds = forest_seconds(prediction_set, option, len(columns))[0]
+        if option_seconds < seconds / 2:
+            cheaper = f"{words}: {duration(option_seconds)}"
+            break
+    return CostEstimate(seconds, basis, cheaper)
+
+
+def _cheaper_heterogeneity(params: HeterogeneityParams
+                           ) -> list[tuple[HeterogeneityParams, str]]:
+    options = []
+    if params.sample is None or params.sample > 200:
+        options.append((replace(params, sample=200), "evaluate a seeded sample of 200 test rows"))
+    if params.calibration_sample is None or params.calibration_sample > 5_000:
+        options.append((replace(params, calibration_sample=5_000),
+                        "fit the forests on 5,000 calibration rows"))
+    options.append((replace(params, radius=params.radius / 2),
+                    f"a smaller radius ({params.radius / 2:g}: smaller neighbourhoods)"))
+    return options
+
+
+def forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
+                    n_features: int) -> tuple[float, int, float]:
+    """Estimated seconds, distinct centres and mean calibration rows per neighbourhood."""
+    rows = split_rows(prediction_set, params.random_state)
+    evaluated = sample_rows(rows.test, params.sample, params.random_state)
+    calibration = sample_rows(rows.calibration, params.calibration_sample, params.random_state)
+    proba_cal, proba = prediction_set.proba[calibration], prediction_set.proba[evaluated]
+    grid = None if params.grid == "auto" else params.grid
+    rng = np.random.default_rng(params.random_state)
+    if params.grid == "auto":
+        probe = proba[rng.choice(proba.shape[0], min(ESTIMATE_CENTRES, proba.shape[0]),
+                                 replace=False)]
+        pairs = neighbour_counts(proba_cal, probe, params.radius).mean() * proba.shape[0]
+        if pairs > MAX_NEIGHBOUR_PAIRS:
+            grid = max(AUTO_GRID_PER_RADIUS * params.radius, 1e-6)
+    centres = np.unique(proba if grid is None else np.round(np.sqrt(proba) / grid) * grid,
+                        axis=0)
+    if grid is not None:
+        centres = np.square(centres)
+    probe = centres[rng.choice(centres.shape[0], min(ESTIMATE_CENTRES, centres.shape[0]),
+                               replace=False)]
+    counts = neighbour_counts(proba_cal, probe, params.radius).astype(np.float64)
+    per_forest = FOREST_SECONDS + FOREST_ROW_SECONDS * n_features * np.mean(
+        counts * np.log2(np.maximum(counts, 2.0)))
+    return float(centres.shape[0] * per_forest), int(centres.shape[0]), float(counts.mean())
+
+
 def start_heterogeneity(services: Services, dataset_id: str,
                         params: HeterogeneityParams) -> Job:
     """Validate the request now (unknown dataset or features fail at once), then submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
-    task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params)
+    task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params,
+                                      services.recalibrations.list(dataset_id))
     return services.jobs.submit("heterogeneity", task.run,
                                 params={"dataset_id": dataset_id, **asdict(params)})
 
@@ -220,10 +306,13 @@ class _HeterogeneityTask:
     evaluated: NDArray[np.intp]
     calibration: NDArray[np.intp]
     key: str
+    #: Summaries of the dataset's stored recalibrations (their held-out measures).
+    recalibrations: list[dict[str, Any]]
 
     @classmethod
     def prepare(cls, store: Store, dataset_id: str, prediction_set: PredictionSet,
-                params: HeterogeneityParams) -> _HeterogeneityTask:
+                params: HeterogeneityParams,
+                recalibrations: list[dict[str, Any]]) -> _HeterogeneityTask:
         columns = resolve_columns(prediction_set, params.features)
         features = forest_features(prediction_set, columns)
         rows = split_rows(prediction_set, params.random_state)
@@ -232,7 +321,7 @@ class _HeterogeneityTask:
                                   params.random_state)
         key = params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})
         return cls(store, dataset_id, prediction_set, params, features, rows, evaluated,
-                   calibration, key)
+                   calibration, key, recalibrations)
 
     def run(self, progress: Progress) -> dict[str, Any]:
         if self.store.has_document(self.key):
@@ -245,7 +334,8 @@ class _HeterogeneityTask:
         values[np.asarray(result["rows"]["row"], dtype=np.intp)] = np.asarray(
             result["rows"]["hh"], dtype=np.float64)
         save_row_column(self.store, self.dataset_id, "hh", values)
-        return result
+        return {**result, "recommendation": advise(result["recommendation"],
+                                                   self.recalibrations)}
 
     def _compute(self, progress: Progress) -> dict[str, Any]:
         progress.update(0.02, "building the 2-D map")
@@ -257,13 +347,10 @@ class _HeterogeneityTask:
         began = {"search": time.monotonic()}
 
         def report(done: int, total: int) -> None:
-            # called every 0.25 s: the clock moves while a large forest grows; the time
-            # left is extrapolated from the forests alone
+            # called every 0.25 s: the clock moves while a large forest grows (the job's
+            # time-left estimate is the runner's, from the fraction)
             now = time.monotonic()
-            forests_began = began.setdefault("forests", now) if total else now
             clock = f"{now - began['search']:.0f} s"
-            if 0 < done < total:
-                clock += f", about {(now - forests_began) / done * (total - done):.0f} s left"
             message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods "
                        f"({clock})" if total
                        else f"finding the neighbourhoods of the test rows ({clock})")

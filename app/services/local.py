@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
 from app.services.cache import cache_key
+from app.services.cost import CostEstimate
 from app.services.jsonable import jsonable
 from app.services.local_embedding import (
     CACHE_VERSION,
@@ -48,6 +49,7 @@ from app.services.local_embedding import (
     cached_embedding,
     choose_rows,
     embedding_key,
+    estimate_embedding,
     locked,
     start_warm_up,
 )
@@ -71,8 +73,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CDF_POINTS", "DEFAULT_GAMMA_FEATURES", "DEFAULT_GAMMA_MAP", "MAX_DISPLAY_POINTS",
            "PREPARING_UMAP", "CurveParams", "LandscapeParams", "RepresentationParams",
-           "default_gamma", "landscape_result", "start_curve", "start_landscape",
-           "start_warm_up"]
+           "default_gamma", "estimate_landscape", "landscape_result", "start_curve",
+           "start_landscape", "start_warm_up"]
 
 #: Bandwidth used when none is given: 2-D/3-D maps (t-SNE, UMAP, embedding columns, a
 #: low-dimensional encoding) and feature spaces (PCA, a wider encoding), as in the paper.
@@ -117,6 +119,14 @@ class CurveParams:
                 f"the gamma grid needs 0 < gamma_min < gamma_max; got gamma_min="
                 f"{self.gamma_min:g}, gamma_max={self.gamma_max:g}.", code="invalid_parameters")
         return np.logspace(np.log10(self.gamma_min), np.log10(self.gamma_max), self.n_gammas)
+
+
+def estimate_landscape(services: Services, dataset_id: str,
+                       params: RepresentationParams) -> CostEstimate:
+    """Rough seconds of a landscape before it starts: the representation phi dominates
+    (the LCE on a cached phi takes seconds)."""
+    return estimate_embedding(services.store, dataset_id,
+                              services.datasets.prediction_set(dataset_id), params)
 
 
 def default_gamma(reducer: Reducer, dimension: int) -> float:

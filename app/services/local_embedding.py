@@ -27,11 +27,19 @@ from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
 from app.services.cache import cache_key
+from app.services.cost import CostEstimate, duration
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.store import Store
 from calibcore.data import PredictionSet
-from calibcore.embedding import DEFAULT_SAMPLE_SIZE, Embedding, Reducer, embed, warm_up
+from calibcore.embedding import (
+    DEFAULT_SAMPLE_SIZE,
+    UMAP_TRANSFORM_ROWS,
+    Embedding,
+    Reducer,
+    embed,
+    warm_up,
+)
 from calibcore.exceptions import CalibrationInputError
 
 if TYPE_CHECKING:
@@ -41,6 +49,14 @@ if TYPE_CHECKING:
 CACHE_VERSION = 1
 #: The progress message while umap-learn compiles its code in this process.
 PREPARING_UMAP = "preparing UMAP (first use)…"
+#: Cost model of the manifold reducers (2 cores): seconds per row they are fitted on, per
+#: row UMAP's transform places (up to UMAP_TRANSFORM_ROWS; beyond, rows are placed by
+#: nearest sample rows, nearly free), and UMAP's first compile in a process.
+FIT_ROW_SECONDS: dict[str, float] = {"umap": 4e-3, "tsne": 5e-3}
+TRANSFORM_ROW_SECONDS = 2e-3
+COMPILE_SECONDS = 60.0
+#: The fitting sample offered as the cheaper setting.
+CHEAPER_SAMPLE = 2_000
 
 
 @dataclass(frozen=True)
@@ -196,6 +212,42 @@ def choose_rows(prediction_set: PredictionSet,
             f"the {representation.subset} rows number {positions.size}; local calibration "
             "needs at least 2.", code="too_few_rows")
     return representation, ChosenRows(prediction_set, positions)
+
+
+def estimate_embedding(store: Store, dataset_id: str, prediction_set: PredictionSet,
+                       params: RepresentationParams) -> CostEstimate:
+    """Rough seconds to build phi, before starting: none when it is cached; t-SNE and
+    UMAP cost seconds per fitted row (and per transformed row); PCA and given columns
+    are quick."""
+    representation, rows = choose_rows(prediction_set, params)
+    n_rows = int(rows.positions.size)
+    if store.has_document(embedding_key(dataset_id, representation)):
+        return CostEstimate(0.0, f"this representation of {n_rows:,} rows is cached")
+
+    def seconds(sample_size: int | None) -> tuple[float, int]:
+        per_row = FIT_ROW_SECONDS.get(representation.reducer)
+        if per_row is None:
+            return 1e-5 * n_rows, n_rows
+        fitted = min(sample_size or n_rows, n_rows)
+        placed = n_rows - fitted
+        total = per_row * fitted
+        if representation.reducer == "umap":
+            total += TRANSFORM_ROW_SECONDS * (placed if placed <= UMAP_TRANSFORM_ROWS else 0)
+            total += 0.0 if _UMAP.ready.is_set() else COMPILE_SECONDS
+        return total, fitted
+
+    estimate, fitted = seconds(representation.sample_size)
+    name = {"umap": "UMAP", "tsne": "t-SNE"}.get(representation.reducer)
+    if name is None:
+        return CostEstimate(estimate, f"{representation.reducer} of {n_rows:,} rows")
+    basis = f"{name} fitted on {fitted:,} of {n_rows:,} rows"
+    if representation.reducer == "umap" and not _UMAP.ready.is_set():
+        basis += ", plus about a minute compiling UMAP on first use"
+    cheaper = "PCA instead: under 10 s"
+    if fitted > CHEAPER_SAMPLE:
+        cheaper = (f"fit {name} on {CHEAPER_SAMPLE:,} rows (the others are placed): "
+                   f"{duration(seconds(CHEAPER_SAMPLE)[0])}; or PCA: under 10 s")
+    return CostEstimate(estimate, basis, cheaper)
 
 
 # -- the embedding, cached -----------------------------------------------------------------

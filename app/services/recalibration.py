@@ -17,9 +17,11 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from app.jobs import Progress
 from app.services import comparison
 from app.services.cache import cache_key, cached
+from app.services.cost import CostEstimate, duration
 from app.services.datasets import DatasetService, NotFound
 from app.services.diagnostics import measure_values
 from app.services.encoding import FeatureEncoder, choose_columns, fit_feature_encoder
+from app.services.heterogeneity import HeterogeneityParams, forest_seconds
 from app.services.jsonable import jsonable
 from app.services.methods import MethodSpec, describe_params, make_recalibrator
 from app.services.row_columns import load_row_columns
@@ -30,6 +32,7 @@ from app.services.saved_models import (
     model_corrections,
     model_document,
 )
+from app.services.support import FOREST_ROW_SECONDS, SWC_MAX_ROWS
 from app.services.tables import file_stem
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
@@ -41,8 +44,9 @@ from calibcore.reliability import binned_reliability
 CROSS_FIT_FOLDS = 5
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
-#: Bumped when the cached comparison's content changes (2: max VECE over all variables).
-_COMPARISON_VERSION = 2
+#: Bumped when the cached comparison's content changes (2: max VECE over all variables;
+#: 3: the MLCE header says its gamma and representation).
+_COMPARISON_VERSION = 3
 
 #: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
 Scores = Literal["model", "cross_fitted"]
@@ -266,6 +270,41 @@ class RecalibrationService:
         from its stored table exactly as an applied file is read."""
         return model_corrections(load_model(document), self._datasets.frame(dataset_id),
                                  progress=report)
+
+    def estimate(self, dataset_id: str, specs: list[MethodSpec]) -> CostEstimate:
+        """Rough seconds of fitting ``specs`` before starting: the forests of SWC and
+        SWC-HH dominate (the other methods take seconds); SWC-HH's HH filter is the part
+        that takes minutes on large files, so plain SWC is the cheaper setting offered."""
+        prediction_set = self._datasets.prediction_set(dataset_id)
+        split = prediction_set.split is not None
+        n_calibration = (int(prediction_set.mask("calibration").sum()) if split
+                         else prediction_set.n_rows)
+        # a split fits once; cross-fitting fits every fold and then all rows
+        fits = ([n_calibration] if split else
+                [n_calibration * (CROSS_FIT_FOLDS - 1) // CROSS_FIT_FOLDS] * CROSS_FIT_FOLDS
+                + [n_calibration])
+        parts: dict[str, float] = {}
+        for spec in specs:
+            if spec.method not in ("swc", "swc_hh"):
+                continue
+            n_features = len(spec.features or prediction_set.features.columns)
+            capped = np.minimum(np.asarray(fits, dtype=np.float64), float(SWC_MAX_ROWS))
+            seconds = float(np.sum(FOREST_ROW_SECONDS * n_features * capped
+                                   * np.log2(np.maximum(capped, 2.0))))
+            if spec.method == "swc_hh":
+                hh = HeterogeneityParams(sample=None, calibration_sample=None)
+                seconds += len(fits) * forest_seconds(prediction_set, hh, n_features)[0]
+            parts[spec.method] = seconds
+        if not parts:
+            return CostEstimate(5.0 * len(specs), f"{len(specs)} method(s) without forests")
+        total = sum(parts.values()) + 5.0 * (len(specs) - len(parts))
+        basis = "; ".join(f"{name}: {duration(seconds)}" for name, seconds in parts.items())
+        cheaper = None
+        if "swc_hh" in parts and parts["swc_hh"] > 2 * parts.get("swc", 0.0):
+            cheaper = "SWC without the HH filter (its forests only)"
+        fitting = ("each fitted once, on the calibration rows" if split else
+                   f"each cross-fitted: {len(fits)} fits")
+        return CostEstimate(total, f"{basis}; {fitting}", cheaper)
 
     def fit_many(self, dataset_id: str, specs: list[MethodSpec], *, n_bins: int = 15,
                  n_bootstrap: int = COMPARISON_BOOTSTRAP,

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from statsmodels.stats.proportion import proportion_confint
 
 from app.jobs import Job, Progress
+from app.services.cost import CostEstimate, duration
 from app.services.heterogeneity import (
     ForestFeatures,
     class_names,
@@ -36,10 +37,16 @@ from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
 from calibcore.support import CalibrationSupport, calibration_support, compare_support
 
+#: Calibration rows a proximity forest is grown on at most (SWC's default sample).
+SWC_MAX_ROWS = 20_000
+
 if TYPE_CHECKING:
     from app.services.context import Services
 
 MAX_HISTOGRAM_BINS = 40
+#: Cost model of one proximity forest (100 trees; measured on 2 cores: 20,000 rows of 4
+#: features in 25-45 s): seconds per row x log2(rows) x feature column.
+FOREST_ROW_SECONDS = 3e-5
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,41 @@ class SupportParams:
     alpha: float = 0.01
     n_lowest: int = 10
     features: tuple[str, ...] | None = None
+
+
+def estimate_support(services: Services, dataset_id: str,
+                     params: SupportParams) -> CostEstimate:
+    """Rough seconds of the proximity forests (one per fold, one on every calibration row
+    when there are test or batch rows to score), before starting."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    columns = resolve_columns(prediction_set, params.features)
+    if services.store.has_document(
+            params_key(dataset_id, "support", {**asdict(params), "features": list(columns)})):
+        return CostEstimate(0.0, "computed before with these settings: cached")
+    n_features = len(columns)
+    n_calibration = (int(prediction_set.mask("calibration").sum())
+                     if prediction_set.split is not None else prediction_set.n_rows)
+    queries = prediction_set.split is not None or params.batch_dataset_id is not None
+
+    def seconds(n_folds: int, n_columns: int) -> float:
+        sizes = [n_calibration * (n_folds - 1) / n_folds] * n_folds + (
+            [float(n_calibration)] if queries else [])
+        capped = np.minimum(np.asarray(sizes), float(SWC_MAX_ROWS))
+        return float(np.sum(FOREST_ROW_SECONDS * n_columns * capped
+                            * np.log2(np.maximum(capped, 2.0))))
+
+    estimate = seconds(params.n_folds, n_features)
+    n_forests = params.n_folds + int(queries)
+    basis = (f"{n_forests} proximity forests of 100 trees on up to "
+             f"{min(n_calibration, SWC_MAX_ROWS):,} calibration rows, {n_features} feature "
+             "columns")
+    cheaper = None
+    if n_features > 3:
+        cheaper = (f"choose 3 feature columns (the forests' cost grows with them): "
+                   f"{duration(seconds(params.n_folds, 3))}")
+    elif params.n_folds > 2:
+        cheaper = f"2 folds (REST: n_folds=2): {duration(seconds(2, n_features))}"
+    return CostEstimate(estimate, basis, cheaper)
 
 
 def start_support(services: Services, dataset_id: str, params: SupportParams) -> Job:
@@ -134,9 +176,10 @@ class _SupportTask:
         elif test.size == 0:
             query_x = query_p = None  # every row is a calibration row: nothing else to score
 
-        def report(done: int, total: int) -> None:
+        def report(done: float, total: int) -> None:
             progress.update(0.05 + 0.85 * done / total,
-                            f"proximity forests: {done} of {total} fitted")
+                            f"proximity forests: {int(done)} of {total} fitted, forest "
+                            f"{min(int(done) + 1, total)} {done % 1:.0%} grown")
 
         support = calibration_support(
             self.features.values[cal], data.y_true[cal], data.proba[cal], query_x, query_p,

@@ -6,6 +6,9 @@ wires the poll and cancel callbacks; the page keeps its own start callback (its 
 differ). While a job is queued or running the run button is disabled; when it ends, for
 whatever reason, it is enabled again. A job the server was running when it restarted is
 ``interrupted``: the panel says so and the user runs it again.
+
+While it runs, the status line says the job's message, its percentage and the time left
+(:func:`running_status`; pages with their own poller use it too).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.jobs import INTERRUPTED_MESSAGE
 from app.services.context import Services
+from app.services.cost import CostEstimate
 from app.ui.components import error_note, info_note, progress_bar
 
 HIDDEN = {"display": "none"}
@@ -39,11 +43,17 @@ class JobPanel:
     def wrapper(self) -> str:
         return f"{self.progress}-wrapper"
 
+    @property
+    def cost(self) -> str:
+        """The line with the cost estimate of the current settings."""
+        return f"{self.run}-cost"
+
 
 def job_panel_layout(panel: JobPanel, *, run_label: str) -> list[Any]:
     """Run and Cancel buttons, the progress bar, status line, job store, poll interval and
     results container of one panel."""
     return [
+        html.Div(id=panel.cost, className="cost-line"),
         html.Div([html.Button(run_label, id=panel.run, className="button"),
                   html.Button("Cancel", id=panel.cancel, disabled=True,
                               className="button button-secondary")], className="job-buttons"),
@@ -78,6 +88,37 @@ def job_progress(snapshot: dict[str, Any]) -> tuple[dict[str, str], dict[str, st
     """The bar's width and whether the bar shows (only while the job is queued or running)."""
     running = snapshot["status"] in ("queued", "running")
     return {"width": f"{snapshot['progress']:.0%}"}, ({} if running else HIDDEN)
+
+
+def time_left(eta_seconds: float | None) -> str:
+    """The job's estimated time left in words ("" before there is an estimate)."""
+    if eta_seconds is None:
+        return ""
+    if eta_seconds < 10:
+        return "a few seconds left"
+    if eta_seconds < 90:
+        return f"about {eta_seconds:.0f} s left"
+    return f"about {eta_seconds / 60:.0f} min left"
+
+
+def running_status(snapshot: dict[str, Any], what: str = "") -> html.Div:
+    """Status line of a queued or running job: message, percentage and time left."""
+    parts = [f"{snapshot['message']} — {snapshot['progress']:.0%}",
+             time_left(snapshot.get("eta_seconds"))]
+    return info_note((f"{what}: " if what else "") + " · ".join(p for p in parts if p))
+
+
+def cost_note(estimate: CostEstimate | None, problem: str | None = None) -> html.Div | None:
+    """The estimate of the chosen settings; over a minute, a warning with a cheaper one."""
+    if problem:
+        return html.Div(f"No estimate: {problem}", className="card-note")
+    if estimate is None:
+        return None
+    if not estimate.long:
+        return html.Div(estimate.words(), className="card-note")
+    cheaper = f" Cheaper: {estimate.cheaper}." if estimate.cheaper else ""
+    return html.Div(f"This may take more than a minute. {estimate.words()}{cheaper}",
+                    className="note note-warning cost-warning", role="status")
 
 
 def failure_note(what: str, snapshot: dict[str, Any]) -> html.Div:
@@ -123,8 +164,7 @@ def register_job_panel(app: Dash, services: Services, panel: JobPanel, *, what: 
         snapshot = job.snapshot()
         bar, wrapper = job_progress(snapshot)
         if snapshot["status"] in ("queued", "running"):
-            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return bar, wrapper, status, False, False, no_update, True
+            return bar, wrapper, running_status(snapshot), False, False, no_update, True
         result = snapshot["result"]
         if snapshot["status"] != "succeeded" or result is None:
             return bar, wrapper, failure_note(what, snapshot), True, True, no_update, False

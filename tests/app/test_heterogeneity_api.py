@@ -298,3 +298,44 @@ def test_an_unlabeled_batch_is_compared_and_refused_elsewhere(client, moons) -> 
     shift = result["result"]["batch"]["shift"]
     assert shift["shifted"] and shift["p_value"] < 0.01
     assert all(row["label"] is None for row in result["result"]["batch"].get("lowest", []))
+
+
+def test_the_recommendation_rests_on_the_held_out_comparison_when_there_is_one(
+        client, moons) -> None:
+    dataset_id, _ = moons
+    url = f"/api/v1/datasets/{dataset_id}/heterogeneity"
+    before = wait_for_job(client, client.post(url, json={"sample": 40}))["result"]
+    assert before["recommendation"]["basis"] == "hidden_heterogeneity"
+    assert "No recalibrators have been compared" in before["recommendation"]["basis_note"]
+
+    fitted = client.post(f"/api/v1/datasets/{dataset_id}/recalibrations",
+                         json={"methods": ["beta", "swc"]})
+    assert fitted.status_code == 201, fitted.text
+    nll = {r["method"]: r["after"]["nll"] for r in fitted.json()["recalibrations"]}
+    best = min(nll, key=nll.__getitem__)
+
+    advice = wait_for_job(client, client.post(url, json={"sample": 40}))["result"][
+        "recommendation"]
+    assert advice["basis"] == "held_out" and advice["best"]["method"] == best
+    assert [entry["nll"] for entry in advice["held_out"]] == sorted(nll.values())
+    assert advice["recommend"] == ("local" if best == "swc" else "global")
+    assert "Rests on the held-out comparison of 2 recalibrator(s)" in advice["basis_note"]
+    assert advice["best"]["name"] in advice["basis_note"]
+    assert advice["mean_hh"] == before["recommendation"]["mean_hh"]  # HH's numbers kept
+    assert advice["hh_agrees"] == (before["recommendation"]["recommend"] == advice["recommend"])
+
+
+def test_held_out_advice_says_when_hh_disagrees() -> None:
+    from app.services.calibration_advice import advise
+
+    hh = {"recommend": "local", "mean_hh": 0.033, "hh_threshold": 0.03,
+          "min_calibration_rows": 500, "n_rows": 500, "n_calibration": 5000, "reason": "..."}
+    scored = [{"method": method, "name": name, "scheme": "split column", "n_heldout": 900,
+               "before": {"nll": 0.25}, "after": {"nll": nll}}
+              for method, name, nll in [("swc", "SWC", 0.227), ("swc_hh", "SWC-HH", 0.442),
+                                        ("beta", "Beta calibration", 0.219)]]
+    advice = advise(hh, scored)
+    assert advice["recommend"] == "global" and advice["best"]["name"] == "Beta calibration"
+    assert not advice["hh_agrees"] and "held-out rows say otherwise" in advice["basis_note"]
+    worse = [{**r, "after": {"nll": 0.3}} for r in scored]
+    assert advise(hh, worse)["recommend"] == "none"

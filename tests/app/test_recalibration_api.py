@@ -163,6 +163,7 @@ def test_comparison_job_of_three_methods_reports_each_and_marks_the_best(client,
             assert entry["low"] is not None, (row["name"], key)
             assert entry["low"] <= entry["value"] <= entry["high"], (row["name"], key)
         assert row["values"]["mlce"]["low"] is None and row["values"]["max_vece"]["variable"]
+    assert table["mlce_gamma"] == 0.4 and table["mlce_space"].startswith("PCA(")
     # The uncalibrated row matches the dataset's measures on its test rows.
     measures = client.get(f"/api/v1/datasets/{digits}/metrics",
                           params={"subset": "test"}).json()["metrics"]

@@ -26,6 +26,10 @@ def test_hh_heatmap_and_support_histogram_render(server, browser) -> None:
     wait(browser).until(ec.element_to_be_clickable((By.LINK_TEXT, "Heterogeneity"))).click()
     wait(browser).until(lambda b: "Compute HH" in text_of(b, "#hh-results"))
     assert "evaluate all 3,474 test rows" in text_of(browser, "#hh-results")
+    # before starting: what the settings will cost, for HH and for support
+    wait(browser).until(lambda b: "local forests" in text_of(b, "#hh-run-cost"))
+    assert "Estimated time" in text_of(browser, "#hh-run-cost")
+    wait(browser).until(lambda b: "proximity forests" in text_of(b, "#support-run-cost"))
     every_row = browser.find_element(By.CSS_SELECTOR, "#hh-all-rows input")
     assert every_row.is_selected()  # a file this small gets every row by default
     every_row.click()  # a sample of 20 keeps the test short

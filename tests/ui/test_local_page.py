@@ -46,13 +46,17 @@ def test_umap_landscape_cdf_and_curves_render(server, browser, shared_data) -> N
     wait(browser).until(lambda b: "1,197 rows." in text_of(b, "#local-status"))
     assert text_of(browser, "#local-gamma-text") == "γ = 0.4"  # PCA's default
     choose(browser, "local-reducer", "UMAP")
-    wait(browser).until(lambda b: text_of(b, "#local-gamma-text") == "γ = 0.2")
+    # the user's gamma stays (a silently changed gamma would move the MLCE); the hint names
+    # UMAP's default
+    wait(browser).until(lambda b: "the default for this φ is 0.2" in text_of(
+        b, "#local-gamma-hint"))
+    assert text_of(browser, "#local-gamma-text") == "γ = 0.4"
     browser.find_element(By.ID, "local-run").click()
 
     wait(browser).until(lambda b: b.find_element(By.ID, "local-cancel").is_enabled())
     wait(browser, 240).until(lambda b: "n = 1,197 rows" in text_of(b, "#local-map .gtitle"))
     title = text_of(browser, "#local-map .gtitle")
-    assert "LCE landscape, all confidence bins" in title and "UMAP map, γ = 0.2" in title
+    assert "LCE landscape, all confidence bins" in title and "UMAP map, γ = 0.4" in title
     assert browser.find_elements(By.CSS_SELECTOR, "#local-map canvas")  # WebGL scatter
     assert "LCE" in text_of(browser, "#local-map .colorbar")
     assert "UMAP 1" in text_of(browser, "#local-map .xtitle")
@@ -68,11 +72,13 @@ def test_umap_landscape_cdf_and_curves_render(server, browser, shared_data) -> N
     assert not browser.find_element(By.ID, "local-cancel").is_enabled()
     cards = text_of(browser, "#local-cards")
     assert "MLCE" in cards and "n = 1,197 rows" in cards
+    assert "γ = 0.4, φ = 2-D UMAP" in cards  # every MLCE says its bandwidth and space
+    assert "compare MLCEs only at the same γ" in text_of(browser, "#local-results")
 
     # Another gamma recomputes the LCE on the cached embedding, and the curve marks it.
     thumb = browser.find_element(By.CSS_SELECTOR, "#local-gamma [role=slider]")
     thumb.send_keys(*[Keys.ARROW_RIGHT] * 10)
-    wait(browser).until(lambda b: text_of(b, "#local-gamma-text") != "γ = 0.2")
+    wait(browser).until(lambda b: text_of(b, "#local-gamma-text") != "γ = 0.4")
     gamma = text_of(browser, "#local-gamma-text").removeprefix("γ = ")
     wait(browser, 60).until(lambda b: f"UMAP map, γ = {gamma}," in text_of(
         b, "#local-map .gtitle"))

@@ -74,6 +74,7 @@ def test_compare_three_methods_download_the_model_and_apply_it(
     headers = table.find_element(By.TAG_NAME, "thead").text
     for label in ("ECE", "smooth ECE", "kCE", "Brier", "NLL", "accuracy", "MLCE", "max VECE"):
         assert label in headers
+    assert "γ = 0.4, φ = PCA(" in headers  # the MLCE says its bandwidth and space
     assert len(table.find_elements(By.CSS_SELECTOR, "td.best")) >= 8
     assert "–" in rows[1].find_elements(By.TAG_NAME, "td")[1].text  # an interval under ECE
     progress = browser.find_elements(By.CSS_SELECTOR, "#recal-method-progress .method-row")

@@ -20,9 +20,10 @@ from app.services.heterogeneity import (
     DEFAULT_SAMPLE,
     MAX_CALIBRATION_ROWS,
     HeterogeneityParams,
+    estimate_heterogeneity,
     start_heterogeneity,
 )
-from app.services.support import SupportParams, start_support
+from app.services.support import SupportParams, estimate_support, start_support
 from app.ui import ids
 from app.ui.components import error_note, info_note, measure_card
 from app.ui.figures.heterogeneity import (
@@ -32,6 +33,7 @@ from app.ui.figures.heterogeneity import (
 )
 from app.ui.job_panel import (
     JobPanel,
+    cost_note,
     job_panel_layout,
     job_refused,
     job_started,
@@ -139,15 +141,15 @@ def register(app: Dash, services: Services) -> None:
         n_test = summary.get("n_test") or summary["n_rows"]
         binary = len(summary["classes"]) == 2 and n_test <= BINARY_ALL_ROWS_DEFAULT_MAX
         every_row = n_test <= ALL_ROWS_DEFAULT_MAX or binary
+        # how long it takes is the cost line's (it follows the settings)
         hint = info_note(
-            f"Press “Compute HH” to evaluate all {n_test:,} test rows (about half a minute)."
+            f"Press “Compute HH” to evaluate all {n_test:,} test rows."
             if n_test <= ALL_ROWS_DEFAULT_MAX else
             f"Press “Compute HH” to evaluate all {n_test:,} test rows: with two classes, rows "
-            "whose probabilities round to the same point share a forest, so this takes about "
-            "a minute." if binary else
+            "whose probabilities round to the same point share a forest." if binary else
             f"Press “Compute HH” to evaluate a seeded sample of {DEFAULT_SAMPLE} of the "
             f"{n_test:,} test rows: HH fits a forest per distinct neighbourhood, so every "
-            "row of a file this size takes many minutes.")
+            "row of a file this size would take long.")
         return features, [], batches, None, hint, None, None, None, ["all"] if every_row else []
 
     _register_hh(app, services)
@@ -186,6 +188,26 @@ def _register_hh(app: Dash, services: Services) -> None:
 
     register_job_panel(app, services, HH_PANEL, what="HH", done=_hh_done, render=_hh_results)
 
+    @app.callback(Output(HH_PANEL.cost, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.HH_RADIUS, "value"), Input(ids.HH_SAMPLE, "value"),
+                  Input(ids.HH_ALL_ROWS, "value"), Input(ids.HH_SEED, "value"),
+                  Input(ids.HH_FEATURES, "value"), Input(ids.HH_CALIBRATION, "value"))
+    async def estimate(dataset_id: str | None, radius: float | None, sample: float | None,
+                       all_rows: list[str] | None, seed: float | None,
+                       features: list[str] | None, calibration: float | None) -> Any:
+        problem = _hh_problem(radius, sample, bool(all_rows), seed, calibration)
+        if not dataset_id or problem:
+            return cost_note(None, problem)
+        params = HeterogeneityParams(
+            radius=float(radius or 0.1), sample=None if all_rows else int(sample or 0),
+            random_state=int(seed or 0), features=tuple(features) if features else None,
+            calibration_sample=None if calibration is None else int(calibration))
+        try:
+            cost = await asyncio.to_thread(estimate_heterogeneity, services, dataset_id, params)
+        except (CalibrationInputError, NotFound) as exc:
+            return cost_note(None, str(exc))
+        return cost_note(cost)
+
     @app.callback(Output(ids.HH_SAMPLE, "disabled"), Input(ids.HH_ALL_ROWS, "value"))
     def grey_out_sample(all_rows: list[str] | None) -> bool:
         return bool(all_rows)
@@ -211,6 +233,21 @@ def _register_support(app: Dash, services: Services) -> None:
 
     register_job_panel(app, services, SUPPORT_PANEL, what="Support", done=_support_done,
                        render=_support_results)
+
+    @app.callback(Output(SUPPORT_PANEL.cost, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.SUPPORT_BATCH, "value"), Input(ids.HH_FEATURES, "value"))
+    async def estimate(dataset_id: str | None, batch_id: str | None,
+                       features: list[str] | None) -> Any:
+        if not dataset_id:
+            return None
+        params = SupportParams(batch_dataset_id=batch_id or None,
+                               random_state=services.settings.random_state,
+                               features=tuple(features) if features else None)
+        try:
+            cost = await asyncio.to_thread(estimate_support, services, dataset_id, params)
+        except (CalibrationInputError, NotFound) as exc:
+            return cost_note(None, str(exc))
+        return cost_note(cost)
 
 
 def _hh_problem(radius: float | None, sample: float | None, all_rows: bool,
@@ -269,21 +306,33 @@ def _hh_results(result: dict[str, Any]) -> html.Div:
 
 
 def _recommendation(advice: dict[str, Any]) -> html.Div:
-    local = advice["recommend"] == "local"
-    headline = ("Local calibration is likely to help: try SWC or SWC-HH on the Recalibrate "
-                "page." if local else
-                "A global recalibrator is likely enough (temperature, Platt, isotonic…).")
+    headline = _HEADLINES[advice["recommend"]]
+    if advice.get("basis") == "held_out":
+        headline = f"On held-out rows, {advice['best']['name']} does best: {headline}"
+    else:
+        headline = headline[0].upper() + headline[1:]
     numbers = html.Ul([
         html.Li(f"mean HH {advice['mean_hh']:.4f} over {advice['n_rows']:,} rows "
                 f"(local needs > {advice['hh_threshold']:g})"),
         html.Li(f"{advice['n_calibration']:,} calibration rows (local needs ≥ "
                 f"{advice['min_calibration_rows']:,})"),
+        *[html.Li(f"held-out NLL of {entry['name']}: {entry['nll']:.4f}")
+          for entry in advice.get("held_out", [])],
     ])
+    basis = advice.get("basis_note")
     return html.Div([html.Div("Recommendation", className="card-label"),
                      html.Div(headline, className="hh-headline"),
+                     html.Div(basis, className="card-note hh-basis") if basis else None,
                      html.Div(advice["reason"], className="card-note"), numbers],
                     className=f"card hh-recommendation hh-{advice['recommend']}",
                     id="hh-recommendation")
+
+
+_HEADLINES = {
+    "local": "local calibration is likely to help: try SWC or SWC-HH on the Recalibrate page.",
+    "global": "a global recalibrator is likely enough (temperature, Platt, beta, isotonic…).",
+    "none": "keep the original probabilities, or try other recalibrators.",
+}
 
 
 def _notes(notes: list[str]) -> html.Details:

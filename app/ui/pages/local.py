@@ -24,10 +24,12 @@ from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.local import landscape_figure, lce_cdf_figure, mlce_curve_figure
+from app.ui.job_panel import cost_note, running_status
 from app.ui.pages.local_panels import (
     HIDDEN,
     bin_options,
     controls,
+    gamma_hint,
     results_panel,
     selection_table,
     summary_panel,
@@ -68,6 +70,7 @@ def layout(services: Services) -> html.Div:
                "“Local Calibration: Metrics and Recalibration”). LoRe, the matching "
                "recalibrator, is on the Recalibrate page."),
         controls(),
+        html.Div(id=ids.LOCAL_COST, className="cost-line"),
         html.Div([html.Button("Compute landscape", id=ids.LOCAL_RUN, className="button"),
                   html.Button("Cancel", id=ids.LOCAL_CANCEL, disabled=True,
                               className="button button-secondary")],
@@ -157,17 +160,39 @@ def register(app: Dash, services: Services) -> None:
                          "“Compute landscape”.")
         return features, [], numeric, [], hint, HIDDEN, None, None, None
 
-    @app.callback(Output(ids.LOCAL_GAMMA, "value"),
+    # gamma is the user's: changing the representation keeps it (an MLCE that moved with a
+    # silently changed gamma could not be compared); the hint names the reducer's default
+    @app.callback(Output(ids.LOCAL_GAMMA_HINT, "children"),
                   Output(ids.LOCAL_EMBEDDING_CONTROL, "style"),
                   Output(ids.LOCAL_COMPONENTS, "value"),
                   Input(ids.LOCAL_REDUCER, "value"), State(ids.LOCAL_COMPONENTS, "value"),
                   prevent_initial_call=True)
     def choose_reducer(reducer: str, components: float | None) -> tuple[Any, ...]:
-        gamma = math.log10(_DEFAULT_GAMMA.get(reducer, local.DEFAULT_GAMMA_MAP))
+        default = _DEFAULT_GAMMA.get(reducer, local.DEFAULT_GAMMA_MAP)
         shown = {} if reducer == "columns" else HIDDEN
         if reducer in ("tsne", "umap") and components not in (2, 3):
             components = 2
-        return gamma, shown, components
+        return gamma_hint(default), shown, components
+
+    @app.callback(Output(ids.LOCAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.LOCAL_FEATURES, "value"), Input(ids.LOCAL_REDUCER, "value"),
+                  Input(ids.LOCAL_COMPONENTS, "value"),
+                  Input(ids.LOCAL_EMBEDDING_COLUMNS, "value"), Input(ids.LOCAL_SAMPLE, "value"),
+                  Input(ids.LOCAL_SUBSET, "value"), State(ids.LOCAL_BINS, "value"))
+    async def estimate(dataset_id: str | None, features: list[str] | None, reducer: str,
+                       components: float | None, embedding_columns: list[str] | None,
+                       sample: float | None, subset: str, n_bins: float | None) -> Any:
+        if not dataset_id:
+            return None
+        try:
+            request = _request(features, reducer, components, embedding_columns, sample,
+                               subset, local.DEFAULT_GAMMA_FEATURES, n_bins,
+                               services.settings.random_state)
+            cost = await asyncio.to_thread(local.estimate_landscape, services, dataset_id,
+                                           _representation(request))
+        except (CalibrationInputError, NotFound) as exc:
+            return cost_note(None, str(exc))
+        return cost_note(cost)
 
     _register_jobs(app, services)
     _register_views(app, services)
@@ -289,7 +314,7 @@ def _only_gamma_changed(shown: dict[str, Any] | None, request: dict[str, Any]) -
 def _progress(outputs: list[Any], snapshot: dict[str, Any], what: str) -> list[Any]:
     outputs[0] = {"width": f"{snapshot['progress']:.0%}"}
     outputs[1] = {}
-    outputs[2] = info_note(f"{what}: {snapshot['message']} — {snapshot['progress']:.0%}")
+    outputs[2] = running_status(snapshot, what)
     outputs[3], outputs[4] = False, False
     return outputs
 

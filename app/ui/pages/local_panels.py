@@ -61,7 +61,9 @@ def controls() -> html.Div:
                   dcc.Slider(id=ids.LOCAL_GAMMA, min=-3, max=2, step=0.01,
                              value=math.log10(local.DEFAULT_GAMMA_FEATURES),
                              marks=_GAMMA_MARKS, updatemode="mouseup",
-                             allow_direct_input=False)],
+                             allow_direct_input=False),
+                  html.Div(gamma_hint(local.DEFAULT_GAMMA_FEATURES), id=ids.LOCAL_GAMMA_HINT,
+                           className="field-hint")],
                  className="control control-wide local-gamma"),
         _control("Confidence bins", _number(ids.LOCAL_BINS, 15, min=1, max=100, step=1),
                  ids.LOCAL_BINS),
@@ -116,14 +118,35 @@ def bin_options(result: dict[str, Any]) -> list[dict[str, str]]:
     return options
 
 
+def gamma_hint(default: float) -> str:
+    """Under the slider: γ stays as set when the representation changes; its default."""
+    return f"Kept when φ changes; the default for this φ is {default:g}."
+
+
+def representation_words(result: dict[str, Any]) -> str:
+    """The kernel space φ of a landscape in a few words ("PCA(2)", "2-D UMAP", ...)."""
+    params, dimension = result["params"], result["dimension"]
+    return {"pca": f"PCA({dimension})", "umap": f"{dimension}-D UMAP",
+            "tsne": f"{dimension}-D t-SNE", "none": f"standardized features (d = {dimension})",
+            "columns": "embedding columns"}.get(params["reducer"], params["reducer"])
+
+
+#: What the MLCE card says about the MLCE's variance (it has no interval).
+MLCE_VARIANCE = ("MLCE is a maximum over rows: no interval is given, it is biased upward and "
+                 "varies from sample to sample, more so at small γ and on fewer rows; it "
+                 "depends on γ and φ, so compare MLCEs only at the same γ, φ and rows.")
+
+
 def summary_panel(result: dict[str, Any]) -> html.Div:
     """Headline cards (MLCE, mean LCE, their gamma -> infinity limits, gamma) and notes."""
     n = f"n = {result['n_rows']:,} rows"
     worst = result["worst_row"]
     where = f"id {worst['id']}" if worst["id"] is not None else f"row {worst['row']:,}"
     cards = html.Div([
-        measure_card("MLCE", result["mlce"], f"{n}; at {where}",
-                     title="largest LCE over rows (000, eq. 5)"),
+        measure_card("MLCE", result["mlce"],
+                     f"γ = {result['params']['gamma']:g}, φ = {representation_words(result)}; "
+                     f"{n}; at {where}",
+                     title="largest LCE over rows (000, eq. 5). " + MLCE_VARIANCE),
         measure_card("Mean LCE", result["mean_lce"], n),
         measure_card("MCE", result["mce"], "γ → ∞ limit of the MLCE",
                      title="largest |conf − acc| over the confidence bins"),
@@ -135,7 +158,8 @@ def summary_panel(result: dict[str, Any]) -> html.Div:
     notes = html.Details([html.Summary("What was done"),
                           html.Ul([html.Li(note) for note in result["notes"]])],
                          className="local-notes")
-    return html.Div([cards, notes])
+    return html.Div([cards, html.P(MLCE_VARIANCE, className="card-note local-mlce-note"),
+                     notes])
 
 
 def selection_table(data: dict[str, Any] | None) -> html.Div:

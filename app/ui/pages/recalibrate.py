@@ -17,12 +17,14 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.jobs import Progress
 from app.services.context import Services
+from app.services.datasets import NotFound
 from app.services.methods import MethodSpec, method_catalogue
 from app.services.row_columns import available_row_columns
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.recalibration import nll_difference_figure, overlaid_reliability_figure
+from app.ui.job_panel import cost_note, running_status
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
@@ -115,6 +117,7 @@ def layout(services: Services) -> html.Div:
         html.H3("Method options"),
         _options_panel(),
         html.Div(id=ids.RECAL_OPTIONS_NOTE),
+        html.Div(id=ids.RECAL_COST, className="cost-line"),
         html.Button("Fit and compare", id=ids.FIT_BUTTON, className="button"),
         progress_bar(ids.FIT_PROGRESS, f"{ids.FIT_PROGRESS}-wrapper"),
         html.Div(id=ids.RECAL_METHOD_PROGRESS, className="method-progress"),
@@ -183,6 +186,19 @@ def register(app: Dash, services: Services) -> None:
                 [{"label": f"{n} ({k})", "value": n} for n, k in kinds.items()],
                 [{"label": f" {n}", "value": n} for n in extra], note, label)
 
+    @app.callback(Output(ids.RECAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.METHOD_SELECT, "value"), Input(ids.RECAL_FEATURES, "value"))
+    async def estimate(dataset_id: str | None, methods: list[str] | None,
+                       features: list[str] | None) -> Any:
+        if not dataset_id or not methods:
+            return None
+        specs = method_specs(methods, {"features": features})
+        try:
+            cost = await asyncio.to_thread(services.recalibrations.estimate, dataset_id, specs)
+        except (CalibrationInputError, NotFound) as exc:
+            return cost_note(None, str(exc))
+        return cost_note(cost)
+
     @app.callback(Output(ids.FIT_JOB, "data"), Output(ids.FIT_POLL, "disabled"),
                   Output(ids.FIT_STATUS, "children", allow_duplicate=True),
                   Input(ids.FIT_BUTTON, "n_clicks"), State(ids.DATASET_PICKER, "value"),
@@ -232,8 +248,7 @@ def register(app: Dash, services: Services) -> None:
         bar = {"width": f"{snapshot['progress']:.0%}"}
         steps = method_progress(snapshot.get("detail") or [])
         if snapshot["status"] in ("queued", "running"):
-            status = info_note(f"{snapshot['message']} — {snapshot['progress']:.0%}")
-            return (bar, {}, status, False, steps, *unchanged)
+            return (bar, {}, running_status(snapshot), False, steps, *unchanged)
         if snapshot["status"] != "succeeded":
             message = (snapshot["error"] or {}).get("message", snapshot["status"])
             failed = error_note(f"Fitting failed: {message}")
@@ -299,7 +314,8 @@ def comparison_table(comparison: dict[str, Any]) -> html.Div:
     columns = comparison["columns"]
     header = html.Tr([html.Th("method (held-out rows)")] + [
         html.Th([column["label"], html.Span(" ↓" if column["better"] == "lower" else " ↑",
-                                            className="direction")],
+                                            className="direction"),
+                 *_mlce_setting(comparison, column["key"])],
                 title=column["meaning"]) for column in columns])
     body = []
     for number, row in enumerate(comparison["rows"]):
@@ -311,11 +327,23 @@ def comparison_table(comparison: dict[str, Any]) -> html.Div:
     legend = (f"Bold green: best in the column (ties shared); ↓ lower is better, ↑ higher. "
               f"Under each value: bootstrap 95% interval ({comparison['n_bootstrap']} seeded "
               "resamples, the same rows for every method). MLCE and max VECE are maxima, "
-              f"shown without intervals. MLCE: {comparison.get('mlce_note') or 'n/a'}")
+              "shown without intervals: they are biased upward and vary from sample to "
+              "sample. MLCE depends on γ and the representation φ, so it differs from the "
+              "Local page's MLCE unless γ, φ and the rows are the same. MLCE: "
+              f"{comparison.get('mlce_note') or 'n/a'}")
     return html.Div([html.Div(html.Table([html.Thead(header), html.Tbody(body)],
                                          className="table comparison-table",
                                          id="recal-comparison"), className="table-scroll"),
                      html.P(legend, className="table-legend")])
+
+
+def _mlce_setting(comparison: dict[str, Any], key: str) -> list[html.Span]:
+    """Under the MLCE header: the bandwidth and the representation it was computed with."""
+    if key != "mlce" or comparison.get("mlce_gamma") is None:
+        return []
+    space = comparison.get("mlce_space") or "no features"
+    return [html.Span(f"γ = {comparison['mlce_gamma']:g}, φ = {space}",
+                      className="cell-interval mlce-setting")]
 
 
 def recommendation_card(comparison: dict[str, Any]) -> html.Div:

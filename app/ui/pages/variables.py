@@ -23,6 +23,7 @@ from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.variables import RANGE_WORDS, format_value, ranking_figure, variable_figure
+from app.ui.job_panel import running_status
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
@@ -186,9 +187,7 @@ def register(app: Dash, services: Services) -> None:
         snapshot = job.snapshot()
         bar = {"width": f"{snapshot['progress']:.0%}"}
         if snapshot["status"] in ("queued", "running"):
-            return no_update, False, info_note(
-                f"Ranking variables: {snapshot['message']} — {snapshot['progress']:.0%}"), \
-                {}, bar
+            return no_update, False, running_status(snapshot, "Ranking variables"), {}, bar
         if snapshot["status"] != "succeeded":
             message = (snapshot["error"] or {}).get("message", snapshot["status"])
             return None, True, error_note(f"Ranking failed: {message}"), _HIDDEN, bar

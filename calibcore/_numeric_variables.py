@@ -40,9 +40,10 @@ from calibcore.exact_quantiles import (
 from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT
 from calibcore.variable import CURVE_QUANTILES, LoessCurves, _curves, _Errors
 
-#: Most rows the cells around the histogram's edges may hold for its counts to be made
-#: exact (beyond, they are read off the cells: within those cells' rows).
-MAX_HISTOGRAM_ROWS = 1 << 20
+#: Most distinct values the cells around the histogram's edges may send for its counts to
+#: be made exact (beyond, they are read off the cells: within those cells' rows). A cell
+#: of ties sends one value, any other at most its count.
+MAX_HISTOGRAM_VALUES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,8 @@ def _quantile_bounds(counted: CellCounts, n: int, level: float) -> tuple[float, 
 def _histogram_cells(cells: FloatCells, counted: CellCounts, n: int,
                      settings: VariableSettings) -> NDArray[np.int64]:
     """Every cell that could hold an edge of ``np.histogram(v, n_histogram_bins,
-    range=(q05, q95))`` (none when they hold more than :data:`MAX_HISTOGRAM_ROWS`)."""
+    range=(q05, q95))`` (none when they would send more than
+    :data:`MAX_HISTOGRAM_VALUES`)."""
     low5, high5 = _quantile_bounds(counted, n, CURVE_QUANTILES[0])
     low95, high95 = _quantile_bounds(counted, n, CURVE_QUANTILES[1])
     steps = np.arange(settings.n_histogram_bins + 1) / settings.n_histogram_bins
@@ -138,7 +140,8 @@ def _histogram_cells(cells: FloatCells, counted: CellCounts, n: int,
     sizes = cells.cells_of(np.concatenate(stops)) - first + 1
     found = np.unique(np.repeat(first - np.cumsum(sizes) + sizes, sizes)
                       + np.arange(sizes.sum()))
-    if counted.counts[found].sum() > MAX_HISTOGRAM_ROWS:
+    values = np.where(counted.minima[found] == counted.maxima[found], 1, counted.counts[found])
+    if values.sum() > MAX_HISTOGRAM_VALUES:
         return np.empty(0, dtype=np.int64)
     return found
 
@@ -164,8 +167,7 @@ def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues
     low, high = weighted_linear_quantiles(sample, sums[:, 0].astype(np.int64),
                                           np.asarray(CURVE_QUANTILES))
     x = np.linspace(float(low), float(high), settings.n_points)
-    histogram, histogram_edges = np.histogram(sample, bins=settings.n_histogram_bins,
-                                              range=(x[0], x[-1]), weights=sums[:, 0])
+    histogram, histogram_edges = _histogram(plan, counted, values, x, settings.n_histogram_bins)
     edge_cells = plan.cells.cells_of(histogram_edges)
     exact = bool(np.all(np.isin(edge_cells, plan.targets) | (counted.counts[edge_cells] == 0)))
     curves = binned_curves(
@@ -174,8 +176,24 @@ def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues
         maximum=float(sample[-1]), span=settings.span,
         confidence_level=settings.confidence_level, random_state=settings.random_state,
         histogram_edges=histogram_edges,
-        histogram_counts=np.round(histogram).astype(np.int64), n_missing=n_missing)
+        histogram_counts=histogram, n_missing=n_missing)
     return NumericResult(edges, bin_sums, vece, curves, exact)
+
+
+def _histogram(plan: CollectPlan, counted: CellCounts, values: FeatureValues,
+               x: NDArray[np.float64], n_bins: int
+               ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``np.histogram(v, n_bins, range=(x[0], x[-1]))`` from the target cells' values and
+    every other occupied cell's rows at the middle of its smallest and largest value: a
+    cell holding no edge is on one side of each, so this is exact when the cells that hold
+    edges are target cells, and otherwise off by at most their rows."""
+    others = np.setdiff1d(np.flatnonzero(counted.counts), plan.targets)
+    middles = counted.minima[others] / 2.0 + counted.maxima[others] / 2.0
+    sample = np.concatenate([values.values.index.to_numpy(dtype=np.float64), middles])
+    weights = np.concatenate([values.values["n"].to_numpy(dtype=np.float64),
+                              counted.counts[others].astype(np.float64)])
+    histogram, edges = np.histogram(sample, bins=n_bins, range=(x[0], x[-1]), weights=weights)
+    return np.round(histogram).astype(np.int64), edges
 
 
 def _sample(plan: CollectPlan, counted: CellCounts,
@@ -211,5 +229,5 @@ def _qcut(sample: NDArray[np.float64], sums: NDArray[np.float64],
     return np.asarray(edges, dtype=np.float64), index.astype(np.intp)
 
 
-__all__ = ["MAX_HISTOGRAM_ROWS", "NumericResult", "VariableSettings", "collect_plan",
+__all__ = ["MAX_HISTOGRAM_VALUES", "NumericResult", "VariableSettings", "collect_plan",
            "finish_numeric", "qcut_levels"]

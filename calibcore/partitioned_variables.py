@@ -26,7 +26,9 @@ wholly on one side of every edge, so each falls in one bin
 ``pandas.qcut(v, n_bins, duplicates="drop")``'s edges of all rows bit for bit (pandas
 gives its own quantile levels, see :func:`qcut_levels`), the bins the same, and VECE
 equals :func:`calibcore.variable.variable_ece` with the same kind up to the order of
-summation (about 1e-15). The curves' points and histogram are exact as well; the fits,
+summation (about 1e-15). The curves' points are exact, and so is the histogram under
+them unless the cells around its edges would send more than
+:data:`MAX_HISTOGRAM_VALUES` values (``histogram_exact`` says which); the fits,
 bands and ``vce_max`` are within :data:`calibcore._binned_loess.LOESS_BOUND` of the
 in-memory ones (exactly equal for variables of at most
 :data:`calibcore.smoothing.N_EXACT` rows, whose rows are gathered and smoothed in memory).
@@ -45,7 +47,7 @@ from numpy.typing import NDArray
 
 from calibcore._binned_loess import LOESS_BOUND
 from calibcore._numeric_variables import (
-    MAX_HISTOGRAM_ROWS,
+    MAX_HISTOGRAM_VALUES,
     VariableSettings,
     collect_plan,
     finish_numeric,
@@ -108,7 +110,7 @@ class PartitionedVariable:
     curves : LoessCurves or None
         The LOESS curves (numeric, with at least ``floor(n * span) >= 4`` rows).
     histogram_exact : bool
-        Whether ``curves.histogram_counts`` are exact (see :data:`MAX_HISTOGRAM_ROWS`).
+        Whether ``curves.histogram_counts`` are exact (see :data:`MAX_HISTOGRAM_VALUES`).
     """
 
     variable: str
@@ -383,5 +385,5 @@ def _numeric(name: str, scan: FeatureScan, plan: CollectPlan, counted: CellCount
         np.empty(0, dtype=object), result.bin_sums, curves, result.histogram_exact)
 
 
-__all__ = ["MAX_HISTOGRAM_ROWS", "STATISTICS", "PartitionedVariable", "PartitionedVariables",
+__all__ = ["MAX_HISTOGRAM_VALUES", "STATISTICS", "PartitionedVariable", "PartitionedVariables",
            "partitioned_variables", "qcut_levels", "variables_of_parts"]

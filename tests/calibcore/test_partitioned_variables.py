@@ -17,6 +17,7 @@ from dask.distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import calibcore._numeric_variables as numeric_variables_module
 import calibcore.partitioned_variables as partitioned_variables_module
 from calibcore._binned_loess import LOESS_BOUND
 from calibcore._variable_binning import qcut_bins
@@ -180,6 +181,23 @@ def test_few_rows_are_smoothed_exactly_and_empty_parts_are_fine(rows) -> None:
         assert variable.curves.n_missing == expected.n_missing
         assert variable.vece == pytest.approx(variable_ece(
             small[variable.variable], labels, proba), rel=1e-9)
+
+
+def test_histogram_is_read_off_the_cells_beyond_the_cap(rows) -> None:
+    """With no room for the values around its edges, the histogram under the curves is
+    said to be inexact and each count is within the rows of the cells at its edges."""
+    labels, proba = rows["y"].to_numpy(), rows[["p_0", "p_1"]].to_numpy()
+    with patch.object(numeric_variables_module, "MAX_HISTOGRAM_VALUES", 0):
+        result = variables_of_parts(parts_of(rows, 3, seed=2), "y", ["p_0", "p_1"],
+                                    ["0", "1"], ["normal"])
+    variable, curves = result["normal"], result["normal"].curves
+    expected = loess_curves(rows["normal"], labels, proba)
+    assert curves is not None and not variable.histogram_exact
+    assert _same_floats(curves.histogram_edges, expected.histogram_edges)
+    # 4,000 rows in about 2^16 cells: the cells at a bin's edges hold a row or two
+    assert np.abs(curves.histogram_counts - expected.histogram_counts).max() <= 4
+    assert curves.histogram_counts.sum() == expected.histogram_counts.sum()
+    assert np.abs(curves.error - expected.error).max() <= LOESS_BOUND
 
 
 def test_kind_follows_the_distinct_values_of_all_parts() -> None:

@@ -25,6 +25,7 @@ The sums of a set of rows are :data:`STATISTICS`, of the top-label view
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,8 @@ from calibcore.views import score_outcome
 STATISTICS = ("n", "error", "predicted_error", "predicted_error_squares")
 
 CoarseCounts = tuple[NDArray[np.int64], NDArray[np.int64]]
+#: Values looked at before hashing a whole capped column.
+_PREFIX = 4096
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,17 @@ class CollectPlan:
     group_references: NDArray[np.float64]
     gather_rows: bool
 
+    @functools.cached_property
+    def lookup(self) -> tuple[NDArray[np.bool_], NDArray[np.intp], NDArray[np.intp]]:
+        """Per cell: whether it is a target cell, its segment and its LOESS group (built
+        once per plan where it is used, so a row's are three reads, not three searches)."""
+        every = np.arange(self.cells.n_cells)
+        target = np.zeros(self.cells.n_cells, dtype=bool)
+        target[self.targets] = True
+        segment = np.searchsorted(self.targets, every)
+        group = np.searchsorted(self.group_starts, every, side="right") - 1
+        return target, segment, group
+
 
 @dataclass(frozen=True)
 class FeatureValues:
@@ -177,6 +191,10 @@ def _capped(values: pd.DataFrame, limit: int | None) -> pd.DataFrame | None:
 def _value_sums(values: pd.Series | NDArray[np.float64], statistics: NDArray[np.float64],
                 limit: int | None = None) -> pd.DataFrame | None:
     """:data:`STATISTICS` per distinct value (None beyond ``limit`` values)."""
+    if limit is not None:
+        head = values.iloc[:_PREFIX] if isinstance(values, pd.Series) else values[:_PREFIX]
+        if len(pd.unique(head)) > limit:
+            return None  # a continuous column: no need to hash all of it to know
     codes, uniques = pd.factorize(values)
     if limit is not None and len(uniques) > limit:
         return None
@@ -283,14 +301,12 @@ def collect_partition(part: pd.DataFrame, label: str, probabilities: Sequence[st
 def _collect(numbers: NDArray[np.float64], statistics: NDArray[np.float64],
              plan: CollectPlan) -> FeatureValues:
     cell = plan.cells.cells_of(numbers)
-    n_targets = plan.targets.size
-    segment = np.searchsorted(plan.targets, cell)
-    in_target = plan.targets[np.minimum(segment, max(n_targets - 1, 0))] == cell
-    if n_targets == 0:
-        in_target[:] = False
+    is_target, segment_of, group_of = plan.lookup
+    in_target = is_target[cell]
     values = _value_sums(numbers[in_target], statistics[in_target])
-    segments = summed(segment[~in_target], statistics[~in_target], n_targets + 1)
-    group = np.searchsorted(plan.group_starts, cell, side="right") - 1
+    segments = summed(segment_of[cell[~in_target]], statistics[~in_target],
+                      plan.targets.size + 1)
+    group = group_of[cell]
     offset = numbers - plan.group_references[group]
     errors, predicted = statistics[:, 1], statistics[:, 2]
     columns = np.column_stack([statistics[:, 0], offset, errors, errors * offset, predicted,

@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore._binned_loess import GroupSums
 from calibcore._validation import check_predictions
 from calibcore.exact_quantiles import FloatCells, coarse_counts, float_keys, merge_coarse_counts
 from calibcore.partitioned import _partition_rows
@@ -309,6 +308,7 @@ def _collect(numbers: NDArray[np.float64], statistics: NDArray[np.float64],
     group = group_of[cell]
     offset = numbers - plan.group_references[group]
     errors, predicted = statistics[:, 1], statistics[:, 2]
+    # in the order of calibcore._binned_loess.GroupSums.COLUMNS
     columns = np.column_stack([statistics[:, 0], offset, errors, errors * offset, predicted,
                                predicted * offset, statistics[:, 3]])
     groups = summed(group, columns, plan.group_starts.size)
@@ -327,9 +327,6 @@ def merge_collected(first: list[FeatureValues],
     return [a.merge(b) for a, b in zip(first, second, strict=True)]
 
 
-#: The columns of :attr:`FeatureValues.groups`.
-GROUP_COLUMNS = GroupSums.COLUMNS
-
-__all__ = ["GROUP_COLUMNS", "STATISTICS", "CellCounts", "CollectPlan", "FeatureScan", "FeatureSpec",
+__all__ = ["STATISTICS", "CellCounts", "CollectPlan", "FeatureScan", "FeatureSpec",
            "FeatureValues", "collect_partition", "count_partition", "merge_collected",
            "merge_counts", "merge_scans", "merge_value_sums", "scan_partition", "summed"]

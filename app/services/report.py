@@ -23,6 +23,7 @@ from calibcore.partitioned import (
     partitioned_equal_mass,
     partitioned_summaries,
 )
+from calibcore.partitioned_variables import partitioned_variables
 from calibcore.summaries import CELL_ERROR_BOUND, BinnedSummary, CellSummary
 from calibcore.views import View
 
@@ -124,6 +125,10 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
         metrics["test"] = _partitioned_metrics(
             *partitioned_summaries(test, label, probabilities, classes, n_bins=n_bins),
             n_bins, n_bootstrap)
+    ranking = None
+    if roles.features:
+        step(0.85, f"VECE and LOESS curves of {len(roles.features)} variables")
+        ranking = _partitioned_ranking(frame, roles, classes)
     step(0.95, "intervals")
     metrics["all"]["equal_mass"] = {
         **{key: equal_mass[key] for key in ("ece", "mce", "classwise_ece")},
@@ -136,7 +141,7 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
                       "features": list(roles.features), "split": roles.split,
                       "id": roles.id,
                       "models": [[name, list(group)] for name, group in roles.models]},
-            "metrics": metrics["all"], "metrics_by_subset": metrics,
+            "metrics": metrics["all"], "metrics_by_subset": metrics, "variables": ranking,
             "reliability": jsonable({
                 "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,
                 "binning": "equal_width", "diagrams": summary.diagrams(),
@@ -149,6 +154,26 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
                             "smooth: each resampling cell's rows at their mean confidence "
                             f"(within {CELL_ERROR_BOUND:g} of the curve on the rows in the "
                             "tests), bootstrap 95% band")})}
+
+
+def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles,
+                         classes: list[str]) -> dict[str, Any]:
+    """The variable ranking of every row: VECE exact (equal-mass bins at pandas.qcut's
+    edges of all rows, found in two passes), VCE(v*) from LOESS on binned sums (within
+    the stated bound); no permutation p-values (they need every row in one place)."""
+    result = partitioned_variables(frame, str(roles.label), list(roles.probabilities),
+                                   classes, list(roles.features),
+                                   max_categories=variables.MAX_CATEGORIES)
+    rows = jsonable(result.ranking().to_dict("records"))
+    for row in rows:
+        row["significant"] = None
+    return {"n_bins": result.n_bins, "span": result.span, "n_points": result.n_points,
+            "n_permutations": 0, "n": result.n_rows, "min_p_value": None, "subset": "all",
+            "variables": rows,
+            "note": "VECE exact on every row (equal-mass bins at the quantiles of all rows, "
+                    "found exactly in two passes); VCE(v*) from LOESS on binned sums, within "
+                    f"{result.loess_bound:g} of the curves on the rows; no permutation "
+                    "p-values on the dask engine"}
 
 
 def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None, n_bins: int,

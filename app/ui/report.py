@@ -62,8 +62,6 @@ def _calibration_test(metrics: dict[str, Any]) -> str:
 
 def _variables_table(report: dict[str, Any]) -> str:
     ranking = report.get("variables")
-    if report.get("engine") == "dask":
-        return "<p class='muted'>Not computed on the dask engine yet.</p>"
     if not ranking:
         return "<p class='muted'>No feature columns: no variable ranking.</p>"
     rows = "".join(
@@ -73,8 +71,10 @@ def _variables_table(report: dict[str, Any]) -> str:
         f"<td>{v['n']:,}</td></tr>" for v in ranking["variables"])
     return ("<table><tr><th>variable</th><th>kind</th><th>VECE</th><th>VCE(v*)</th>"
             f"<th>v*</th><th>p-value</th><th>n</th></tr>{rows}</table>"
-            f"<p class='muted'>{ranking['n_bins']} equal-mass bins; p-values from "
-            f"{ranking['n_permutations']} seeded permutations.</p>")
+            f"<p class='muted'>{ranking['n_bins']} equal-mass bins; "
+            + (html.escape(ranking["note"]) if ranking.get("note") else
+               f"p-values from {ranking['n_permutations']} seeded permutations")
+            + ".</p>")
 
 
 def _comparison(report: dict[str, Any]) -> str:

@@ -101,6 +101,16 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
         assert np.allclose(np.array(diagram[part], dtype=float),
                            np.array(reference[part], dtype=float), rtol=1e-9,
                            equal_nan=True), part
+    # the variables: VECE exact on every row, VCE(v*) within the LOESS bound
+    expected_rows = {row["variable"]: row for row in expected["variables"]["variables"]}
+    got_rows = report["variables"]["variables"]
+    assert {row["variable"] for row in got_rows} == set(expected_rows)
+    for row in got_rows:
+        reference = expected_rows[row["variable"]]
+        assert row["kind"] == reference["kind"]
+        assert row["vece"] == pytest.approx(reference["vece"], rel=1e-9, abs=1e-12)
+        assert row["vce_max"] == pytest.approx(reference["vce_max"], abs=1e-3)
+        assert row["p_value"] is None
     (smooth,) = report["reliability"]["smooth"]
     (smooth_reference,) = expected["reliability"]["smooth"]
     assert smooth["bandwidth"] == smooth_reference["bandwidth"]

@@ -28,7 +28,7 @@ from calibcore.exact_quantiles import (
     target_cells,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.summaries import FROM_CELLS, BinnedSummary, CellSummary
+from calibcore.summaries import FROM_CELLS, BinnedSummary, CellSummary, ScoreSummary
 from calibcore.uncertainty import MEASURES, GlobalMeasures, measure_estimates
 from calibcore.views import score_outcome
 
@@ -113,35 +113,45 @@ def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequenc
                          n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
     """The binned measures of every partition of ``frame`` with their 95% intervals
     (:func:`partitioned_summaries`, then :func:`measures_with_intervals`)."""
-    summary, cells = partitioned_summaries(frame, label, probabilities, classes, n_bins=n_bins)
-    return measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap,
+    summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
+                                                   n_bins=n_bins)
+    return measures_with_intervals(summary, cells, scores, n_bootstrap=n_bootstrap,
                                    random_state=random_state)
 
 
 def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                          classes: Sequence[Any] | None = None, *,
-                          n_bins: int = 15) -> tuple[BinnedSummary, CellSummary | None]:
-    """The merged bin sums and resampling cells of every partition, in one Dask pass
-    (each partition is read once and reduced to both where it lies)."""
+                          classes: Sequence[Any] | None = None, *, n_bins: int = 15
+                          ) -> tuple[BinnedSummary, CellSummary | None, ScoreSummary | None]:
+    """The merged bin sums, resampling cells and distinct-confidence sums of every
+    partition, in one Dask pass (each partition is read once and reduced to all three
+    where it lies); cells or scores are None above :data:`MAX_CELLS`."""
     import dask
 
     classes, columns = _checked_roles(frame, label, probabilities, classes)
     parts = frame[[label, *columns]].to_delayed()
     summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
     cells = _each_partition(parts, partition_cells, label, columns, classes, n_bins)
-    summary, merged = dask.compute(_tree(BinnedSummary.merge, summaries),
-                                   _tree(merge_cells, cells))
-    return summary, merged
+    scores = _each_partition(parts, partition_scores, label, columns, classes)
+    summary, merged, merged_scores = dask.compute(_tree(BinnedSummary.merge, summaries),
+                                                  _tree(merge_cells, cells),
+                                                  _tree(merge_scores, scores))
+    return summary, merged, merged_scores
 
 
-def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None, *,
-                            n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
+def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None,
+                            scores: ScoreSummary | None = None, *, n_bootstrap: int = 200,
+                            random_state: int = 0) -> GlobalMeasures:
     """The exact measures of ``summary`` with intervals from resampling ``cells``.
 
-    Without cells (more than :data:`MAX_CELLS`: many classes with distinct probability
-    vectors), the binned values come without intervals, with a note saying so.
+    intCE, kCE and smooth ECE are exact from ``scores`` (the rows at each distinct
+    confidence); without it (more than :data:`MAX_CELLS` distinct confidences) they are
+    computed on the cells, within :data:`calibcore.summaries.CELL_ERROR_BOUND`. Without
+    cells (more than :data:`MAX_CELLS`: many classes with distinct probability vectors),
+    the binned values come without intervals, with a note saying so.
     """
     values = {key: value for key, value in summary.measures().items() if key in MEASURES}
+    if scores is not None:
+        values.update(scores.measures())
     keys = [key for key in MEASURES if key in values]
     if cells is not None:
         keys = [key for key in MEASURES if key in values or key in FROM_CELLS]
@@ -153,6 +163,25 @@ def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None, *
                                   unresampled=note)
     return GlobalMeasures(estimates, "top_label", summary.n_rows, summary.classwise.shape[0],
                           summary.n_bins, "equal_width", 0, 0.95, note)
+
+
+def partition_scores(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                     classes: Sequence[str]) -> ScoreSummary | None:
+    """The rows and residual sums at each distinct confidence of one partition, or None
+    above :data:`MAX_CELLS` distinct confidences."""
+    if part.shape[0] == 0:
+        return ScoreSummary.empty()
+    scores = ScoreSummary.of(*_partition_rows(part, label, probabilities, classes))
+    return scores if scores.sums.shape[0] <= MAX_CELLS else None
+
+
+def merge_scores(first: ScoreSummary | None,
+                 second: ScoreSummary | None) -> ScoreSummary | None:
+    """Both partitions' confidences, or None when either was too many or together they are."""
+    if first is None or second is None:
+        return None
+    merged = first.merge(second)
+    return merged if merged.sums.shape[0] <= MAX_CELLS else None
 
 
 def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],

@@ -27,6 +27,7 @@ from calibcore._resampling import ResamplingPlan, cell_columns
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore._weighted_measures import MeasureName, WeightedMeasures, row_losses
 from calibcore.binning import bin_sums, equal_width_edges
+from calibcore.consistent import interval_rows, laplace_kernel_rows
 from calibcore.exceptions import CalibrationInputError
 from calibcore.reliability import (
     BinnedReliability,
@@ -34,8 +35,9 @@ from calibcore.reliability import (
     diagram_of_sums,
     smooth_reliability_of_groups,
 )
+from calibcore.smooth_ece import smooth_ece_rows
 from calibcore.uncertainty import GlobalMeasures, IntervalMethod, measure_estimates, resample
-from calibcore.views import top_class
+from calibcore.views import score_outcome, top_class
 
 #: The per-row losses whose sums a summary keeps.
 LOSSES = ("nll", "brier", "accuracy", "binary_brier")
@@ -263,6 +265,66 @@ class CellSummary:
                               plan.note if n_bootstrap else "")
 
 
+#: Measures that depend on the top-label scores only through the rows at each score: exact
+#: from :class:`ScoreSummary`.
+FROM_SCORES: tuple[MeasureName, ...] = ("interval_calibration_error",
+                                        "laplace_kernel_calibration_error", "smooth_ece")
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreSummary:
+    """The rows at each distinct top-label confidence and the sum of their residuals
+    (confidence - 1[correct]): mergeable, and all that intCE, kCE and smooth ECE read.
+
+    Grouping rows that share a score changes none of those three (the step function of
+    cumulative residuals, the kernel sums and the smoother see the same weighted points),
+    so :meth:`measures` equals the in-memory values on the rows up to rounding.
+
+    Attributes
+    ----------
+    n_rows : int
+    sums : pandas.DataFrame
+        Indexed by score (sorted): ``rows`` and ``residual`` (their sum).
+    """
+
+    n_rows: int
+    sums: pd.DataFrame
+
+    @classmethod
+    def of(cls, y_true: ArrayLike, y_prob: ArrayLike) -> ScoreSummary:
+        """The distinct confidences of these rows."""
+        labels, proba = check_predictions(y_true, y_prob)
+        view = score_outcome(labels, proba, "top_label")
+        scores = view.scores[0]
+        frame = pd.DataFrame({"rows": np.ones(scores.size),
+                              "residual": scores - view.outcomes[0]}, index=scores)
+        return cls(int(labels.size), frame.groupby(level=0, sort=True).sum())
+
+    @classmethod
+    def empty(cls) -> ScoreSummary:
+        return cls(0, pd.DataFrame({"rows": np.empty(0), "residual": np.empty(0)},
+                                   index=pd.Index(np.empty(0), dtype=np.float64)))
+
+    def merge(self, other: ScoreSummary) -> ScoreSummary:
+        sums = pd.concat([self.sums, other.sums])
+        return ScoreSummary(self.n_rows + other.n_rows,
+                            sums.groupby(level=0, sort=True).sum())
+
+    def measures(self) -> dict[MeasureName, float]:
+        """intCE, kCE and smooth ECE of the summarized rows (top-label view)."""
+        counts = self.sums["rows"].to_numpy()
+        if counts.size == 0:
+            raise CalibrationInputError("no rows were summarized.")
+        scores = self.sums.index.to_numpy(dtype=np.float64)
+        residuals = self.sums["residual"].to_numpy() / counts
+        weights = counts[None, :]
+        return {"interval_calibration_error": float(interval_rows(scores, residuals,
+                                                                  weights)[0]),
+                "laplace_kernel_calibration_error": float(
+                    laplace_kernel_rows(scores, residuals, weights)[0]),
+                "smooth_ece": float(smooth_ece_rows(scores, residuals, weights)[0][0])}
+
+
 def _coordinates(n_classes: int) -> list[str]:
     return ["label", "bin", *(f"cell_{k}" for k in range(n_classes))]
 
@@ -285,4 +347,5 @@ def _mce(bins: NDArray[np.float64]) -> float:
     return float((np.abs(bins[1] - bins[2])[filled] / bins[0][filled]).max())
 
 
-__all__ = ["CELL_ERROR_BOUND", "FROM_CELLS", "LOSSES", "BinnedSummary", "CellSummary", "merge_all"]
+__all__ = ["CELL_ERROR_BOUND", "FROM_CELLS", "FROM_SCORES", "LOSSES", "BinnedSummary",
+           "CellSummary", "ScoreSummary", "merge_all"]

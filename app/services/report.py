@@ -24,7 +24,7 @@ from calibcore.partitioned import (
     partitioned_summaries,
 )
 from calibcore.partitioned_variables import partitioned_variables
-from calibcore.summaries import CELL_ERROR_BOUND, BinnedSummary, CellSummary
+from calibcore.summaries import CELL_ERROR_BOUND, BinnedSummary, CellSummary, ScoreSummary
 from calibcore.views import View
 
 if TYPE_CHECKING:
@@ -112,11 +112,11 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
     step(0.0, "reading the classes")
     classes = partition_classes(frame, label, probabilities)
     step(0.1, "summarising every partition (counts and sums per bin, resampling cells)")
-    summary, cells = partitioned_summaries(frame, label, probabilities, classes,
-                                           n_bins=n_bins)
+    summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
+                                                   n_bins=n_bins)
     step(0.45, "equal-mass bins: exact quantiles of every score")
     equal_mass = partitioned_equal_mass(frame, label, probabilities, classes, n_bins=n_bins)
-    metrics = {"all": _partitioned_metrics(summary, cells, n_bins, n_bootstrap)}
+    metrics = {"all": _partitioned_metrics(summary, cells, scores, n_bins, n_bootstrap)}
     if roles.split is not None:
         step(0.8, "summarising the test rows")
         names = frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
@@ -176,9 +176,10 @@ def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles,
                     "p-values on the dask engine"}
 
 
-def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None, n_bins: int,
+def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None,
+                         scores: ScoreSummary | None, n_bins: int,
                          n_bootstrap: int) -> dict[str, Any]:
-    result = measures_with_intervals(summary, cells, n_bootstrap=n_bootstrap)
+    result = measures_with_intervals(summary, cells, scores, n_bootstrap=n_bootstrap)
     return {"view": "top_label", "n": result.n, "n_bins": n_bins,
             "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
             "resampling": result.resampling,

@@ -65,13 +65,12 @@ def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partition
     assert result.resampling == expected.resampling
     assert result.resampling.startswith("resampled through")
     for key in keys:
-        # the bin-free measures are computed on the cells: within the stated bound
-        tolerance = {"rel": 1e-9, "abs": 1e-12} if key in exact else {"abs": CELL_ERROR_BOUND}
+        # intCE, kCE and smooth ECE too: exact from the rows at each distinct confidence
         for part in ("plug_in", "value", "low", "high"):
             assert getattr(result[key], part) == pytest.approx(
-                getattr(expected[key], part), **tolerance), (key, part)
+                getattr(expected[key], part), rel=1e-9, abs=1e-12), (key, part)
         assert result[key].low <= result[key].value <= result[key].high
-        assert (key in exact) == (result[key].note == "")
+        assert result[key].note == ""
 
 
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])
@@ -193,3 +192,21 @@ def test_labels_that_are_not_classes_and_missing_columns_are_refused(client) -> 
         partitioned_summary(frame, "y", ["p_no", "p_yes"], ["no", "maybe"])
     with pytest.raises(CalibrationInputError, match="no column named 'p_maybe'"):
         partitioned_summary(frame, "y", ["p_no", "p_maybe"])
+
+
+def test_without_distinct_confidences_the_bin_free_measures_come_from_cells_in_bound() -> None:
+    """Above MAX_CELLS distinct confidences the scores give up; intCE, kCE and smooth ECE
+    then come from the cells, within CELL_ERROR_BOUND and saying so."""
+    from calibcore.summaries import BinnedSummary, CellSummary, ScoreSummary
+
+    frame = table(30_000, ["no", "yes"], seed=9)
+    labels = pd.Index(["no", "yes"]).get_indexer(frame["y"])
+    proba = frame[["p_no", "p_yes"]].to_numpy()
+    summary, cells = BinnedSummary.of(labels, proba), CellSummary.of(labels, proba)
+    exact = partitioned.measures_with_intervals(summary, cells, ScoreSummary.of(labels, proba),
+                                                n_bootstrap=20)
+    approximate = partitioned.measures_with_intervals(summary, cells, None, n_bootstrap=20)
+    for key in FROM_CELLS:
+        assert approximate[key].plug_in == pytest.approx(exact[key].plug_in,
+                                                         abs=CELL_ERROR_BOUND)
+        assert "resampling cells" in approximate[key].note and exact[key].note == ""

@@ -43,3 +43,12 @@ def error_note(message: str) -> html.Div:
 
 def info_note(message: str) -> html.Div:
     return html.Div(message, className="note note-info")
+
+
+def control(label: str, component_id: str, *children: Any, wide: bool = False,
+            note: str = "") -> html.Div:
+    """A labelled control of a page's settings panel: the label names ``component_id``
+    (the first of ``children``), an optional note goes underneath."""
+    return html.Div([html.Label(label, className="field-label", htmlFor=component_id),
+                     *children, *([html.Div(note, className="card-note")] if note else [])],
+                    className="control control-wide" if wide else "control")

@@ -14,9 +14,10 @@ from app.services.context import Services
 from app.services.datasets import NotFound
 from app.services.models_compare import compare_for
 from app.ui import ids
-from app.ui.components import error_note, info_note
+from app.ui.components import control, error_note, info_note
 from app.ui.figures import empty_figure
 from app.ui.figures.reliability import models_figure
+from app.ui.shell_helpers import dataset_summary
 from calibcore.exceptions import CalibrationInputError
 
 #: The measures listed, in order (every one has a paired difference but kCE and smCE).
@@ -32,10 +33,9 @@ def layout(services: Services) -> html.Div:
                "every model, which makes the difference far more precise than two separate "
                "intervals suggest). A file holds several models when each one's columns "
                "share a prefix: gbm_proba_0, gbm_proba_1, lr_proba_0, …"),
-        html.Div([html.Div([html.Label("Reference model", className="field-label",
-                                       htmlFor=ids.COMPARE_REFERENCE),
-                            dcc.Dropdown(id=ids.COMPARE_REFERENCE, clearable=False)],
-                           className="control")], className="controls"),
+        html.Div([control("Reference model", ids.COMPARE_REFERENCE,
+                          dcc.Dropdown(id=ids.COMPARE_REFERENCE, clearable=False))],
+                 className="controls"),
         dcc.Loading(html.Div([
             html.Div(id=ids.COMPARE_STATUS),
             dag.AgGrid(id=ids.COMPARE_GRID, columnDefs=[], rowData=[],
@@ -52,11 +52,8 @@ def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.COMPARE_REFERENCE, "options"),
                   Output(ids.COMPARE_REFERENCE, "value"), Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
-        if not dataset_id:
-            return [], None
-        try:
-            summary = await asyncio.to_thread(services.datasets.summary, dataset_id)
-        except NotFound:
+        summary = await dataset_summary(services, dataset_id)
+        if summary is None:
             return [], None
         names = [name for name, _ in summary["roles"].get("models", [])]
         return names, names[0] if names else None

@@ -17,7 +17,7 @@ from app.services.context import Services
 from app.services.datasets import NotFound
 from app.services.subgroups import MAX_DIAGRAMS, SubgroupParams, start_subgroups
 from app.ui import ids
-from app.ui.components import error_note, info_note
+from app.ui.components import control, error_note, info_note
 from app.ui.figures import empty_figure
 from app.ui.figures.reliability import slice_figure
 from app.ui.job_panel import (
@@ -66,33 +66,24 @@ def layout(services: Services) -> html.Div:
                "large gap in a small slice is told from noise. This is the multicalibration "
                "audit that one variable at a time (Variables page) cannot give."),
         html.Div([
-            html.Div([html.Label("Features to slice by", className="field-label",
-                                 htmlFor=ids.SUB_FEATURES),
-                      dcc.Dropdown(id=ids.SUB_FEATURES, multi=True,
-                                   placeholder="all feature columns")],
-                     className="control control-wide"),
-            html.Div([html.Label("Bins per numeric feature", className="field-label",
-                                 htmlFor=ids.SUB_BINS),
-                      dcc.Input(id=ids.SUB_BINS, type="number", value=5, min=2, max=20,
-                                step=1, debounce=True, className="text-input")],
-                     className="control"),
-            html.Div([html.Label("Least rows in a slice", className="field-label",
-                                 htmlFor=ids.SUB_SUPPORT),
-                      dcc.Input(id=ids.SUB_SUPPORT, type="number", min=0, debounce=True,
-                                placeholder="1% of rows, at least 100",
-                                className="text-input"),
-                      html.Div("a count, or a fraction below 1", className="card-note")],
-                     className="control"),
-            html.Div([html.Label("Rows", className="field-label", htmlFor=ids.SUB_SUBSET),
-                      dcc.RadioItems(id=ids.SUB_SUBSET, value="all", inline=True,
-                                     className="radio", options=[
-                                         {"label": "all", "value": "all"},
-                                         {"label": "calibration", "value": "calibration"},
-                                         {"label": "test", "value": "test"}]),
-                      dcc.Checklist(id=ids.SUB_PAIRS, value=["pairs"], className="checklist",
-                                    options=[{"label": "pairs of conditions",
-                                              "value": "pairs"}])],
-                     className="control"),
+            control("Features to slice by", ids.SUB_FEATURES,
+                    dcc.Dropdown(id=ids.SUB_FEATURES, multi=True,
+                                 placeholder="all feature columns"), wide=True),
+            control("Bins per numeric feature", ids.SUB_BINS,
+                    dcc.Input(id=ids.SUB_BINS, type="number", value=5, min=2, max=20, step=1,
+                              debounce=True, className="text-input")),
+            control("Least rows in a slice", ids.SUB_SUPPORT,
+                    dcc.Input(id=ids.SUB_SUPPORT, type="number", min=0, debounce=True,
+                              placeholder="1% of rows, at least 100", className="text-input"),
+                    note="a count, or a fraction below 1"),
+            control("Rows", ids.SUB_SUBSET,
+                    dcc.RadioItems(id=ids.SUB_SUBSET, value="all", inline=True,
+                                   className="radio", options=[
+                                       {"label": "all", "value": "all"},
+                                       {"label": "calibration", "value": "calibration"},
+                                       {"label": "test", "value": "test"}]),
+                    dcc.Checklist(id=ids.SUB_PAIRS, value=["pairs"], className="checklist",
+                                  options=[{"label": "pairs of conditions", "value": "pairs"}])),
         ], className="controls"),
         *job_panel_layout(PANEL, run_label="Find the worst subgroups"),
     ])

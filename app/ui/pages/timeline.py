@@ -12,9 +12,10 @@ from app.services.context import Services
 from app.services.datasets import NotFound
 from app.services.timeline import ROLLING_METHODS, timeline_for
 from app.ui import ids
-from app.ui.components import error_note, info_note
+from app.ui.components import control, error_note, info_note
 from app.ui.figures import empty_figure
 from app.ui.figures.timeline import rolling_figure, timeline_figure
+from app.ui.shell_helpers import dataset_summary
 from calibcore.exceptions import CalibrationInputError
 from calibcore.timeline import PERIODS
 
@@ -34,18 +35,15 @@ def layout(services: Services) -> html.Div:
                "each window is scored on the next, as a model recalibrated on last period's "
                "data would have been."),
         html.Div([
-            html.Div([html.Label("Time column", className="field-label",
-                                 htmlFor=ids.TIME_COLUMN),
-                      dcc.Dropdown(id=ids.TIME_COLUMN, clearable=False,
-                                   placeholder="the dataset's time column")],
-                     className="control control-wide"),
-            html.Div([html.Label("Window", className="field-label", htmlFor=ids.TIME_FREQ),
-                      dcc.RadioItems(id=ids.TIME_FREQ, options=_FREQUENCIES, value="auto",
-                                     inline=True, className="radio")], className="control"),
-            html.Div([html.Label("Recalibrator (rolling)", className="field-label",
-                                 htmlFor=ids.TIME_METHOD),
-                      dcc.Dropdown(id=ids.TIME_METHOD, value="temperature", clearable=False,
-                                   options=list(ROLLING_METHODS))], className="control"),
+            control("Time column", ids.TIME_COLUMN,
+                    dcc.Dropdown(id=ids.TIME_COLUMN, clearable=False,
+                                 placeholder="the dataset's time column"), wide=True),
+            control("Window", ids.TIME_FREQ,
+                    dcc.RadioItems(id=ids.TIME_FREQ, options=_FREQUENCIES, value="auto",
+                                   inline=True, className="radio")),
+            control("Recalibrator (rolling)", ids.TIME_METHOD,
+                    dcc.Dropdown(id=ids.TIME_METHOD, value="temperature", clearable=False,
+                                 options=list(ROLLING_METHODS))),
         ], className="controls"),
         dcc.Loading(html.Div([html.Div(id=ids.TIME_STATUS),
                               dcc.Graph(id=ids.TIME_GRAPH, figure=empty_figure("")),
@@ -57,11 +55,8 @@ def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.TIME_COLUMN, "options"), Output(ids.TIME_COLUMN, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
-        if not dataset_id:
-            return [], None
-        try:
-            summary = await asyncio.to_thread(services.datasets.summary, dataset_id)
-        except NotFound:
+        summary = await dataset_summary(services, dataset_id)
+        if summary is None:
             return [], None
         roles = summary["roles"]
         columns = [c for c in (roles.get("time"), *roles["features"]) if c]

@@ -38,7 +38,7 @@ from calibcore.exact_quantiles import (
     weighted_linear_quantiles,
 )
 from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT
-from calibcore.variable import CURVE_QUANTILES, LoessCurves, _curves, _Errors
+from calibcore.variable import CURVE_QUANTILES, MAX_INTEGER_BINS, LoessCurves, _curves, _Errors
 
 #: Most distinct values the cells around the histogram's edges may send for its counts to
 #: be made exact (beyond, they are read off the cells: within those cells' rows). A cell
@@ -147,7 +147,8 @@ def _histogram_cells(cells: FloatCells, counted: CellCounts, n: int,
 
 
 def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues,
-                   n_missing: int, settings: VariableSettings) -> NumericResult:
+                   n_missing: int, settings: VariableSettings,
+                   integral: bool = False) -> NumericResult:
     """Equal-mass bins, VECE and curves of a numeric variable from its summaries."""
     sample, sums = _sample(plan, counted, values)
     n = int(sums[:, 0].sum())
@@ -167,7 +168,8 @@ def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues
     low, high = weighted_linear_quantiles(sample, sums[:, 0].astype(np.int64),
                                           np.asarray(CURVE_QUANTILES))
     x = np.linspace(float(low), float(high), settings.n_points)
-    histogram, histogram_edges = _histogram(plan, counted, values, x, settings.n_histogram_bins)
+    histogram, histogram_edges = _histogram(plan, counted, values, x, settings.n_histogram_bins,
+                                            integral)
     edge_cells = plan.cells.cells_of(histogram_edges)
     exact = bool(np.all(np.isin(edge_cells, plan.targets) | (counted.counts[edge_cells] == 0)))
     curves = binned_curves(
@@ -181,9 +183,11 @@ def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues
 
 
 def _histogram(plan: CollectPlan, counted: CellCounts, values: FeatureValues,
-               x: NDArray[np.float64], n_bins: int
+               x: NDArray[np.float64], n_bins: int, integral: bool = False
                ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """``np.histogram(v, n_bins, range=(x[0], x[-1]))`` from the target cells' values and
+    """The histogram :func:`calibcore.variable.loess_curves` draws (one bar per integer
+    of a whole-valued variable with few integers in ``[x[0], x[-1]]``, else
+    ``np.histogram(v, n_bins, range=(x[0], x[-1]))``) from the target cells' values and
     every other occupied cell's rows at the middle of its smallest and largest value: a
     cell holding no edge is on one side of each, so this is exact when the cells that hold
     edges are target cells, and otherwise off by at most their rows."""
@@ -192,6 +196,11 @@ def _histogram(plan: CollectPlan, counted: CellCounts, values: FeatureValues,
     sample = np.concatenate([values.values.index.to_numpy(dtype=np.float64), middles])
     weights = np.concatenate([values.values["n"].to_numpy(dtype=np.float64),
                               counted.counts[others].astype(np.float64)])
+    first, last = np.ceil(x[0]), np.floor(x[-1])
+    if integral and first <= last <= first + MAX_INTEGER_BINS - 1:
+        edges = np.arange(first - 0.5, last + 1.0)
+        histogram, _ = np.histogram(sample, bins=edges, weights=weights)
+        return np.round(histogram).astype(np.int64), edges
     histogram, edges = np.histogram(sample, bins=n_bins, range=(x[0], x[-1]), weights=weights)
     return np.round(histogram).astype(np.int64), edges
 

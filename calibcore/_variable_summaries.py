@@ -81,6 +81,9 @@ class FeatureScan:
         Coarse cells of the finite values and their counts (numeric columns).
     min_key, max_key : int or None
         Extreme order keys of the finite values (None without any).
+    integral : bool
+        Whether every finite value is a whole number (the histogram under the curves
+        then has a bar per integer, as :func:`calibcore.variable.loess_curves` draws it).
     """
 
     n_rows: int
@@ -91,6 +94,7 @@ class FeatureScan:
     coarse: CoarseCounts | None
     min_key: int | None
     max_key: int | None
+    integral: bool = True
 
     def merge(self, other: FeatureScan) -> FeatureScan:
         values = None
@@ -102,7 +106,8 @@ class FeatureScan:
         top = [key for key in (self.max_key, other.max_key) if key is not None]
         return FeatureScan(self.n_rows + other.n_rows, self.n_missing + other.n_missing,
                            self.n_finite + other.n_finite, values, self.limit, coarse,
-                           min(keys) if keys else None, max(top) if top else None)
+                           min(keys) if keys else None, max(top) if top else None,
+                           self.integral and other.integral)
 
 
 @dataclass(frozen=True)
@@ -241,7 +246,8 @@ def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
         scans.append(FeatureScan(
             len(series), int(missing.sum()), int(finite.sum()), values, feature.limit,
             coarse_counts(keys), int(keys.min()) if keys.size else None,
-            int(keys.max()) if keys.size else None))
+            int(keys.max()) if keys.size else None,
+            bool(np.all(numbers == np.round(numbers)))))
     return scans
 
 

@@ -376,7 +376,7 @@ def _cells(scan: FeatureScan) -> FloatCells:
 def _numeric(name: str, scan: FeatureScan, plan: CollectPlan, counted: CellCounts,
              values: FeatureValues, settings: VariableSettings) -> PartitionedVariable:
     n_missing = scan.n_rows - scan.n_finite
-    result = finish_numeric(plan, counted, values, n_missing, settings)
+    result = finish_numeric(plan, counted, values, n_missing, settings, scan.integral)
     curves = result.curves
     return PartitionedVariable(
         name, "numeric", scan.n_finite, n_missing, result.vece,

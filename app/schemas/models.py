@@ -46,6 +46,10 @@ class RolesRequest(BaseModel):
     time: str | None = Field(default=None, description="when each prediction was made "
                              "(dates, datetimes or an ordered number)")
     no_time: bool = False
+    models: dict[str, list[str]] | None = Field(default=None, description=(
+        "several models' probability columns of the same rows, by model name (at least "
+        "two; the first is the dataset's probabilities unless those are given); {} for "
+        "none; omitted: as inferred"))
     name: str | None = None
 
 

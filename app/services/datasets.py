@@ -71,7 +71,11 @@ class RoleOverrides:
 def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
     """Merge inferred roles with the user's choices; features default to the rest."""
     label = None if overrides.unlabeled else (overrides.label or guess.label)
-    probabilities = overrides.probabilities or guess.probabilities
+    models = overrides.models if overrides.models is not None else guess.models
+    if overrides.models and overrides.probabilities is None:
+        probabilities: tuple[str, ...] = tuple(overrides.models[0][1])  # the first given
+    else:
+        probabilities = overrides.probabilities or guess.probabilities
     if (label is None and not overrides.unlabeled) or not probabilities:
         missing = role_problems(label, probabilities, unlabeled=overrides.unlabeled)
         raise CalibrationInputError(
@@ -80,8 +84,15 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
     split = None if overrides.no_split else (overrides.split or guess.split)
     id_column = None if overrides.no_id else (overrides.id or guess.id)
     time = None if overrides.no_time else (overrides.time or guess.time)
-    models = overrides.models if overrides.models is not None else guess.models
+    if overrides.models is not None and len(overrides.models) == 1:
+        raise CalibrationInputError("give at least two models to compare, or none.",
+                                    code="invalid_models")
     if models and tuple(probabilities) not in [tuple(group) for _, group in models]:
+        if overrides.models:
+            raise CalibrationInputError(
+                "the probability columns must be one of the models' columns (the dataset's "
+                "probabilities are the reference for the other pages).",
+                code="invalid_models")
         models = ()  # the chosen probabilities are not one of the inferred models'
     taken = {label, *probabilities, split, id_column, time,
              *(c for _, group in models for c in group)}

@@ -84,3 +84,28 @@ def test_report_compares_the_models_of_a_file(tmp_path) -> None:
         expected.models[2].differences[3].value)
     text = page.read_text()
     assert "Models compared on the same rows" in text and "nb" in text
+
+
+def test_models_can_be_regrouped_when_confirming_the_roles(client) -> None:
+    """The roles a user confirms may name the models (or drop them): they are kept as
+    given; one model alone, or probabilities outside the models, are refused."""
+    frame = three_models_csv(600)
+    staged = client.post("/api/v1/uploads", files={
+        "file": ("m.csv", frame.to_csv(index=False).encode())}).json()
+    assert [name for name, _ in staged["inferred"]["models"]] == ["gbm", "lr", "nb"]
+    url = f"/api/v1/uploads/{staged['upload_id']}/confirm"
+    assert_error(client.post(url, json={"models": {"gbm": ["gbm_proba_0", "gbm_proba_1"]}}),
+                 422, "invalid_models")
+    assert_error(client.post(url, json={
+        "probabilities": ["lr_proba_0", "lr_proba_1"],
+        "models": {"gbm": ["gbm_proba_0", "gbm_proba_1"],
+                   "nb": ["nb_proba_0", "nb_proba_1"]}}), 422, "invalid_models")
+    dataset = client.post(url, json={"models": {
+        "boosted": ["gbm_proba_0", "gbm_proba_1"], "bayes": ["nb_proba_0", "nb_proba_1"]},
+        "features": ["x"]}).json()
+    assert dataset["roles"]["models"] == [["boosted", ["gbm_proba_0", "gbm_proba_1"]],
+                                          ["bayes", ["nb_proba_0", "nb_proba_1"]]]
+    assert dataset["roles"]["probabilities"] == ["gbm_proba_0", "gbm_proba_1"]
+    body = client.get(f"/api/v1/datasets/{dataset['id']}/compare",
+                      params={"n_bootstrap": 20}).json()
+    assert [m["name"] for m in body["models"]] == ["boosted", "bayes"]

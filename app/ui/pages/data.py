@@ -67,12 +67,11 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     assigned = [c for c in (inferred["label"], *inferred["probabilities"], inferred["split"],
                             inferred["id"], inferred.get("time")) if c is not None]
     notes = [info_note(w) for w in response.get("warnings", [])]
-    if inferred.get("models"):
-        listed = "; ".join(f"{name} ({', '.join(group)})" for name, group in inferred["models"])
-        notes.append(info_note(f"{len(inferred['models'])} models' probabilities found: "
-                               f"{listed}. The first is the probabilities below; the Compare "
-                               "page compares them all on the same rows. Choosing other "
-                               "probability columns drops the comparison."))
+    models = inferred.get("models") or []
+    if models:
+        notes.append(info_note(f"{len(models)} models' probabilities found (columns grouped "
+                               "by prefix). The first is the probabilities below; the Compare "
+                               "page compares the ticked ones on the same rows."))
     preview = dag.AgGrid(
         id=ids.PREVIEW_TABLE, rowData=response["preview"],
         # column names are the file's: read as plain keys, never as paths or code
@@ -102,6 +101,11 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
                                 placeholder="none: no calibration timeline")),
             _field("Features", dcc.Dropdown(id=ids.ROLE_FEATURES, options=options, multi=True,
                                             value=inferred.get("features"))),
+            html.Div(_field("Models to compare (untick a wrongly grouped one)", dcc.Checklist(
+                id=ids.ROLE_MODELS, className="checklist",
+                options=[{"label": f" {name}: {', '.join(group)}", "value": name}
+                         for name, group in models],
+                value=[name for name, _ in models])), hidden=not models),
             _field("Name", dcc.Input(id=ids.ROLE_NAME, value=response["filename"], type="text",
                                      className="text-input")),
             dcc.Checklist(id=ids.ROLE_OPTIONS, options=[
@@ -125,6 +129,15 @@ def _role_messages(problems: list[str] | tuple[str, ...], inferred: dict[str, An
                                                            inferred["probabilities"])
     return [*(error_note(p) for p in problems),
             *(info_note(n) for n in (inferred.get("notes", []) if guesses_stand else []))]
+
+
+def _ticked_models(models: list[list[Any]], ticked: list[str] | None
+                   ) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """The models the user kept ticked (none below two); None when none were found."""
+    if not models:
+        return None
+    kept = tuple((name, tuple(group)) for name, group in models if name in (ticked or []))
+    return kept if len(kept) >= 2 else ()
 
 
 def _field(label: str, control: Any) -> html.Div:
@@ -188,12 +201,13 @@ def register(app: Dash, services: Services) -> None:
                   State(ids.UPLOAD_RESPONSE, "data"), State(ids.ROLE_LABEL, "value"),
                   State(ids.ROLE_PROBABILITIES, "value"), State(ids.ROLE_SPLIT, "value"),
                   State(ids.ROLE_ID, "value"), State(ids.ROLE_TIME, "value"),
-                  State(ids.ROLE_FEATURES, "value"),
+                  State(ids.ROLE_MODELS, "value"), State(ids.ROLE_FEATURES, "value"),
                   State(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_NAME, "value"),
                   prevent_initial_call=True)
     async def confirm(clicks: int | None, response: dict[str, Any] | None, label: str | None,
                       probabilities: list[str] | None, split: str | None,
-                      id_column: str | None, time: str | None, features: list[str] | None,
+                      id_column: str | None, time: str | None, ticked: list[str] | None,
+                      features: list[str] | None,
                       options: list[str] | None, name: str | None) -> tuple[Any, Any]:
         if not clicks or not response:
             return no_update, no_update
@@ -202,6 +216,7 @@ def register(app: Dash, services: Services) -> None:
             label=label, probabilities=tuple(probabilities or ()) or None,
             features=tuple(features or ()), split=split, id=id_column,
             no_split=split is None, no_id=id_column is None, time=time, no_time=time is None,
+            models=_ticked_models(response["body"]["inferred"].get("models") or [], ticked),
             logits="logits" in options, renormalize="renormalize" in options,
             unlabeled="unlabeled" in options)
         try:

@@ -16,6 +16,7 @@ from app.security import SecurityMiddleware
 from app.services.context import Services, example_path
 from app.services.local_embedding import start_warm_up
 from app.ui.dashboard import build_dash
+from app.ui.dispatch_guard import DispatchGuard
 
 logger = logging.getLogger("calibdash")
 
@@ -54,7 +55,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(build_router())
     gate = ComputeGate(settings.compute_slots)
-    build_dash(app, services, gate)
+    dash_app = build_dash(app, services, gate)
+    app.add_middleware(DispatchGuard, outputs=lambda: dash_app.callback_map)
     app.add_middleware(GateMiddleware, gate=gate)
     # added last, so it wraps everything Dash and FastAPI added: nothing runs before it
     app.add_middleware(SecurityMiddleware, settings=settings)

@@ -73,3 +73,37 @@ def test_a_measure_skipped_on_a_large_file_keeps_its_row_with_the_reason() -> No
         "smCE", "—", "—"]
     assert note in skipped.children[5].children
     assert "measure-ece" in rows
+
+
+def test_overlaid_reliability_draws_the_best_two_and_the_rest_on_demand() -> None:
+    """Issue 16.7: with many methods the overlaid curves tangle; the uncalibrated and the
+    best two by held-out NLL are drawn, the others are in the legend only."""
+    from app.ui.figures.recalibration import overlaid_reliability_figure
+
+    diagram = {"count": [5, 5], "mean_score": [0.6, 0.9], "observed": [0.55, 0.92],
+               "observed_low": [0.4, 0.8], "observed_high": [0.7, 0.99]}
+    nll = {"uncalibrated": 0.50, "platt": 0.40, "beta": 0.38, "isotonic": 0.45,
+           "swc": 0.39, "lece": 0.47}
+    comparison = {"n": 10, "rows": [
+        {"id": name, "name": name, "method": None if name == "uncalibrated" else name,
+         "values": {"nll": {"value": value}}} for name, value in nll.items()],
+        "reliability": [{"id": name, "name": name, "diagram": diagram} for name in nll]}
+    figure = overlaid_reliability_figure(comparison)
+    visible = {trace.name: trace.visible for trace in figure.data[1:]}
+    assert visible == {"uncalibrated": None, "platt": "legendonly", "beta": None,
+                       "isotonic": "legendonly", "swc": None, "lece": "legendonly"}
+    assert "other 3" in figure.layout.title.text
+
+
+def test_a_few_methods_are_all_drawn() -> None:
+    from app.ui.figures.recalibration import overlaid_reliability_figure
+
+    diagram = {"count": [5], "mean_score": [0.7], "observed": [0.6], "observed_low": [0.4],
+               "observed_high": [0.8]}
+    names = ("uncalibrated", "platt", "beta", "swc")
+    comparison = {"n": 5, "rows": [{"id": n, "name": n, "method": None if i == 0 else n,
+                                    "values": {"nll": {"value": 0.5 - i / 10}}}
+                                   for i, n in enumerate(names)],
+                  "reliability": [{"id": n, "name": n, "diagram": diagram} for n in names]}
+    figure = overlaid_reliability_figure(comparison)
+    assert all(trace.visible is None for trace in figure.data)

@@ -47,21 +47,46 @@ def overlaid_reliability_figure(comparison: dict[str, Any]) -> go.Figure:
                                 line={"color": "#999", "dash": "dash", "width": 1},
                                 hoverinfo="skip"))
     entries = comparison["reliability"]
+    shown = shown_methods(comparison)
     spread = 0.004
     for number, entry in enumerate(entries):
         colour, dash = ((_UNCALIBRATED_COLOUR, "solid") if number == 0
                         else _style(number - 1))
         offset = (number - (len(entries) - 1) / 2) * spread
-        figure.add_trace(_reliability_trace(entry["diagram"], entry["name"], colour, dash,
-                                            offset))
+        trace = _reliability_trace(entry["diagram"], entry["name"], colour, dash, offset)
+        if number and entry["id"] not in shown:
+            trace.visible = "legendonly"  # on demand: a click on its legend entry
+        figure.add_trace(trace)
+    hidden = len(entries) - 1 - len(shown)
     figure.update_layout(
         title=f"Held-out reliability (top label, n = {comparison['n']:,} rows; bars: 95% "
-              "Wilson CI; click a legend entry to hide it)",
+              "Wilson CI)<br><sup>" + (
+                  f"the uncalibrated and the best two by held-out NLL are drawn; click the "
+                  f"legend for the other {hidden}" if hidden else
+                  "click a legend entry to hide it") + "</sup>",
         xaxis={"title": "confidence (probability)", "range": [_lowest_confidence(entries), 1.01]},
         yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": -0.2, "yanchor": "top"}, template="plotly_white",
         height=560, margin={"l": 60, "r": 20, "t": 60, "b": 60})
     return figure
+
+
+#: Methods drawn at first in the overlaid diagram when there are more than
+#: :data:`ALL_SHOWN_UP_TO` (the rest on demand).
+SHOWN_METHODS = 2
+ALL_SHOWN_UP_TO = 3
+
+
+def shown_methods(comparison: dict[str, Any]) -> set[str]:
+    """Ids of the methods drawn at first: all of a few, else the best :data:`SHOWN_METHODS`
+    by held-out NLL (with many methods the curves tangle); the others are a legend click
+    away."""
+    scored = [(row["values"]["nll"]["value"], row["id"]) for row in comparison.get("rows", [])
+              if row.get("method") is not None and row["values"].get("nll", {}).get("value")
+              is not None]
+    chosen = sorted(scored) if len(scored) <= ALL_SHOWN_UP_TO else sorted(scored)[
+        :SHOWN_METHODS]
+    return {row_id for _, row_id in chosen}
 
 
 def _lowest_confidence(entries: list[dict[str, Any]]) -> float:

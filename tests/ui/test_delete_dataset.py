@@ -42,3 +42,19 @@ def test_delete_asks_then_removes_the_dataset(server, browser, shared_data) -> N
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#dataset-list tbody tr"))
                == before - 1)
     assert dataset not in listed(server)
+
+
+def test_heterogeneity_says_which_rows_each_section_uses_without_a_split(
+        server, browser, shared_data, tmp_path) -> None:
+    """Issue 16.8: without a split column HH evaluates a seeded half of the rows and
+    support uses every row; the page says so, with the half's size."""
+    import pandas as pd
+
+    path = tmp_path / "no_split.csv"
+    pd.read_csv(shared_data / "default_nb.csv").drop(columns="split").to_csv(path, index=False)
+    dataset = _upload(SimpleNamespace(url=server), path)  # type: ignore[arg-type]
+    browser.get(f"{server}/heterogeneity?dataset={dataset}")
+    wait = WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
+    hint = wait.until(lambda b: next((e.text for e in b.find_elements(
+        By.CSS_SELECTOR, "#hh-results .note") if "No split column" in e.text), False))
+    assert "evaluate all 3,500 test rows" in hint and "support below uses every row" in hint

@@ -138,18 +138,25 @@ def register(app: Dash, services: Services) -> None:
                      "value": name} for name in summary["roles"]["features"]]
         batches = [{"label": f"{d['name']} ({d['n_rows']:,} rows)", "value": d["id"]}
                    for d in reversed(listed) if d["id"] != dataset_id]
-        n_test = summary.get("n_test") or summary["n_rows"]
+        split = summary.get("n_test") is not None
+        # without a split column HH evaluates a seeded half of the rows against the other
+        n_test = summary["n_test"] if split else summary["n_rows"] - summary["n_rows"] // 2
         binary = len(summary["classes"]) == 2 and n_test <= BINARY_ALL_ROWS_DEFAULT_MAX
         every_row = n_test <= ALL_ROWS_DEFAULT_MAX or binary
+        rows_note = ("" if split else
+                     f" No split column: HH evaluates a seeded half of the {summary['n_rows']:,} "
+                     "rows (the “test rows” here) against the other half, while calibration "
+                     "support below uses every row, cross-fitted over 5 folds, so the two "
+                     "sections count different rows.")
         # how long it takes is the cost line's (it follows the settings)
-        hint = info_note(
+        hint = info_note((
             f"Press “Compute HH” to evaluate all {n_test:,} test rows."
             if n_test <= ALL_ROWS_DEFAULT_MAX else
             f"Press “Compute HH” to evaluate all {n_test:,} test rows: with two classes, rows "
             "whose probabilities round to the same point share a forest." if binary else
             f"Press “Compute HH” to evaluate a seeded sample of {DEFAULT_SAMPLE} of the "
             f"{n_test:,} test rows: HH fits a forest per distinct neighbourhood, so every "
-            "row of a file this size would take long.")
+            "row of a file this size would take long.") + rows_note)
         return features, [], batches, None, hint, None, None, None, ["all"] if every_row else []
 
     _register_hh(app, services)

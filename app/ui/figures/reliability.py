@@ -73,24 +73,29 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
 
 def comparison_figure(results: list[dict[str, Any]]) -> go.Figure:
     """Held-out reliability before and after each recalibration, on one plot."""
+    diagrams = [(results[0]["reliability_before"], "uncalibrated", "#6b7a8f")] if results else []
+    diagrams += [(result["reliability_after"], result["name"], PALETTE[number % len(PALETTE)])
+                 for number, result in enumerate(results)]
+    n = results[0]["n_heldout"] if results else 0
+    return overlaid_diagrams_figure(
+        diagrams, f"Held-out reliability, before and after<br><sup>top label, n = {n:,}; "
+                  "bars: 95% Wilson intervals</sup>", top=60)
+
+
+def overlaid_diagrams_figure(diagrams: list[tuple[dict[str, Any], str, str]], title: str, *,
+                             height: int = 480, top: int = 70) -> go.Figure:
+    """Binned diagrams (diagram, name, colour) on one plot beside the diagonal (top label)."""
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                                 line={"color": "#999", "dash": "dash", "width": 1}))
-    if results:
-        for trace in _diagram_traces(results[0]["reliability_before"], "uncalibrated", "#6b7a8f"):
+    for diagram, name, colour in diagrams:
+        for trace in _diagram_traces(diagram, name, colour):
             figure.add_trace(trace)
-    for number, result in enumerate(results):
-        colour = PALETTE[number % len(PALETTE)]
-        for trace in _diagram_traces(result["reliability_after"], result["name"], colour):
-            figure.add_trace(trace)
-    n = results[0]["n_heldout"] if results else 0
     figure.update_layout(
-        title=f"Held-out reliability, before and after<br><sup>top label, n = {n:,}; "
-              "bars: 95% Wilson intervals</sup>",
-        xaxis={"title": "confidence (probability)", "range": [0, 1]},
+        title=title, xaxis={"title": "confidence (probability)", "range": [0, 1]},
         yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=480,
-        margin={"l": 60, "r": 20, "t": 60, "b": 40})
+        legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=height,
+        margin={"l": 60, "r": 20, "t": top, "b": 40})
     return figure
 
 
@@ -226,39 +231,19 @@ def _translucent(colour: str, alpha: float = 0.2) -> str:
 
 def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str) -> go.Figure:
     """One slice's binned reliability beside the whole data's (top label)."""
-    figure = go.Figure()
-    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                                line={"color": "#999", "dash": "dash", "width": 1}))
-    for trace in _diagram_traces(whole, f"all rows (n = {sum(whole['count']):,})", "#6b7a8f"):
-        figure.add_trace(trace)
-    for trace in _diagram_traces(diagram, f"slice (n = {sum(diagram['count']):,})",
-                                 PALETTE[1]):
-        figure.add_trace(trace)
-    figure.update_layout(
-        title=f"Reliability of the slice and of all rows<br><sup>{name}; top label, "
-              f"{len(diagram['count'])} equal-width bins; bars: 95% Wilson intervals</sup>",
-        xaxis={"title": "confidence (probability)", "range": [0, 1]},
-        yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=460,
-        margin={"l": 60, "r": 20, "t": 70, "b": 40})
-    return figure
+    return overlaid_diagrams_figure(
+        [(whole, f"all rows (n = {sum(whole['count']):,})", "#6b7a8f"),
+         (diagram, f"slice (n = {sum(diagram['count']):,})", PALETTE[1])],
+        f"Reliability of the slice and of all rows<br><sup>{name}; top label, "
+        f"{len(diagram['count'])} equal-width bins; bars: 95% Wilson intervals</sup>",
+        height=460)
 
 
 def models_figure(result: dict[str, Any]) -> go.Figure:
     """Every model's binned reliability diagram on one plot (top label)."""
-    figure = go.Figure()
-    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                                line={"color": "#999", "dash": "dash", "width": 1}))
-    for number, model in enumerate(result["models"]):
-        name = model["name"] + (" (reference)" if model["name"] == result["reference"] else "")
-        for trace in _diagram_traces(model["reliability"], name,
-                                     PALETTE[number % len(PALETTE)]):
-            figure.add_trace(trace)
-    figure.update_layout(
-        title=f"Reliability of each model<br><sup>top label, n = {result['n']:,} shared rows, "
-              "15 equal-width bins; bars: 95% Wilson intervals</sup>",
-        xaxis={"title": "confidence (probability)", "range": [0, 1]},
-        yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=480,
-        margin={"l": 60, "r": 20, "t": 70, "b": 40})
-    return figure
+    return overlaid_diagrams_figure(
+        [(model["reliability"], model["name"] + (
+            " (reference)" if model["name"] == result["reference"] else ""),
+          PALETTE[number % len(PALETTE)]) for number, model in enumerate(result["models"])],
+        f"Reliability of each model<br><sup>top label, n = {result['n']:,} shared rows, "
+        "15 equal-width bins; bars: 95% Wilson intervals</sup>")

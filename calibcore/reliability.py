@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from statsmodels.stats.proportion import proportion_confint
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.binning import Binning, assign_bins, bin_edges
 from calibcore.consistent import ViewProblem, view_problems
 from calibcore.exceptions import CalibrationInputError
+from calibcore.proportions import INTERVAL_METHODS, IntervalMethod, proportion_interval
 from calibcore.smooth_ece import (
     DENSITY_EPS,
     KernelSmoother,
@@ -23,9 +22,6 @@ from calibcore.smooth_ece import (
     smooth_ece_rows,
 )
 from calibcore.views import View, score_outcome
-
-IntervalMethod = Literal["wilson", "beta"]
-_INTERVAL_METHODS: tuple[IntervalMethod, ...] = ("wilson", "beta")
 
 
 @dataclass(frozen=True)
@@ -91,9 +87,9 @@ def binned_reliability(
     labels, proba = check_predictions(y_true, y_prob)
     n_bins = check_positive_int(n_bins, "n_bins")
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
-    if interval not in _INTERVAL_METHODS:
+    if interval not in INTERVAL_METHODS:
         raise CalibrationInputError(
-            f"interval must be one of {', '.join(_INTERVAL_METHODS)}; got {interval!r}."
+            f"interval must be one of {', '.join(INTERVAL_METHODS)}; got {interval!r}."
         )
     problems = score_outcome(labels, proba, view)
     return [
@@ -143,17 +139,16 @@ def diagram_of_sums(
     low = np.full(size, np.nan)
     high = np.full(size, np.nan)
     if filled.any():
-        low[filled], high[filled] = proportion_confint(
-            np.round(hits[filled]), rows[filled], alpha=1 - level, method=interval
-        )
+        low[filled], high[filled] = proportion_interval(
+            hits[filled], rows[filled], confidence_level=level, method=interval)
     return BinnedReliability(
         label=label,
         edges=edges,
         count=rows.astype(np.int64),
         mean_score=mean_score,
         observed=observed,
-        observed_low=np.clip(low, 0.0, 1.0),
-        observed_high=np.clip(high, 0.0, 1.0),
+        observed_low=low,
+        observed_high=high,
         n=int(rows.sum()),
         confidence_level=level,
     )

@@ -30,7 +30,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import t as student_t
-from statsmodels.stats.proportion import proportion_confint
 
 from calibcore._loess_moments import compile_fit_only
 from calibcore._permutation import NullCache, compile_shuffle, permutation_p_value
@@ -47,6 +46,7 @@ from calibcore._variable_binning import (
     prepare_variable,
 )
 from calibcore.exceptions import CalibrationInputError
+from calibcore.proportions import proportion_interval
 from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit, loess_many
 from calibcore.views import score_outcome
 
@@ -278,7 +278,7 @@ def variable_bins(
     total = np.bincount(index, weights=predicted, minlength=size)[filled]
     total_squares = np.bincount(index, weights=predicted * predicted, minlength=size)[filled]
     n = counts[filled]
-    error_low, error_high = proportion_confint(np.round(wrong), n, alpha=1 - level, method="wilson")
+    error_low, error_high = proportion_interval(wrong, n, confidence_level=level)
     mean = total / n
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.sqrt(np.maximum(total_squares - n * mean * mean, 0.0) / (n - 1))

@@ -36,6 +36,7 @@ from calibcore.metrics import NLL_CLIP
 from calibcore.reliability import binned_reliability
 from calibcore.uncertainty import MeasureName, global_measures, subsample_plan
 from calibcore.variable import variable_ece, variable_eces
+from calibcore.views import View
 
 #: Bandwidth and representation of the MLCE column (paper 000 uses gamma = 0.4 on PCA-20).
 MLCE_GAMMA = 0.4
@@ -157,10 +158,19 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         "mlce_gamma": MLCE_GAMMA,
         "mlce_space": None if phi is None else f"PCA({phi.shape[1]}) of standardized features",
         "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state),
-        "reliability": [{"id": c.id, "name": c.name,
-                         "diagram": binned_reliability(labels, c.proba, n_bins=n_bins)[0]}
-                        for c in candidates],
+        "reliability": _diagrams(labels, candidates, n_bins, "top_label"),
+        # binary: the diagram of P(second class) as well, the reading most users know
+        "positive_reliability": (_diagrams(labels, candidates, n_bins, "positive")
+                                 if candidates[0].proba.shape[1] == 2 else None),
     })
+
+
+def _diagrams(labels: NDArray[np.intp], candidates: list[Candidate], n_bins: int,
+              view: View) -> list[dict[str, Any]]:
+    """One binned held-out diagram of the view per candidate."""
+    return [{"id": c.id, "name": c.name,
+             "diagram": binned_reliability(labels, c.proba, n_bins=n_bins, view=view)[0]}
+            for c in candidates]
 
 
 def _nothing(fraction: float, message: str) -> None:

@@ -44,6 +44,8 @@ TEST_LEVEL = 0.05
 
 #: Bumped when the cached measures change shape (2: the calibration test).
 _METRICS_CACHE_VERSION = 2
+#: Bumped when the cached diagrams change (1: intervals moved onto an estimate past them).
+_RELIABILITY_CACHE_VERSION = 1
 
 
 def rows_for(prediction_set: PredictionSet, subset: Subset) -> NDArray[np.bool_]:
@@ -279,7 +281,8 @@ def reliability_for(services: Services, dataset_id: str,
                     request: MetricsRequest) -> dict[str, Any]:
     """:func:`reliability` of a stored dataset, cached per parameter set."""
     key = cache_key(dataset_id, "reliability", **asdict(request),
-                    random_state=services.settings.random_state)
+                    random_state=services.settings.random_state,
+                    version=_RELIABILITY_CACHE_VERSION)
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)

@@ -45,8 +45,8 @@ CROSS_FIT_FOLDS = 5
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
 #: Bumped when the cached comparison's content changes (2: max VECE over all variables;
-#: 3: the MLCE header says its gamma and representation).
-_COMPARISON_VERSION = 3
+#: 3: the MLCE header says its gamma and representation; 4: binary positive-class diagrams).
+_COMPARISON_VERSION = 4
 
 #: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
 Scores = Literal["model", "cross_fitted"]
@@ -383,7 +383,9 @@ class RecalibrationService:
                 drop=True), n_bins=n_bins,
             n_bootstrap=n_bootstrap, random_state=self._random_state, progress=progress)
         scheme = records[0].meta["scheme"] if records else ""
-        return {"dataset_id": dataset_id, "scheme": scheme, **table}
+        return {"dataset_id": dataset_id, "scheme": scheme,
+                "positive_class": (prediction_set.classes[1]
+                                   if prediction_set.n_classes == 2 else None), **table}
 
     def record(self, recalibration_id: str) -> Record:
         record = self._store.get("recalibration", recalibration_id)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from statsmodels.stats.proportion import proportion_confint
 
 from app.jobs import Job, Progress
 from app.services.cost import CostEstimate, duration
@@ -35,6 +34,7 @@ from app.services.row_columns import save_row_column
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
+from calibcore.proportions import proportion_interval
 from calibcore.support import CalibrationSupport, calibration_support, compare_support
 
 #: Calibration rows a proximity forest is grown on at most (SWC's default sample).
@@ -285,7 +285,7 @@ def _histogram(reference: NDArray[np.float64], test: NDArray[np.float64],
             out[name] = None
             continue
         counts, _ = np.histogram(values, bins=edges)
-        low, high = proportion_confint(counts, values.size, alpha=0.05, method="wilson")
+        low, high = proportion_interval(counts, values.size)
         out[name] = {"n": int(values.size), "count": counts, "share": counts / values.size,
                      "share_low": low, "share_high": high,
                      "median": float(np.median(values))}

@@ -48,8 +48,9 @@ VARIABLE_OVERHEAD_ROWS = 40_000
 SYNC_WORK = 300_000
 #: Significance level used to flag variables (permutation p-value below it).
 SIGNIFICANCE_LEVEL = 0.05
-#: Bumped when the cached ranking's content changes, so old caches are not reused.
-_CACHE_VERSION = 1
+#: Bumped when the cached ranking's content changes, so old caches are not reused (2: error
+#: intervals always contain the error rate).
+_CACHE_VERSION = 2
 
 VariableKind = Literal["numeric", "categorical"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app.ui.figures.reliability import smooth_reliability_figure
 
@@ -107,3 +108,35 @@ def test_a_few_methods_are_all_drawn() -> None:
                   "reliability": [{"id": n, "name": n, "diagram": diagram} for n in names]}
     figure = overlaid_reliability_figure(comparison)
     assert all(trace.visible is None for trace in figure.data)
+
+
+def test_the_overlaid_comparison_draws_the_positive_class_of_binary_data() -> None:
+    """Binary comparisons carry positive-class diagrams: that view's axes name the class and
+    span [0, 1]; without them (more classes) the top-label view is drawn whatever is asked."""
+    from app.ui.figures.recalibration import comparison_views, overlaid_reliability_figure
+
+    top = {"count": [4, 6], "mean_score": [0.6, 0.9], "observed": [0.5, 0.9],
+           "observed_low": [0.2, 0.6], "observed_high": [0.8, 1.0]}
+    positive = {"count": [7, 3], "mean_score": [0.1, 0.8], "observed": [0.0, 1.0],
+                "observed_low": [0.0, 0.4], "observed_high": [0.4, 1.0]}
+    names = ("uncalibrated", "platt")
+    comparison = {"n": 10, "positive_class": "default", "rows": [
+        {"id": n, "name": n, "method": None if i == 0 else n,
+         "values": {"nll": {"value": 0.5 - i / 10}}} for i, n in enumerate(names)],
+        "reliability": [{"id": n, "name": n, "diagram": top} for n in names],
+        "positive_reliability": [{"id": n, "name": n, "diagram": positive} for n in names]}
+    assert comparison_views(comparison) == ["top_label", "positive"]
+    figure = overlaid_reliability_figure(comparison, "positive")
+    assert figure.layout.xaxis.title.text == "P(y = default) (predicted probability)"
+    assert figure.layout.yaxis.title.text == "frequency of y = default (observed fraction)"
+    assert figure.layout.xaxis.range[0] == 0.0 and "positive class default" in \
+        figure.layout.title.text
+    assert [round(x, 3) for x in figure.data[1].x] == [0.098, 0.798]  # offset of its place
+    assert list(figure.data[2].y) == [0.0, 1.0]
+    top_figure = overlaid_reliability_figure(comparison, "top_label")
+    assert top_figure.layout.xaxis.title.text == "confidence (predicted probability)"
+    assert top_figure.layout.xaxis.range[0] == pytest.approx(0.55)  # below its lowest bin
+    del comparison["positive_reliability"]
+    assert comparison_views(comparison) == ["top_label"]
+    assert overlaid_reliability_figure(comparison, "positive").layout.xaxis.title.text == \
+        "confidence (predicted probability)"

@@ -179,6 +179,7 @@ def test_comparison_job_of_three_methods_reports_each_and_marks_the_best(client,
         assert change[1] <= change[0] <= change[2]
     assert advice["name"] in nll and any(advice["name"] in reason for reason in advice["reasons"])
     assert len(table["reliability"]) == 4
+    assert table["positive_reliability"] is None and table["positive_class"] is None  # 10 classes
     ids = ",".join(r["id"] for r in result["recalibrations"])
     again = client.get(f"/api/v1/datasets/{digits}/recalibrations/comparison",
                        params={"ids": ids}).json()
@@ -416,3 +417,34 @@ def test_max_vece_covers_categorical_variables_like_the_ranking(client) -> None:
                                       ("hour", "numeric")))
     assert uncalibrated["value"] == pytest.approx(expected, rel=1e-10)
     assert all(row["values"]["max_vece"]["variable"] for row in comparison["rows"])
+
+
+def test_binary_comparison_has_positive_class_diagrams(client, binary, shared_data) -> None:
+    """For binary data the comparison also bins P(second class) against its frequency on
+    the held-out rows: counted here with numpy from the file and the downloaded scores."""
+    result = fit(client, binary, method="platt")
+    comparison = result["comparison"]
+    assert comparison["positive_class"] == "1"
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
+    test = frame["split"].eq("test").to_numpy()
+    corrected = download(client, result["id"])
+    candidates = {"uncalibrated": frame["y_prob"].to_numpy(),
+                  "Platt scaling": corrected["calibrated_proba_1"].to_numpy()}
+    outcome = frame["y_true"].to_numpy()[test] == 1
+    assert [e["name"] for e in comparison["positive_reliability"]] == list(candidates)
+    for entry, score in zip(comparison["positive_reliability"], candidates.values(),
+                            strict=True):
+        p = score[test]
+        bins = np.minimum((p * 15).astype(int), 14)  # 15 equal-width bins, 1.0 in the last
+        diagram = entry["diagram"]
+        assert diagram["count"] == np.bincount(bins, minlength=15).tolist()
+        for b in np.flatnonzero(np.bincount(bins, minlength=15)):
+            assert diagram["mean_score"][b] == pytest.approx(p[bins == b].mean(), abs=1e-12)
+            assert diagram["observed"][b] == pytest.approx(outcome[bins == b].mean(), abs=1e-12)
+            assert diagram["observed_low"][b] <= diagram["observed"][b] <= diagram[
+                "observed_high"][b]
+    # the top-label diagrams stay: confidence max(p, 1 - p) starts at 0.5
+    top = comparison["reliability"][0]["diagram"]
+    assert sum(top["count"]) == test.sum() and all(
+        count == 0 for count, right in zip(top["count"], top["edges"][1:], strict=True)
+        if right <= 0.5)

@@ -86,6 +86,7 @@ def test_compare_three_methods_download_the_model_and_apply_it(
     assert "test rows" in browser.find_element(By.ID, "fit-status").text
     wait(browser).until(lambda b: len(b.find_elements(
         By.CSS_SELECTOR, "#recal-graph .scatterlayer .trace")) >= 5)
+    assert not browser.find_element(By.ID, "recal-view-control").is_displayed()  # 10 classes
 
     wait(browser).until(ec.element_to_be_clickable(  # a callback chained on the results
         (By.CSS_SELECTOR, "#recal-downloads li.download-temperature a.download-model"))).click()
@@ -170,3 +171,37 @@ def test_without_a_split_both_downloads_are_offered_and_labelled(
     np.testing.assert_allclose(by_model[CORRECTED].to_numpy(), expected, rtol=0, atol=1e-12)
     assert len(cross_fitted) == len(by_model) == 1197
     assert np.abs(cross_fitted[CORRECTED].to_numpy() - expected).max() > 1e-4
+
+
+def test_binary_comparison_is_drawn_for_the_positive_class_or_the_top_label(
+        server, browser, shared_data, tmp_path) -> None:
+    """Binary data: the overlaid held-out diagram opens on P(class 1) over [0, 1]; the
+    top-label view (confidence from 0.5) is one click away."""
+    binary = tmp_path / "default_small.csv"
+    pd.read_csv(shared_data / "default_nb.csv").head(3000).to_csv(binary, index=False)
+    dataset = upload_via_api(server, binary)
+    browser.get(f"{server}/recalibrate?dataset={dataset}")
+    fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
+    wait(browser).until(lambda b: "default_small" in b.find_element(By.ID,
+                                                                     "dataset-picker").text)
+    browser.find_element(By.CSS_SELECTOR, "#method-select input[value='platt']").click()
+    fit.click()
+    control = wait(browser, 120).until(ec.visibility_of_element_located(
+        (By.ID, "recal-view-control")))
+    assert control.find_element(By.CSS_SELECTOR, "input[value='positive']").is_selected()
+
+    def axis_title() -> str:
+        return browser.find_element(By.CSS_SELECTOR, "#recal-graph .xtitle").text
+
+    wait(browser).until(lambda b: axis_title() == "P(y = 1) (predicted probability)")
+    title = browser.find_element(By.CSS_SELECTOR, "#recal-graph .gtitle").text
+    assert "positive class 1" in title and "n = 1,474" in title
+    # a positive-class diagram of a rare outcome has points below 0.5
+    ticks = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#recal-graph .xtick text")]
+    assert ticks[0] in ("0", "0.0")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", control)
+    if SCREENSHOTS:
+        browser.save_screenshot(str(Path(SCREENSHOTS) / "recalibrate-positive-class.png"))
+    control.find_element(By.CSS_SELECTOR, "input[value='top_label']").click()
+    wait(browser).until(lambda b: axis_title() == "confidence (predicted probability)")
+    assert "top label" in browser.find_element(By.CSS_SELECTOR, "#recal-graph .gtitle").text

@@ -19,14 +19,15 @@ def _style(number: int) -> tuple[str, str]:
 
 
 def _reliability_trace(diagram: dict[str, Any], name: str, colour: str, dash: str,
-                       offset: float) -> go.Scatter:
-    """Observed accuracy per non-empty bin at its mean confidence, 95% Wilson bars."""
+                       offset: float, axes: tuple[str, str]) -> go.Scatter:
+    """Observed frequency per non-empty bin at its mean score, 95% Wilson bars."""
     filled = [i for i, count in enumerate(diagram["count"]) if count > 0]
     x = np.asarray([diagram["mean_score"][i] for i in filled], dtype=float)
     y = np.asarray([diagram["observed"][i] for i in filled], dtype=float)
     low = np.asarray([diagram["observed_low"][i] for i in filled], dtype=float)
     high = np.asarray([diagram["observed_high"][i] for i in filled], dtype=float)
     counts = [diagram["count"][i] for i in filled]
+    score, outcome = axes
     return go.Scatter(
         # A small horizontal offset per method keeps overlapping error bars readable.
         x=x + offset, y=y, mode="lines+markers", name=name, legendgroup=name,
@@ -35,37 +36,60 @@ def _reliability_trace(diagram: dict[str, Any], name: str, colour: str, dash: st
                  "arrayminus": (y - low).tolist(), "color": colour, "thickness": 1.1,
                  "width": 2},
         customdata=np.column_stack([counts, low, high, x]) if counts else None,
-        hovertemplate="confidence %{customdata[3]:.3f}<br>accuracy %{y:.3f} "
+        hovertemplate=f"{score} %{{customdata[3]:.3f}}<br>{outcome} %{{y:.3f}} "
                       "(95% CI %{customdata[1]:.3f}–%{customdata[2]:.3f})<br>"
                       "n = %{customdata[0]}<extra>" + name + "</extra>")
 
 
-def overlaid_reliability_figure(comparison: dict[str, Any]) -> go.Figure:
-    """Held-out reliability of the uncalibrated probabilities and of every method, overlaid."""
+#: The held-out diagrams a comparison has: the top-label view always, the positive-class
+#: view of binary data (``positive_reliability``).
+COMPARISON_VIEWS = {"top_label": "reliability", "positive": "positive_reliability"}
+
+
+def comparison_views(comparison: dict[str, Any]) -> list[str]:
+    """The views the comparison's overlaid diagram can be drawn in."""
+    return [view for view, key in COMPARISON_VIEWS.items() if comparison.get(key)]
+
+
+def overlaid_reliability_figure(comparison: dict[str, Any],
+                                view: str = "top_label") -> go.Figure:
+    """Held-out reliability of the uncalibrated probabilities and of every method, overlaid.
+
+    ``view`` is ``top_label`` (confidence against accuracy) or, for binary data,
+    ``positive`` (the predicted probability of the second class against its frequency).
+    """
+    if view not in comparison_views(comparison):
+        view = "top_label"
+    entries = comparison[COMPARISON_VIEWS[view]]
+    positive = comparison.get("positive_class") or "the positive class"
+    if view == "positive":
+        axes = (f"P(y = {positive})", f"frequency of y = {positive}")
+        what, low_end = f"positive class {positive}", 0.0
+    else:
+        axes, what, low_end = ("confidence", "accuracy"), "top label", _lowest_confidence(entries)
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                                 line={"color": "#999", "dash": "dash", "width": 1},
                                 hoverinfo="skip"))
-    entries = comparison["reliability"]
     shown = shown_methods(comparison)
     spread = 0.004
     for number, entry in enumerate(entries):
         colour, dash = ((_UNCALIBRATED_COLOUR, "solid") if number == 0
                         else _style(number - 1))
         offset = (number - (len(entries) - 1) / 2) * spread
-        trace = _reliability_trace(entry["diagram"], entry["name"], colour, dash, offset)
+        trace = _reliability_trace(entry["diagram"], entry["name"], colour, dash, offset, axes)
         if number and entry["id"] not in shown:
             trace.visible = "legendonly"  # on demand: a click on its legend entry
         figure.add_trace(trace)
     hidden = len(entries) - 1 - len(shown)
     figure.update_layout(
-        title=f"Held-out reliability (top label, n = {comparison['n']:,} rows; bars: 95% "
+        title=f"Held-out reliability ({what}, n = {comparison['n']:,} rows; bars: 95% "
               "Wilson CI)<br><sup>" + (
                   f"the uncalibrated and the best two by held-out NLL are drawn; click the "
                   f"legend for the other {hidden}" if hidden else
                   "click a legend entry to hide it") + "</sup>",
-        xaxis={"title": "confidence (probability)", "range": [_lowest_confidence(entries), 1.01]},
-        yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
+        xaxis={"title": f"{axes[0]} (predicted probability)", "range": [low_end, 1.01]},
+        yaxis={"title": f"{axes[1]} (observed fraction)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": -0.2, "yanchor": "top"}, template="plotly_white",
         height=560, margin={"l": 60, "r": 20, "t": 60, "b": 60})
     return figure

@@ -23,11 +23,21 @@ from app.services.row_columns import available_row_columns
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
-from app.ui.figures.recalibration import nll_difference_figure, overlaid_reliability_figure
+from app.ui.figures.recalibration import (
+    COMPARISON_VIEWS,
+    comparison_views,
+    nll_difference_figure,
+    overlaid_reliability_figure,
+)
 from app.ui.job_panel import cost_note, running_status
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
+#: What the overlaid diagram reads from a comparison (the rest stays on the server).
+_DIAGRAM_KEYS = ("n", "rows", "positive_class", *COMPARISON_VIEWS.values())
+#: Views of the overlaid held-out diagram (the positive class only for binary data).
+_COMPARISON_VIEWS = [{"label": "positive class (binary)", "value": "positive"},
+                     {"label": "top label (confidence vs accuracy)", "value": "top_label"}]
 #: Options of the page that become method parameters: method -> {parameter: option}.
 _OPTION_PARAMS: dict[str, dict[str, str]] = {
     "lece": {"neighborhood_size": "q", "threshold": "t"},
@@ -129,7 +139,12 @@ def layout(services: Services) -> html.Div:
             html.H2("Comparison on held-out rows"),
             html.Div(id=ids.RECAL_TABLE),
             html.Div(id=ids.RECAL_RECOMMENDATION),
+            dcc.Store(id=ids.RECAL_COMPARISON_STORE),
             html.Div([
+                html.Div([html.Label("Diagram view", className="field-label"),
+                          dcc.RadioItems(id=ids.RECAL_VIEW, options=_COMPARISON_VIEWS,
+                                         value="positive", className="radio radio-inline")],
+                         id=f"{ids.RECAL_VIEW}-control", className="control", style=_HIDDEN),
                 dcc.Graph(id=ids.RECAL_GRAPH, figure=empty_figure("Fit methods to compare."),
                           config={"displaylogo": False}),
                 dcc.Graph(id=ids.RECAL_NLL_GRAPH, figure=empty_figure("Fit methods to compare."),
@@ -235,7 +250,8 @@ def register(app: Dash, services: Services) -> None:
                   Output(ids.FIT_POLL, "disabled", allow_duplicate=True),
                   Output(ids.RECAL_METHOD_PROGRESS, "children"),
                   Output(ids.RECAL_RESULTS, "style"), Output(ids.RECAL_TABLE, "children"),
-                  Output(ids.RECAL_RECOMMENDATION, "children"), Output(ids.RECAL_GRAPH, "figure"),
+                  Output(ids.RECAL_RECOMMENDATION, "children"),
+                  Output(ids.RECAL_COMPARISON_STORE, "data"),
                   Output(ids.RECAL_NLL_GRAPH, "figure"), Output(ids.RECAL_RESULT_STORE, "data"),
                   Input(ids.FIT_POLL, "n_intervals"), State(ids.FIT_JOB, "data"),
                   prevent_initial_call=True)
@@ -260,8 +276,17 @@ def register(app: Dash, services: Services) -> None:
                   for r in result["recalibrations"]]
         return (bar, _HIDDEN, _done_message(result), True, steps, {},
                 comparison_table(comparison), recommendation_card(comparison),
-                overlaid_reliability_figure(comparison), nll_difference_figure(comparison),
-                stored)
+                {key: comparison[key] for key in _DIAGRAM_KEYS if key in comparison},
+                nll_difference_figure(comparison), stored)
+
+    @app.callback(Output(ids.RECAL_GRAPH, "figure"), Output(f"{ids.RECAL_VIEW}-control", "style"),
+                  Input(ids.RECAL_COMPARISON_STORE, "data"), Input(ids.RECAL_VIEW, "value"),
+                  prevent_initial_call=True)
+    def draw_diagrams(comparison: dict[str, Any] | None, view: str) -> tuple[Any, Any]:
+        if not comparison:
+            return no_update, no_update
+        binary = "positive" in comparison_views(comparison)
+        return overlaid_reliability_figure(comparison, view), ({} if binary else _HIDDEN)
 
     @app.callback(Output(ids.RECAL_DOWNLOADS, "children"),
                   Input(ids.RECAL_RESULT_STORE, "data"), Input(ids.RECAL_EXTRA_COLUMNS, "value"))

@@ -236,7 +236,8 @@ def embed(
     )
 
 
-def warm_up(reducer: Reducer = "umap", *, random_state: int = 0) -> None:
+def warm_up(reducer: Reducer = "umap", *, random_state: int = 0,
+            progress: Progress | None = None) -> None:
     """Compile a reducer's numba code ahead of the first real request.
 
     umap-learn compiles much of its code on first use in each process (about a
@@ -244,13 +245,17 @@ def warm_up(reducer: Reducer = "umap", *, random_state: int = 0) -> None:
     4,096 rows on and the exact one below; this embeds 6,000 synthetic rows, fitting
     on 5,000, then 1,000 rows, so that a server can pay that cost at start-up in the
     background (compiling cannot be interrupted, so a job that compiled would not
-    stop promptly when cancelled).
+    stop promptly when cancelled). ``progress(fraction, message)`` hears both embeddings'
+    stages (the compiling itself reports nothing).
     """
+    report = progress or _ignore_progress
     rng = np.random.default_rng(random_state)
     centers = rng.normal(size=(4, 5)) * 5
     data = centers[rng.integers(0, 4, size=6_000)] + rng.normal(size=(6_000, 5))
-    embed(data, reducer=reducer, sample_size=5_000, random_state=random_state)
-    embed(data[:1_000], reducer=reducer, sample_size=None, random_state=random_state)
+    embed(data, reducer=reducer, sample_size=5_000, random_state=random_state,
+          progress=lambda done, message: report(0.8 * done, f"{message} (6,000 rows)"))
+    embed(data[:1_000], reducer=reducer, sample_size=None, random_state=random_state,
+          progress=lambda done, message: report(0.8 + 0.2 * done, f"{message} (1,000 rows)"))
 
 
 def _ignore_progress(fraction: float, message: str) -> None:

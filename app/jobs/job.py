@@ -106,6 +106,10 @@ class Progress:
             self._eta = ETA_SMOOTHING * raw + (1.0 - ETA_SMOOTHING) * counted_down
         self._eta_at = moment
 
+    def elapsed_seconds(self) -> float | None:
+        """Seconds since :meth:`start`, or None before it."""
+        return None if self._started is None else self.clock() - self._started
+
     def eta_seconds(self) -> float | None:
         """Estimated seconds left, or None before the estimate is meaningful.
 
@@ -147,10 +151,15 @@ class Job:
             "progress": round(self.progress.fraction, 4), "message": self.progress.message,
             "detail": self.progress.detail,
             "eta_seconds": self._eta_seconds(),
+            "elapsed_seconds": self._elapsed_seconds(),
             "result": self.result if self.status == "succeeded" else None,
             "error": self.error, "created": self.created, "finished": self.finished,
             "params": self.params,
         }
+
+    def _elapsed_seconds(self) -> float | None:
+        elapsed = self.progress.elapsed_seconds() if self.status == "running" else None
+        return None if elapsed is None else round(elapsed, 1)
 
     def _eta_seconds(self) -> float | None:
         if self.status != "running":

@@ -183,6 +183,9 @@ class JobResponse(BaseModel):
         default=None, description="estimated seconds left while the job runs (from the time "
         "so far and the progress, smoothed); null before the progress has moved enough to "
         "tell, and once the job has ended")
+    elapsed_seconds: float | None = Field(
+        default=None, description="seconds since the job started running; null while "
+        "queued and once it has ended")
     result: Any = None
     error: dict[str, Any] | None = None
     created: str

@@ -107,7 +107,9 @@ def start_warm_up(services: Services) -> Job | None:
 
         def compile_umap(progress: Progress) -> dict[str, str]:
             progress.update(0.0, PREPARING_UMAP)
-            warm_up("umap", random_state=services.settings.random_state)
+            warm_up("umap", random_state=services.settings.random_state,
+                    progress=lambda done, message: progress.update(
+                        done, f"{PREPARING_UMAP} compiling on synthetic data: {message}"))
             _UMAP.ready.set()
             return {"reducer": "umap", "status": "compiled"}
 
@@ -125,8 +127,10 @@ def umap_status() -> str:
 
 
 def _wait_for_umap(progress: Progress, start: float) -> None:
-    while _UMAP.compiling() and not _UMAP.ready.wait(0.5):
-        progress.update(start, PREPARING_UMAP)
+    """Wait for the warm-up job, saying what it does (its stage and percentage)."""
+    while (job := _UMAP.job) is not None and _UMAP.compiling() and not _UMAP.ready.wait(0.5):
+        progress.update(start, f"{job.progress.message} — warm-up "
+                               f"{job.progress.fraction:.0%}")
 
 
 # -- keyed locks: identical requests running at once compute once --------------------------

@@ -7,8 +7,8 @@ differ). While a job is queued or running the run button is disabled; when it en
 whatever reason, it is enabled again. A job the server was running when it restarted is
 ``interrupted``: the panel says so and the user runs it again.
 
-While it runs, the status line says the job's message, its percentage and the time left
-(:func:`running_status`; pages with their own poller use it too).
+While it runs, the status line says the job's message, its percentage, the time so far
+and the time left (:func:`running_status`; pages with their own poller use it too).
 """
 
 from __future__ import annotations
@@ -101,10 +101,20 @@ def time_left(eta_seconds: float | None) -> str:
     return f"about {eta_seconds / 60:.0f} min left"
 
 
+def elapsed(seconds: float | None) -> str:
+    """The job's running time in words ("" while queued): it moves on every poll, also
+    through a stage that reports no progress of its own."""
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"{seconds:.0f} s so far"
+    return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s so far"
+
+
 def running_status(snapshot: dict[str, Any], what: str = "") -> html.Div:
-    """Status line of a queued or running job: message, percentage and time left."""
+    """Status line of a queued or running job: message, percentage, time so far and left."""
     parts = [f"{snapshot['message']} — {snapshot['progress']:.0%}",
-             time_left(snapshot.get("eta_seconds"))]
+             elapsed(snapshot.get("elapsed_seconds")), time_left(snapshot.get("eta_seconds"))]
     return info_note((f"{what}: " if what else "") + " · ".join(p for p in parts if p))
 
 

@@ -88,6 +88,27 @@ def test_the_snapshot_carries_the_estimate_only_while_running() -> None:
     assert job.snapshot()["eta_seconds"] is None
 
 
+def test_the_time_so_far_moves_through_a_stage_that_reports_nothing() -> None:
+    """A stage without progress of its own (UMAP's neighbour graph, a Dask pass) still shows
+    a status that changes: the seconds since the job started."""
+    from app.ui.job_panel import elapsed, running_status
+
+    clock = Clock()
+    job = Job(id="job_x", kind="test", progress=Progress(clock=clock))
+    assert job.snapshot()["elapsed_seconds"] is None
+    job.status = "running"
+    job.progress.start()
+    job.progress.update(0.05, "neighbour graph")
+    lines = []
+    for _ in range(3):
+        clock.now += 1.0
+        lines.append(running_status(job.snapshot()).children)
+    assert lines == [f"neighbour graph — 5% · {s} s so far" for s in (1, 2, 3)]
+    assert elapsed(125.0) == "2 min 05 s so far" and elapsed(None) == ""
+    job.status = "succeeded"
+    assert job.snapshot()["elapsed_seconds"] is None
+
+
 def test_a_running_job_reports_a_moving_fraction_and_a_time_left(client, shared_data) -> None:
     # HH of all 3,474 test rows of default_nb: hundreds of local forests, well over 10 s.
     dataset = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]

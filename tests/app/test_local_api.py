@@ -249,8 +249,9 @@ def test_umap_on_a_sample_equals_the_core(client, digits, digits_frame, monkeypa
     # exact-neighbour path this request uses (the server's also compiles the approximate
     # one used from 4,096 rows on, a minute more on 2 cores).
     monkeypatch.setattr(local_embedding, "_UMAP", local_embedding._WarmUp())
-    monkeypatch.setattr(local_embedding, "warm_up", lambda reducer, random_state: embed(
-        np.random.default_rng(random_state).normal(size=(300, 4)), reducer=reducer))
+    monkeypatch.setattr(local_embedding, "warm_up", lambda reducer, random_state, progress: embed(
+        np.random.default_rng(random_state).normal(size=(300, 4)), reducer=reducer,
+        progress=progress))
     assert client.get("/api/v1/health").json()["umap"] == "not compiled"
     assert local.start_warm_up(client.app.state.services) is not None
     assert local.start_warm_up(client.app.state.services) is None  # once per process
@@ -263,7 +264,8 @@ def test_umap_on_a_sample_equals_the_core(client, digits, digits_frame, monkeypa
         messages.add(job["message"])
         time.sleep(0.05)
     assert job["status"] == "succeeded", job
-    assert local.PREPARING_UMAP in messages
+    # the request waits for the warm-up, saying its stage and how far it is
+    assert any(m.startswith(local.PREPARING_UMAP) for m in messages), messages
     assert client.get("/api/v1/health").json()["umap"] == "ready"
     result = job["result"]
     labels, proba = arrays(digits_frame)

@@ -139,11 +139,34 @@ class CellDistribution:
                       - np.interp(points - middle, values, below)) >= q
             outside = np.where(enough, middle, outside)
             inside = np.where(enough, inside, middle)
-        outside = self._onto_ties(points, outside)
-        tied = outside <= 0.0
-        if tied.any():  # more than q rows at x0: half the gap to the next occupied cell
-            outside[tied] = self._half_gap(points[tied])
-        return outside
+        return self._past_ties(points, self._onto_ties(points, outside))
+
+    def _past_ties(self, points: NDArray[np.float64],
+                   bandwidth: NDArray[np.float64]) -> NDArray[np.float64]:
+        """A window in which every row lies at distance h (weight 0) goes half-way to the
+        next occupied distance, as :func:`calibcore.smoothing._past_ties` widens it."""
+        inside = np.searchsorted(self.low, points, side="right") - 1
+        within = (inside >= 0) & (self.high[np.maximum(inside, 0)] >= points)
+        nearest = np.where(within, 0.0, self._distance_beyond(points, np.zeros_like(points)))
+        empty = nearest >= bandwidth
+        if not empty.any():
+            return bandwidth
+        widened = bandwidth.copy()
+        further = self._distance_beyond(points[empty], bandwidth[empty])
+        widened[empty] = np.where(np.isfinite(further), (bandwidth[empty] + further) / 2.0,
+                                  np.maximum(2.0 * bandwidth[empty], 1.0))
+        return widened
+
+    def _distance_beyond(self, points: NDArray[np.float64],
+                         reach: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The smallest distance greater than ``reach`` from each point to a cell's end
+        (exact for cells of tied rows, the only ones a window can end on empty)."""
+        below = np.searchsorted(self.high, points - reach, side="left") - 1
+        above = np.searchsorted(self.low, points + reach, side="right")
+        gap_below = np.where(below >= 0, points - self.high[np.maximum(below, 0)], np.inf)
+        gap_above = np.where(above < self.low.size,
+                             self.low[np.minimum(above, self.low.size - 1)] - points, np.inf)
+        return np.minimum(gap_below, gap_above)
 
     def _onto_ties(self, points: NDArray[np.float64],
                    bandwidth: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -159,15 +182,6 @@ class CellDistribution:
                 near = tied[cell] & (np.abs(self.low[cell] - end) <= tolerance)
                 bandwidth = np.where(near, np.abs(self.low[cell] - points), bandwidth)
         return bandwidth
-
-    def _half_gap(self, points: NDArray[np.float64]) -> NDArray[np.float64]:
-        above = np.searchsorted(self.low, points, side="right")
-        below = np.searchsorted(self.high, points, side="left") - 1
-        gap_above = np.where(above < self.low.size,
-                             self.low[np.minimum(above, self.low.size - 1)] - points, np.inf)
-        gap_below = np.where(below >= 0, points - self.high[np.maximum(below, 0)], np.inf)
-        gap = np.minimum(gap_above, gap_below)
-        return np.where(np.isfinite(gap), gap / 2.0, 1.0)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ iterations, computed directly (no kd-tree interpolation) with exact statistics:
 * the 95% band is ``fit +/- t(0.975, df) * s * ||l(x0)||``.
 
 Ties: a window with fewer than three distinct x values gets the minimum-norm
-quadratic in d (R also falls back to a pseudo-inverse); when more than q rows
-tie at x0 (zero bandwidth), h becomes half the gap to the next distinct value,
-so the fit is the mean response of the ties.
+quadratic in d (R also falls back to a pseudo-inverse); when every row of a
+window lies at distance h (more than q rows tie at x0, so h = 0, or the window
+ends on a tie with no row inside), h goes half-way to the next distance at
+which rows lie: the fit is the mean response of the ties at x0, or the local
+fit over the tied rows at h, never the 0/0 of a window without weight.
 
 Large inputs
 ------------
@@ -302,9 +304,8 @@ def _bandwidth(
 
     The q nearest observations are q consecutive sorted values ``x[i .. i+q-1]``;
     ``x[i] + x[i+q-1]`` is non-decreasing in i, so the best window starts where
-    that sum crosses ``2 * x0``. A zero bandwidth (more than q ties at x0) is
-    widened to half the gap to the nearest distinct value, so the fit is the
-    mean of the tied responses.
+    that sum crosses ``2 * x0``. A window in which every row weighs 0 is widened
+    (:func:`_past_ties`).
     """
     n = sorted_x.size
     q = _neighbour_count(n, span)
@@ -320,23 +321,47 @@ def _bandwidth(
                 np.abs(points - sorted_x[start]), np.abs(sorted_x[start + q - 1] - points)
             )
             bandwidth = np.minimum(bandwidth, reach)
-    tied = bandwidth <= 0.0
-    if tied.any():
-        bandwidth[tied] = _half_gap_to_distinct(sorted_x, points[tied])
-    return bandwidth
+    return _past_ties(sorted_x, points, bandwidth)
 
 
-def _half_gap_to_distinct(
-    sorted_x: NDArray[np.float64], points: NDArray[np.float64]
+def _past_ties(
+    sorted_x: NDArray[np.float64], points: NDArray[np.float64], bandwidth: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    below = np.searchsorted(sorted_x, points, side="left") - 1
-    above = np.searchsorted(sorted_x, points, side="right")
+    """Widen a window in which no row has positive weight.
+
+    Rows at distance h weigh 0, so when the q nearest rows all lie at distance h (ties
+    longer than q at x0, h = 0; or at the window's end, say x0 between the values 0 and 1
+    of a variable with most rows at 1) the fit would be 0/0. h becomes half-way to the next
+    distance at which rows lie: the fit is then the mean of the tied responses at x0, or
+    the local fit over the tied rows at h.
+    """
+    at_or_below = np.searchsorted(sorted_x, points, side="right") - 1
+    at_or_above = np.searchsorted(sorted_x, points, side="left")
+    nearest = np.minimum(
+        np.where(at_or_below >= 0, points - sorted_x[np.maximum(at_or_below, 0)], np.inf),
+        np.where(at_or_above < sorted_x.size,
+                 sorted_x[np.minimum(at_or_above, sorted_x.size - 1)] - points, np.inf))
+    empty = nearest >= bandwidth
+    if not empty.any():
+        return bandwidth
+    widened = bandwidth.copy()
+    further = _distance_beyond(sorted_x, points[empty], bandwidth[empty])
+    widened[empty] = np.where(np.isfinite(further), (bandwidth[empty] + further) / 2.0,
+                              np.maximum(2.0 * bandwidth[empty], 1.0))
+    return widened
+
+
+def _distance_beyond(
+    sorted_x: NDArray[np.float64], points: NDArray[np.float64], reach: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The smallest distance ``|x - x0|`` greater than ``reach`` of a row (inf if none)."""
+    below = np.searchsorted(sorted_x, points - reach, side="left") - 1
+    above = np.searchsorted(sorted_x, points + reach, side="right")
     gap_below = np.where(below >= 0, points - sorted_x[np.maximum(below, 0)], np.inf)
     gap_above = np.where(
         above < sorted_x.size, sorted_x[np.minimum(above, sorted_x.size - 1)] - points, np.inf
     )
-    gap = np.minimum(gap_below, gap_above)
-    return np.where(np.isfinite(gap), gap / 2.0, 1.0)
+    return np.minimum(gap_below, gap_above)
 
 
 def _tricube(scaled: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -49,7 +49,7 @@ SYNC_WORK = 300_000
 #: Significance level used to flag variables (permutation p-value below it).
 SIGNIFICANCE_LEVEL = 0.05
 #: Bumped when the cached ranking's content changes, so old caches are not reused (2: error
-#: intervals always contain the error rate).
+#: intervals always contain the error rate; LOESS windows of only tied rows widened).
 _CACHE_VERSION = 2
 
 VariableKind = Literal["numeric", "categorical"]

@@ -140,3 +140,16 @@ def test_the_overlaid_comparison_draws_the_positive_class_of_binary_data() -> No
     assert comparison_views(comparison) == ["top_label"]
     assert overlaid_reliability_figure(comparison, "positive").layout.xaxis.title.text == \
         "confidence (predicted probability)"
+
+
+def test_the_hh_map_hover_names_ids_only_when_the_data_have_them() -> None:
+    from app.ui.figures.heterogeneity import hh_map_figure
+
+    result = {"n_evaluated": 2, "mean_hh": 0.1,
+              "map": {"background": {"x": [], "y": [], "n_other": 0}},
+              "rows": {"row": [3, 8], "n_neighbours": [40, 41], "confidence": [0.7, 0.9],
+                       "hh": [0.1, 0.2], "x": [0.0, 1.0], "y": [1.0, 0.0], "id": [None, None]}}
+    trace = hh_map_figure(result).data[-1]
+    assert "(id" not in "".join(trace.customdata[:, 3]) and "None" not in str(trace.customdata)
+    result["rows"]["id"] = ["a-17", 42]
+    assert list(hh_map_figure(result).data[-1].customdata[:, 3]) == [" (id a-17)", " (id 42)"]

@@ -376,6 +376,33 @@ def test_windows_ending_on_ties_are_as_in_memory() -> None:
     _bound_case("integers", 3_000, 0.2, seed=0)
 
 
+def test_windows_of_only_tied_rows_are_widened_as_in_memory() -> None:
+    """40% of the rows at 0, the others from 0.3 on, span 0.2: just above 0 the nearest q
+    rows are all tied at the window's end (weight 0). Both paths widen the window past
+    them to the same bandwidth, so the fits there come from the tied rows (not the 0/0
+    fitted as 0 before). Deeper in the gap both extrapolate one-sidedly, as LOESS does."""
+    rng = np.random.default_rng(0)
+    n_rows = 3_000
+    values = np.where(rng.uniform(size=n_rows) < 0.4, 0.0, 0.3 + rng.exponential(2, n_rows))
+    p = rng.uniform(0.3, 0.95, n_rows)
+    frame = pd.DataFrame({"y": (rng.uniform(size=n_rows) < p).astype(int), "p": p,
+                          "v": values})
+    binned = variables_of_parts(parts_of(frame, 7, seed=2), "y", ["p"], ["0", "1"], ["v"],
+                                span=0.2, max_categories=0)["v"].curves
+    in_memory = loess_curves(values, frame["y"], p, span=0.2)
+    near = (in_memory.x > 0) & (in_memory.x < 0.05)
+    assert near.sum() >= 3
+    for field in ("error", "predicted_error"):
+        got, expected = getattr(binned, field)[near], getattr(in_memory, field)[near]
+        assert np.abs(got - expected).max() <= LOESS_BOUND, field
+        assert (expected > 0.03).all(), field
+    # one distinct value in the window: the minimum-norm quadratic in d = (x - x0) / h
+    # gives the tied mean / (1 + d^2 + d^4) at x0, with h half the gap 0 .. first other value
+    d = in_memory.x[near] / (np.min(values[values > 0]) / 2)
+    expected = (1 - np.maximum(p, 1 - p)[values == 0].mean()) / (1 + d**2 + d**4)
+    np.testing.assert_allclose(in_memory.predicted_error[near], expected, rtol=1e-9)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", ["normal", "cauchy", "ties", "zero_inflated", "bimodal",
                                    "integers"])

@@ -222,3 +222,30 @@ def test_equivariance_and_row_order(seed, n, scale, shift, y_scale, y_shift):
         moved.high - moved.low, (base.high - base.low) * abs(y_scale), rtol=1e-6, atol=1e-6
     )
     assert np.all(base.low <= base.fit) and np.all(base.fit <= base.high)
+
+
+def test_a_window_ending_on_a_long_tie_is_widened_past_it():
+    """x0 = 0.5 between one row at 0 and 60 rows at 1 (more than q = 30): the 30 nearest
+    rows all lie at distance 0.5 and would weigh 0 (a fit of 0/0, reported as 0 before).
+    The bandwidth goes half-way to the next distance at which rows lie, written out here."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([[0.0], np.ones(60), rng.uniform(2, 3, 39)])
+    y = (rng.random(100) < np.where(x < 1.5, 0.3, 0.8)).astype(float)
+    y[0] = 1.0
+    points = np.array([0.25, 0.5, 0.75, 1.0, 2.5])
+    q = 30
+    expected = []
+    for centre in points:
+        distance = np.abs(x - centre)
+        bandwidth = np.sort(distance)[q - 1]
+        if not (distance < bandwidth).any():
+            bandwidth = (bandwidth + distance[distance > bandwidth].min()) / 2
+        weights = np.where(distance < bandwidth, (1 - (distance / bandwidth) ** 3) ** 3, 0.0)
+        d = (x - centre) / bandwidth  # windows of one or two values: the min-norm fit in d
+        design = np.column_stack([np.ones(x.size), d, d**2])
+        root = np.sqrt(weights)
+        expected.append(np.linalg.pinv(design * root[:, None], rcond=1e-12)[0] * root @ y)
+    fit = loess(x, y, points, span=0.3).fit
+    np.testing.assert_allclose(fit, expected, rtol=1e-9, atol=1e-12)
+    assert fit[1] > 0.2  # between the row at 0 (y = 1) and the tie's mean, not 0
+    assert fit[3] == pytest.approx(y[1:61].mean(), rel=1e-12)  # more than q ties at x0

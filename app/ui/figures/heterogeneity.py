@@ -40,15 +40,16 @@ def hh_map_figure(result: dict[str, Any]) -> go.Figure:
             name=f"rows not evaluated ({background['n_other']:,}; "
                  f"{len(background['x']):,} drawn)",
             marker={"color": "#c9d1db", "size": 4}, hoverinfo="skip"))
-    customdata = np.column_stack([rows["row"], rows["n_neighbours"], rows["confidence"],
-                                  [str(v) for v in rows["id"]]])
+    # without an id column the ids are None: the row number is then all there is to say
+    ids = ["" if v is None else f" (id {v})" for v in rows["id"]]
+    customdata = np.column_stack([rows["row"], rows["n_neighbours"], rows["confidence"], ids])
     figure.add_trace(go.Scattergl(
         x=rows["x"], y=rows["y"], mode="markers", name="evaluated rows (colour: HH)",
         marker={"color": rows["hh"], "colorscale": "Viridis", "cmin": 0, "size": 7,
                 "line": {"width": 0.4, "color": "#333"},
                 "colorbar": {"title": {"text": "HH"}, "thickness": 14}},
         customdata=customdata,
-        hovertemplate="HH %{marker.color:.4f}<br>row %{customdata[0]} (id %{customdata[3]})"
+        hovertemplate="HH %{marker.color:.4f}<br>row %{customdata[0]}%{customdata[3]}"
                       "<br>neighbours %{customdata[1]}<br>confidence %{customdata[2]:.3f}"
                       "<extra></extra>"))
     figure.update_layout(

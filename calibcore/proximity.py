@@ -15,26 +15,23 @@ features with float64 thresholds exactly as scikit-learn does.
 
 from __future__ import annotations
 
-import numbers
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
-from joblib import effective_n_jobs
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.preprocessing import StandardScaler
 
+from calibcore._forest_growth import grow_forest
 from calibcore._forest_traversal import forest_leaves, pack_nodes
+from calibcore._validation import check_positive_int
 
 #: Largest number of cells of a dense block of pairwise counts (32 MiB of int64).
 MAX_BLOCK_CELLS = 2**22
-#: Seconds of tree growing between two heartbeats of :func:`fit_proximity_forest`.
-CHUNK_SECONDS = 0.25
 _TRAVERSAL_BLOCK_ROWS = 16_384
 
 
@@ -63,7 +60,11 @@ class TreeEnsemble:
     @classmethod
     def from_forest(cls, forest: RandomForestClassifier) -> TreeEnsemble:
         """Node arrays of a fitted scikit-learn forest."""
-        trees = [estimator.tree_ for estimator in forest.estimators_]
+        return cls.from_trees([estimator.tree_ for estimator in forest.estimators_])
+
+    @classmethod
+    def from_trees(cls, trees: list[Any]) -> TreeEnsemble:
+        """Node arrays of scikit-learn ``Tree`` objects, in order."""
         counts = np.array([tree.node_count for tree in trees], dtype=np.int64)
         roots = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         shift = np.repeat(roots, counts)
@@ -228,35 +229,6 @@ class ProximityForest:
         return self.trees.apply(self.augment(features, proba), heartbeat)
 
 
-def _grow_in_chunks(
-    forest: RandomForestClassifier,
-    augmented: NDArray[np.float64],
-    labels: NDArray[np.intp],
-    heartbeat: Callable[[float], None],
-) -> None:
-    """Fit ``forest`` a few trees at a time (warm start), calling ``heartbeat`` in between
-    with the fraction of trees grown.
-
-    A warm-started forest skips the seeds of the trees it has and draws the next
-    ones from the same integer ``random_state``, so the trees equal those of one fit.
-    Chunks grow or shrink to take about :data:`CHUNK_SECONDS` each (at least one tree
-    per thread).
-    """
-    n_estimators = int(forest.n_estimators)
-    threads = effective_n_jobs(forest.n_jobs)
-    forest.set_params(warm_start=True)
-    grown, chunk = 0, threads
-    while grown < n_estimators:
-        heartbeat(grown / n_estimators)
-        size = min(chunk, n_estimators - grown)
-        started = time.perf_counter()
-        forest.set_params(n_estimators=grown + size).fit(augmented, labels)
-        seconds_per_tree = max(time.perf_counter() - started, 1e-4) / size
-        grown += size
-        chunk = max(threads, int(CHUNK_SECONDS / seconds_per_tree))
-    forest.set_params(warm_start=False)
-
-
 def fit_proximity_forest(
     features: NDArray[np.float64],
     proba: NDArray[np.float64],
@@ -279,23 +251,19 @@ def fit_proximity_forest(
     n_jobs : int or None
         Threads for fitting; the forest does not depend on it.
     heartbeat : callable, optional
-        Called with the fraction of trees grown between chunks of trees (it may raise
-        to stop). With it, the forest grows in chunks of about :data:`CHUNK_SECONDS`
-        each; the trees are the same.
+        Called with the fraction of trees grown, before the first tree and after each
+        (it may raise to stop).
     """
+    n_estimators = check_positive_int(n_estimators, "n_estimators")
+    random_state = check_positive_int(random_state, "random_state", minimum=0)
     scaler = StandardScaler().fit(proba)
     augmented = augmented_rows(features, proba, scaler.mean_, scaler.scale_)
-    forest = RandomForestClassifier(
-        n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs
-    )
-    chunked = (heartbeat is not None and isinstance(random_state, numbers.Integral)
-               and isinstance(n_estimators, numbers.Integral) and n_estimators > 1)
-    if not chunked:  # (invalid parameters fail here, as scikit-learn words it)
-        forest.fit(augmented, labels)
-    else:
-        _grow_in_chunks(forest, augmented, labels, heartbeat)  # type: ignore[arg-type]
+    # RandomForestClassifier's trees, not its fit: with n_jobs > 1 that fit corrupts
+    # the process's warning filters (see calibcore._forest_growth).
+    trees = grow_forest(augmented, labels, n_estimators=n_estimators,
+                        random_state=random_state, n_jobs=n_jobs, heartbeat=heartbeat)
     return ProximityForest(
-        trees=TreeEnsemble.from_forest(forest),
+        trees=TreeEnsemble.from_trees(trees),
         probability_mean=scaler.mean_,
         probability_scale=scaler.scale_,
     )

@@ -124,7 +124,7 @@ def test_lece_cross_validation_stops_within_2_s(client) -> None:
 
 def test_swc_forest_stops_within_2_s(client, big_binary) -> None:
     # SWC's 100-tree proximity forest on 20,000 rows: 25-45 s in one scikit-learn call,
-    # now grown in chunks.
+    # now grown tree by tree.
     dataset = upload(client, big_binary).json()["id"]
     job_id = job_of(client.post(f"/api/v1/datasets/{dataset}/recalibrations",
                                 json={"method": "swc", "async": True}))

@@ -17,6 +17,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DATA = Path("/work/shared/data/default_nb.csv")
+#: The ranking grid's rows on the page shown (AG Grid keeps them in its own DOM order).
+ROWS = "#var-table .ag-center-cols-container .ag-row"
 #: The plotted figure's traces as the browser holds them (Dash sends numeric arrays as
 #: base64 typed arrays: {"dtype": ..., "bdata": ...}).
 _TRACES = """
@@ -30,13 +32,22 @@ def wait(browser, seconds: float = 40) -> WebDriverWait:  # type: ignore[no-unty
     return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
 
-def _variable_cells(browser):  # type: ignore[no-untyped-def]
-    return browser.find_elements(By.CSS_SELECTOR, "#var-table td[data-dash-column=variable]")
+def _variable_names(browser) -> list[str]:  # type: ignore[no-untyped-def]
+    """The grid's variables in the order shown."""
+    rows = sorted(browser.find_elements(By.CSS_SELECTOR, ROWS),
+                  key=lambda row: int(row.get_attribute("row-index")))
+    return [row.find_element(By.CSS_SELECTOR, ".ag-cell[col-id=variable]").text for row in rows]
+
+
+def _selected(browser) -> list[str]:  # type: ignore[no-untyped-def]
+    """The variables of the highlighted (selected) rows."""
+    return [row.get_attribute("row-id")
+            for row in browser.find_elements(By.CSS_SELECTOR, f"{ROWS}.ag-row-selected")]
 
 
 def _click_variable(browser, name: str) -> None:  # type: ignore[no-untyped-def]
-    cell = next(c for c in _variable_cells(browser) if c.text == name)
-    cell.click()
+    browser.find_element(By.CSS_SELECTOR,
+                         f'{ROWS}[row-id="{name}"] .ag-cell[col-id=variable]').click()
 
 
 def _curve_title(browser) -> str:  # type: ignore[no-untyped-def]
@@ -67,8 +78,7 @@ def _curve_subtitle(browser) -> str:  # type: ignore[no-untyped-def]
 
 def test_ranking_table_bar_chart_and_curves(server, browser) -> None:
     browser.get(server + "/variables")
-    wait(browser).until(lambda b: [c.text for c in _variable_cells(b)]
-                        == ["income", "student", "balance"])
+    wait(browser).until(lambda b: _variable_names(b) == ["income", "student", "balance"])
     table = browser.find_element(By.ID, "var-table").text
     assert "VECE" in table and "p-value" in table and "7,000" in table
     assert "categorical" in table and "numeric" in table
@@ -80,10 +90,13 @@ def test_ranking_table_bar_chart_and_curves(server, browser) -> None:
     status = browser.find_element(By.ID, "var-status").text
     assert "3 variables ranked on 7,000 all rows" in status
 
-    # the top variable is plotted first; then the user clicks balance
+    # the top variable is plotted (and its row highlighted) first; then the user clicks balance
     wait(browser).until(lambda b: _curve_title(b).startswith("income:"))
+    wait(browser).until(lambda b: _selected(b) == ["income"])
     _click_variable(browser, "balance")
     wait(browser).until(lambda b: _curve_title(b).startswith("balance: error rate"))
+    assert _selected(browser) == ["balance"]
+    assert "balance (numeric)" in browser.find_element(By.ID, "var-select").text
     assert "n = 7,000" in _curve_subtitle(browser)
     bands = browser.find_elements(By.CSS_SELECTOR, "#var-curve .scatterlayer path.js-fill")
     assert len(bands) == 2 and all(len(band.get_attribute("d") or "") > 100 for band in bands)
@@ -106,7 +119,7 @@ def test_ranking_table_bar_chart_and_curves(server, browser) -> None:
 
 def test_categorical_variable_shows_grouped_bars_and_table(server, browser) -> None:
     browser.get(server + "/variables")
-    wait(browser).until(lambda b: len(_variable_cells(b)) == 3)
+    wait(browser).until(lambda b: len(_variable_names(b)) == 3)
     _click_variable(browser, "student")
     wait(browser).until(lambda b: "per category" in _curve_title(b))
     bars = browser.find_elements(By.CSS_SELECTOR, "#var-curve .barlayer .point")
@@ -120,7 +133,7 @@ def test_categorical_variable_shows_grouped_bars_and_table(server, browser) -> N
 def test_range_control_widens_the_curves_to_the_whole_variable(server, browser) -> None:
     balance = pd.read_csv(DATA)["balance"].to_numpy()
     browser.get(server + "/variables")
-    wait(browser).until(lambda b: len(_variable_cells(b)) == 3)
+    wait(browser).until(lambda b: len(_variable_names(b)) == 3)
     _click_variable(browser, "balance")
     wait(browser).until(lambda b: _curve_title(b).startswith("balance: error rate"))
     low, high = np.quantile(balance, [0.05, 0.95])
@@ -142,3 +155,4 @@ def test_range_control_widens_the_curves_to_the_whole_variable(server, browser) 
     ranges[1].click()
     low, high = np.quantile(balance, [0.01, 0.99])
     wait(browser).until(lambda b: _x_extent(b) == (pytest.approx(low), pytest.approx(high)))
+

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+import os
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
@@ -17,8 +20,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DATA = Path("/work/shared/data/default_nb.csv")
+#: Where browser tests leave screenshots to look at (CALIBDASH_SCREENSHOTS to change it).
+SCREENSHOTS = Path(os.environ.get("CALIBDASH_SCREENSHOTS", "/tmp/calibdash-screenshots"))
 #: The ranking grid's rows on the page shown (AG Grid keeps them in its own DOM order).
 ROWS = "#var-table .ag-center-cols-container .ag-row"
+VARIABLE_HEADER = "#var-table .ag-header-cell[col-id=variable] .ag-header-cell-label"
 #: The plotted figure's traces as the browser holds them (Dash sends numeric arrays as
 #: base64 typed arrays: {"dtype": ..., "bdata": ...}).
 _TRACES = """
@@ -115,6 +121,55 @@ def test_ranking_table_bar_chart_and_curves(server, browser) -> None:
     span_box.send_keys(Keys.CONTROL, "a")
     span_box.send_keys("0.4", Keys.TAB)  # the slider commits its box on blur
     wait(browser).until(lambda b: "span 0.40" in _curve_subtitle(b))
+
+
+def test_grid_sorts_shows_tips_and_follows_the_bar_chart(server, browser) -> None:
+    browser.get(server + "/variables")
+    wait(browser).until(lambda b: _variable_names(b) == ["income", "student", "balance"])
+    wait(browser).until(lambda b: _selected(b) == ["income"])
+    cells = {cell.get_attribute("col-id"): cell.text for cell in browser.find_elements(
+        By.CSS_SELECTOR, f'{ROWS}[row-id="income"] .ag-cell')}
+    assert cells["kind"] == "numeric" and cells["n"] == "7,000" and cells["n_missing"] == "0"
+    assert cells["vece"] == "0.0087" and cells["p_value"] == "0.00498"  # 4 decimals; 3 digits
+    significant = browser.find_element(By.CSS_SELECTOR,
+                                       f'{ROWS}[row-id="income"] .ag-cell[col-id=p_value]')
+    assert "significant" in significant.get_attribute("class")
+    student_kind = browser.find_element(By.CSS_SELECTOR,
+                                        f'{ROWS}[row-id="student"] .ag-cell[col-id=kind]')
+    assert student_kind.text == "categorical"  # whole, not cut short
+    assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth;",
+                                  student_kind)
+
+    # a header's tooltip says what the column measures
+    header = browser.find_element(By.CSS_SELECTOR, "#var-table .ag-header-cell[col-id=vece]")
+    ActionChains(browser).move_to_element(header).perform()
+    tip = wait(browser, 10).until(lambda b: b.find_element(By.CSS_SELECTOR, ".ag-tooltip"))
+    assert "variable-based ECE" in tip.text
+
+    # a click on a bar draws that variable and moves the highlight to its row
+    bars = browser.find_elements(By.CSS_SELECTOR, "#var-bars .barlayer .point path")
+    lowest = max(bars, key=lambda bar: bar.rect["y"])  # balance: the smallest VECE, at the bottom
+    ActionChains(browser).move_to_element(lowest).click().perform()
+    wait(browser).until(lambda b: _curve_title(b).startswith("balance:"))
+    wait(browser).until(lambda b: _selected(b) == ["balance"])
+
+    # a click in the grid: student is drawn and its row (only) highlighted
+    _click_variable(browser, "student")
+    wait(browser).until(lambda b: "per category" in _curve_title(b)
+                        and _curve_title(b).startswith("student:"))
+    assert _selected(browser) == ["student"]
+
+    # sorting by a header reorders the rows; the chosen one stays highlighted
+    browser.find_element(By.CSS_SELECTOR, VARIABLE_HEADER).click()
+    wait(browser).until(lambda b: _variable_names(b) == ["balance", "income", "student"])
+    browser.find_element(By.CSS_SELECTOR, VARIABLE_HEADER).click()
+    wait(browser).until(lambda b: _variable_names(b) == ["student", "income", "balance"])
+    assert _selected(browser) == ["student"]
+    time.sleep(0.6)  # AG Grid slides the rows to their new places (0.4 s) before the shot
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.execute_script("arguments[0].scrollIntoView(); window.scrollBy(0, -160);",
+                           browser.find_element(By.ID, "var-status"))
+    browser.save_screenshot(str(SCREENSHOTS / "variables-grid.png"))
 
 
 def test_categorical_variable_shows_grouped_bars_and_table(server, browser) -> None:

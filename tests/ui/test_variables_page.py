@@ -17,6 +17,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.ui.test_local_page import upload_via_api
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DATA = Path("/work/shared/data/default_nb.csv")
@@ -25,6 +27,8 @@ SCREENSHOTS = Path(os.environ.get("CALIBDASH_SCREENSHOTS", "/tmp/calibdash-scree
 #: The ranking grid's rows on the page shown (AG Grid keeps them in its own DOM order).
 ROWS = "#var-table .ag-center-cols-container .ag-row"
 VARIABLE_HEADER = "#var-table .ag-header-cell[col-id=variable] .ag-header-cell-label"
+PAGING = "#var-table .ag-paging-description"
+LONG_NAME = "a_rather_long_variable_name_that_wraps_in_its_cell"
 #: The plotted figure's traces as the browser holds them (Dash sends numeric arrays as
 #: base64 typed arrays: {"dtype": ..., "bdata": ...}).
 _TRACES = """
@@ -211,3 +215,63 @@ def test_range_control_widens_the_curves_to_the_whole_variable(server, browser) 
     low, high = np.quantile(balance, [0.01, 0.99])
     wait(browser).until(lambda b: _x_extent(b) == (pytest.approx(low), pytest.approx(high)))
 
+
+def _many_variables(path: Path) -> Path:
+    """20 numeric features (one with a long name) and a model miscalibrated along one."""
+    rng = np.random.default_rng(7)
+    n_rows = 1000
+    names = [f"feature_{i:02d}" for i in range(19)] + [LONG_NAME]
+    frame = pd.DataFrame(rng.normal(size=(n_rows, len(names))), columns=names)
+    truth = 1 / (1 + np.exp(-frame["feature_00"]))
+    frame["label"] = (rng.random(n_rows) < truth).astype(int)
+    frame["proba_1"] = np.clip(truth + 0.15 * np.tanh(frame["feature_01"]), 0.01, 0.99)
+    frame["proba_0"] = 1 - frame["proba_1"]
+    frame.to_csv(path / "many_variables.csv", index=False)
+    return path / "many_variables.csv"
+
+
+def test_a_choice_from_the_bars_or_the_dropdown_turns_the_grids_page(server, browser,
+                                                                      tmp_path) -> None:
+    dataset_id = upload_via_api(server, _many_variables(tmp_path))
+    browser.get(f"{server}/variables?dataset={dataset_id}")
+    wait(browser, 120).until(lambda b: len(_variable_names(b)) == 15)
+    assert browser.find_element(By.CSS_SELECTOR, PAGING).text == "Page 1 of 2"
+    first = _variable_names(browser)[0]
+    wait(browser).until(lambda b: _selected(b) == [first])
+
+    # the 18th bar from the top is the 18th variable by VECE: on the grid's second page
+    bars = sorted(browser.find_elements(By.CSS_SELECTOR, "#var-bars .barlayer .point path"),
+                  key=lambda bar: bar.rect["y"])
+    assert len(bars) == 20
+    ActionChains(browser).move_to_element(bars[17]).click().perform()
+    wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, PAGING).text == "Page 2 of 2")
+    chosen = _selected(browser)
+    assert len(chosen) == 1 and chosen[0] in _variable_names(browser)
+    assert _variable_names(browser).index(chosen[0]) == 2  # 18th = third on page 2
+    wait(browser).until(lambda b: _curve_title(b).startswith(f"{chosen[0]}:"))
+
+    # the dropdown: the top variable, back on the first page
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});",
+                           browser.find_element(By.ID, "var-select"))
+    browser.find_element(By.ID, "var-select").click()
+    # typed: the open list scrolls to the chosen option, hiding the first under its search box
+    wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, ".dash-dropdown-search")) \
+        .send_keys(first)
+    wait(browser).until(lambda b: next((o for o in b.find_elements(By.CSS_SELECTOR, "[role=option]")
+                                        if o.text.startswith(f"{first} (")), False)).click()
+    wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, PAGING).text == "Page 1 of 2")
+    wait(browser).until(lambda b: _selected(b) == [first])
+    wait(browser).until(lambda b: _curve_title(b).startswith(f"{first}:"))
+
+    # a long name wraps inside its cell (first by name) rather than widen the grid or be cut
+    header = browser.find_element(By.CSS_SELECTOR, VARIABLE_HEADER)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", header)
+    header.click()
+    wait(browser).until(lambda b: _variable_names(b)[0].replace("\n", "") == LONG_NAME)
+    long_cell, short_cell = (browser.find_element(
+        By.CSS_SELECTOR, f'{ROWS}[row-id="{name}"] .ag-cell[col-id=variable]')
+        for name in (LONG_NAME, "feature_00"))
+    assert long_cell.rect["height"] > 1.5 * short_cell.rect["height"]  # two lines or more
+    assert browser.execute_script(
+        "const v = document.querySelector('#var-table .ag-center-cols-viewport');"
+        "return v.scrollWidth <= v.clientWidth;")

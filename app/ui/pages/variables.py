@@ -9,6 +9,7 @@ paper's Figure 1b (numeric) or as grouped bars per category.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import dash_ag_grid as dag
@@ -67,6 +68,22 @@ _COLUMNS: list[dict[str, Any]] = [
      "valueFormatter": _COUNT,
      "headerTooltip": "rows left out because the variable is missing"},
 ]
+
+
+# The grid's page that shows the selected row, in the grid's current sort order (only the
+# browser knows it), when the choice came from the bar chart or the dropdown: AG Grid's own
+# scrollTo does not turn pages.
+_PAGE_OF_SELECTED_JS = """
+function(selected) {
+    const skip = window.dash_clientside.no_update;
+    let api;
+    try { api = window.dash_ag_grid.getApi(GRID_ID); } catch (error) { return skip; }
+    const node = selected && selected.length ? api.getRowNode(selected[0].variable) : null;
+    if (!node || node.rowIndex === null || node.rowIndex === undefined) { return skip; }
+    const page = Math.floor(node.rowIndex / api.paginationGetPageSize());
+    return page === api.paginationGetCurrentPage() ? skip : page;
+}
+""".replace("GRID_ID", json.dumps(ids.VAR_TABLE))
 
 
 def _ranking_table() -> dag.AgGrid:
@@ -225,6 +242,9 @@ def register(app: Dash, services: Services) -> None:
                    for row in ranking["variables"]]
         chosen = current if current in names else (names[0] if names else None)
         return _table_rows(ranking), options, chosen, _selection(chosen)
+
+    app.clientside_callback(_PAGE_OF_SELECTED_JS, Output(ids.VAR_TABLE, "paginationGoTo"),
+                            Input(ids.VAR_TABLE, "selectedRows"), prevent_initial_call=True)
 
     @app.callback(Output(ids.VAR_BARS, "figure"),
                   Input(ids.VAR_RANKING, "data"), Input(ids.VAR_SELECT, "value"))

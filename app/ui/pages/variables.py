@@ -9,12 +9,11 @@ paper's Figure 1b (numeric) or as grouped bars per category.
 from __future__ import annotations
 
 import asyncio
-import warnings
+import json
 from typing import Any
 
+import dash_ag_grid as dag
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
-from dash.dash_table.DataTable import DataTable
-from dash.dash_table.Format import Format, Scheme
 
 from app.services import variables
 from app.services.context import Services
@@ -32,55 +31,75 @@ _SCALES = [{"label": "error rate & predicted error", "value": "error"},
 _RANGES = [{"label": "5th–95th percentile", "value": "5-95"},
            {"label": "1st–99th", "value": "1-99"},
            {"label": "all values", "value": "all"}]
-_FIXED4 = Format(precision=4, scheme=Scheme.fixed)
+# Numbers as d3 formats them in the browser: 4 decimals, 3 significant digits for p
+# (0.00498, 0.896), thousands separators for counts; empty where there is no value.
+_FIXED4 = {"function": "params.value == null ? '' : d3.format('.4f')(params.value)"}
+_SIGNIFICANT3 = {"function": "params.value == null ? '' : d3.format('.3g')(params.value)"}
+_COUNT = {"function": "params.value == null ? '' : d3.format(',')(params.value)"}
+# numbers right-aligned with tabular digits; a dotted header says it has a tooltip
+_NUMERIC: dict[str, Any] = {"type": "numericColumn", "minWidth": 62, "flex": 1,
+                            "headerClass": ["ag-right-aligned-header", "has-tip"]}
 # "kind" sits next to the name: as the last column it was cut off (scrolled out of the
 # table's box) whenever names were long.
-_COLUMNS: list[Any] = [
-    {"name": "variable", "id": "variable", "type": "text"},
-    {"name": "kind", "id": "kind", "type": "text"},
-    {"name": "VECE", "id": "vece", "type": "numeric", "format": _FIXED4},
-    {"name": "VCE(v*)", "id": "vce_max", "type": "numeric", "format": _FIXED4},
-    {"name": "v*", "id": "v_star_text", "type": "text"},
-    {"name": "p-value", "id": "p_value", "type": "numeric",
-     "format": Format(precision=3, scheme=Scheme.decimal_or_exponent)},
-    {"name": "n", "id": "n", "type": "numeric", "format": Format().group(True)},
-    {"name": "n missing", "id": "n_missing", "type": "numeric", "format": Format().group(True)},
+_COLUMNS: list[dict[str, Any]] = [
+    # long names wrap, anywhere (names seldom have spaces), rather than push the other
+    # columns out of sight
+    {"field": "variable", "headerName": "variable", "minWidth": 100, "flex": 2,
+     "wrapText": True, "autoHeight": True, "cellClass": "wrap-anywhere"},
+    {"field": "kind", "headerName": "kind", "width": 86},
+    {**_NUMERIC, "field": "vece", "headerName": "VECE", "minWidth": 72, "sort": "desc",
+     "valueFormatter": _FIXED4,
+     "headerTooltip": "variable-based ECE: mean |error − predicted error| over equal-mass "
+                      "bins of the variable (one bin per category)"},
+    {**_NUMERIC, "field": "vce_max", "headerName": "VCE(v*)", "minWidth": 82,
+     "valueFormatter": _FIXED4,
+     "headerTooltip": "largest gap between the error and predicted-error curves (numeric) or "
+                      "between a category's error and predicted error"},
+    {"field": "v_star_text", "headerName": "v*", "minWidth": 64, "flex": 1,
+     "tooltipField": "v_star_text",
+     "headerClass": "has-tip", "headerTooltip": "where that largest gap occurs"},
+    {**_NUMERIC, "field": "p_value", "headerName": "p-value", "minWidth": 78,
+     "valueFormatter": _SIGNIFICANT3, "cellClassRules": {"significant": "params.data.significant"},
+     "headerTooltip": "permutation test: how often shuffling the variable gives a VECE this "
+                      "large"},
+    {**_NUMERIC, "field": "n", "headerName": "n", "valueFormatter": _COUNT,
+     "headerTooltip": "rows used"},
+    {**_NUMERIC, "field": "n_missing", "headerName": "n missing", "minWidth": 92,
+     "valueFormatter": _COUNT,
+     "headerTooltip": "rows left out because the variable is missing"},
 ]
-_HEADER_TIPS: dict[Any, Any] = {
-    "vece": "variable-based ECE: mean |error − predicted error| over equal-mass bins of the "
-            "variable (one bin per category)",
-    "vce_max": "largest gap between the error and predicted-error curves (numeric) or "
-               "between a category's error and predicted error",
-    "v_star_text": "where that largest gap occurs",
-    "p_value": "permutation test: how often shuffling the variable gives a VECE this large",
-    "n": "rows used", "n_missing": "rows left out because the variable is missing",
+
+
+# The grid's page that shows the selected row, in the grid's current sort order (only the
+# browser knows it), when the choice came from the bar chart or the dropdown: AG Grid's own
+# scrollTo does not turn pages.
+_PAGE_OF_SELECTED_JS = """
+function(selected) {
+    const skip = window.dash_clientside.no_update;
+    let api;
+    try { api = window.dash_ag_grid.getApi(GRID_ID); } catch (error) { return skip; }
+    const node = selected && selected.length ? api.getRowNode(selected[0].variable) : null;
+    if (!node || node.rowIndex === null || node.rowIndex === undefined) { return skip; }
+    const page = Math.floor(node.rowIndex / api.paginationGetPageSize());
+    return page === api.paginationGetCurrentPage() ? skip : page;
 }
+""".replace("GRID_ID", json.dumps(ids.VAR_TABLE))
 
 
-def _ranking_table() -> DataTable:
-    # Dash 4 flags DataTable as deprecated in favour of dash-ag-grid (not a dependency);
-    # it still works and is what the page needs: a sortable, clickable table.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return DataTable(
-            id=ids.VAR_TABLE, columns=_COLUMNS, data=[], sort_action="native",
-            sort_by=[{"column_id": "vece", "direction": "desc"}], page_size=15,
-            cell_selectable=True, tooltip_header=_HEADER_TIPS, tooltip_delay=300,
-            style_table={"overflowX": "auto"},
-            style_cell={"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
-                        "fontSize": "13px", "padding": "5px 8px", "textAlign": "right",
-                        "cursor": "pointer", "fontVariantNumeric": "tabular-nums"},
-            style_cell_conditional=[
-                *({"if": {"column_id": c}, "textAlign": "left"}
-                  for c in ("variable", "kind", "v_star_text")),
-                # long names wrap rather than push the other columns out of sight
-                {"if": {"column_id": "variable"}, "minWidth": "110px", "width": "160px",
-                 "maxWidth": "160px"}],
-            style_data={"whiteSpace": "normal", "height": "auto"},
-            css=[{"selector": "td.dash-cell[data-dash-column=variable] div.dash-cell-value",
-                  "rule": "overflow-wrap: anywhere;"}],
-            style_header={"backgroundColor": "#eef2f7", "fontWeight": 600,
-                          "textDecoration": "underline dotted"})
+def _ranking_table() -> dag.AgGrid:
+    """The ranking as a sortable grid; one row selected: the variable drawn below."""
+    return dag.AgGrid(
+        id=ids.VAR_TABLE, columnDefs=_COLUMNS, rowData=[],
+        getRowId="params.data.variable",
+        # a narrow column's header wraps ("n missing") rather than being cut short
+        defaultColDef={"sortable": True, "resizable": True, "wrapHeaderText": True,
+                       "autoHeaderHeight": True},
+        dashGridOptions={"rowSelection": {"mode": "singleRow", "enableClickSelection": True,
+                                          "checkboxes": False},
+                         "tooltipShowDelay": 300, "domLayout": "autoHeight",
+                         "pagination": True, "paginationPageSize": 15,
+                         "paginationPageSizeSelector": False},
+        className="ag-theme-alpine")
 
 
 def layout(services: Services) -> html.Div:
@@ -194,40 +213,45 @@ def register(app: Dash, services: Services) -> None:
         ranking = snapshot["result"]
         return ranking, True, _ranking_note(ranking), _HIDDEN, bar
 
-    @app.callback(Output(ids.VAR_TABLE, "data"), Input(ids.VAR_RANKING, "data"))
-    def fill_table(ranking: dict[str, Any] | None) -> list[dict[str, Any]]:
-        return [] if not ranking else _table_rows(ranking)
-
-    @app.callback(Output(ids.VAR_SELECT, "options"), Output(ids.VAR_SELECT, "value"),
-                  Input(ids.VAR_RANKING, "data"), Input(ids.VAR_TABLE, "active_cell"),
-                  Input(ids.VAR_BARS, "clickData"), State(ids.VAR_SELECT, "value"))
-    def choose(ranking: dict[str, Any] | None, active_cell: dict[str, Any] | None,
-               click: dict[str, Any] | None, current: str | None) -> tuple[Any, Any]:
-        if ctx.triggered_id == ids.VAR_TABLE and active_cell and active_cell.get("row_id"):
-            return no_update, active_cell["row_id"]
+    # One callback reconciles the four places a variable is chosen (a new ranking, the grid,
+    # the bar chart, the dropdown) and hands the choice to the dropdown and the grid's
+    # selection, so the highlighted row is always the variable drawn. Dash lets a callback
+    # take its own outputs as inputs; split in two, the grid and the dropdown would form a
+    # loop.
+    @app.callback(Output(ids.VAR_TABLE, "rowData"), Output(ids.VAR_SELECT, "options"),
+                  Output(ids.VAR_SELECT, "value"), Output(ids.VAR_TABLE, "selectedRows"),
+                  Input(ids.VAR_RANKING, "data"), Input(ids.VAR_TABLE, "selectedRows"),
+                  Input(ids.VAR_BARS, "clickData"), Input(ids.VAR_SELECT, "value"))
+    def choose(ranking: dict[str, Any] | None, selected_rows: Any,
+               click: dict[str, Any] | None, current: str | None) -> tuple[Any, ...]:
+        if ctx.triggered_id == ids.VAR_TABLE:
+            if isinstance(selected_rows, list) and selected_rows:  # a click (or Space)
+                chosen = selected_rows[0]["variable"]
+                return no_update, no_update, _changed(chosen, current), no_update
+            # deselected (ctrl-click): the variable drawn stays chosen
+            return no_update, no_update, no_update, _selection(current)
         if ctx.triggered_id == ids.VAR_BARS and click and click.get("points"):
-            return no_update, click["points"][0]["y"]
+            chosen = click["points"][0]["y"]
+            return no_update, no_update, _changed(chosen, current), _selection(chosen)
+        if ctx.triggered_id == ids.VAR_SELECT:
+            return no_update, no_update, no_update, _selection(current)
         if not ranking:
-            return [], None
+            return [], [], None, []
         names = [row["variable"] for row in ranking["variables"]]
         options = [{"label": f"{row['variable']} ({row['kind']})", "value": row["variable"]}
                    for row in ranking["variables"]]
-        return options, current if current in names else (names[0] if names else None)
+        chosen = current if current in names else (names[0] if names else None)
+        return _table_rows(ranking), options, chosen, _selection(chosen)
 
-    @app.callback(Output(ids.VAR_BARS, "figure"), Output(ids.VAR_TABLE, "style_data_conditional"),
+    app.clientside_callback(_PAGE_OF_SELECTED_JS, Output(ids.VAR_TABLE, "paginationGoTo"),
+                            Input(ids.VAR_TABLE, "selectedRows"), prevent_initial_call=True)
+
+    @app.callback(Output(ids.VAR_BARS, "figure"),
                   Input(ids.VAR_RANKING, "data"), Input(ids.VAR_SELECT, "value"))
-    def draw_ranking(ranking: dict[str, Any] | None, selected: str | None) -> tuple[Any, Any]:
-        styles: list[dict[str, Any]] = [
-            {"if": {"filter_query": '{flag} = "significant"', "column_id": "p_value"},
-             "color": "#b8323a", "fontWeight": 600},
-            {"if": {"state": "active"}, "backgroundColor": "#e6eef8",
-             "border": "1px solid #1f5fa8"}]
-        if selected:
-            styles.append({"if": {"filter_query": f"{{id}} = {_quoted(selected)}"},
-                           "backgroundColor": "#e6eef8"})
+    def draw_ranking(ranking: dict[str, Any] | None, selected: str | None) -> Any:
         if not ranking:
-            return empty_figure("The ranking appears here."), styles
-        return ranking_figure(ranking, selected), styles
+            return empty_figure("The ranking appears here.")
+        return ranking_figure(ranking, selected)
 
     @app.callback(Output(ids.VAR_CURVE, "figure"), Output(ids.VAR_NOTE, "children"),
                   Output(ids.VAR_CATEGORY_TABLE, "children"),
@@ -258,13 +282,18 @@ def _detail(services: Services, dataset_id: str, name: str, span: float, n_bins:
                                      random_state=services.settings.random_state)
 
 
-def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _changed(chosen: str, current: str | None) -> Any:
+    # the same value again would redraw the curves for nothing
+    return no_update if chosen == current else chosen
+
+
+def _selection(name: str | None) -> dict[str, list[str]] | list[Any]:
+    """The grid's ``selectedRows`` for one variable (rows are identified by their name)."""
+    return {"ids": [name]} if name else []
 
 
 def _table_rows(ranking: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{**row, "id": row["variable"], "flag": "significant" if row["significant"] else "",
-             "v_star_text": "—" if row["v_star"] is None else format_value(row["v_star"])}
+    return [{**row, "v_star_text": "—" if row["v_star"] is None else format_value(row["v_star"])}
             for row in ranking["variables"]]
 
 

@@ -6,17 +6,23 @@ are merged, so only summaries travel and the measures equal the in-memory ones o
 rows to about 1e-15, on any partitioning. Dask schedules the partitions: on the
 distributed client in use (``dask.distributed.Client(address)``), or on its local
 scheduler without one.
+
+The functions take a ``progress(fraction)`` callback, called as each partition of each
+of their passes is done (:mod:`calibcore._dask_progress`); raising from it stops the
+pass and cancels what it has left to compute. The pass finding the classes when they
+are not given reports nothing: give them (as the report does) to follow every pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from calibcore._dask_progress import compute_reporting, within
 from calibcore._validation import check_predictions
 from calibcore.binning import bin_sums
 from calibcore.data import ColumnRoles, class_names_of, label_value_names
@@ -100,41 +106,53 @@ def _partition_rows(part: pd.DataFrame, label: str, probabilities: Sequence[str]
     return labels, proba[:, 0] if proba.shape[1] == 1 else proba
 
 
-def partition_classes(frame: dd.DataFrame, label: str,
-                      probabilities: Sequence[str]) -> list[str]:
+def partition_classes(frame: dd.DataFrame, label: str, probabilities: Sequence[str], *,
+                      progress: Callable[[float], None] | None = None) -> list[str]:
     """The class of each probability column (two for one column), as an upload names
-    them, from the column names and the distinct labels (one pass over the labels)."""
-    distinct = label_value_names(frame[label].drop_duplicates().compute())
-    return list(class_names_of(ColumnRoles(label, tuple(probabilities)), distinct.dropna()))
+    them, from the column names and the distinct labels (one pass over the labels;
+    ``progress(fraction)`` as each partition's are found)."""
+    import dask
+
+    distinct = [dask.delayed(pd.Series.drop_duplicates)(part)
+                for part in frame[label].to_delayed()]
+    (labels,) = compute_reporting([dask.delayed(_distinct)(distinct)], distinct, progress)
+    names = label_value_names(labels)
+    return list(class_names_of(ColumnRoles(label, tuple(probabilities)), names.dropna()))
+
+
+def _distinct(parts: list[pd.Series]) -> pd.Series:
+    return pd.concat(parts).drop_duplicates()
 
 
 def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                          classes: Sequence[Any] | None = None, *, n_bins: int = 15,
-                         n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
+                         n_bootstrap: int = 200, random_state: int = 0,
+                         progress: Callable[[float], None] | None = None) -> GlobalMeasures:
     """The binned measures of every partition of ``frame`` with their 95% intervals
-    (:func:`partitioned_summaries`, then :func:`measures_with_intervals`)."""
+    (:func:`partitioned_summaries`, with ``progress``, then
+    :func:`measures_with_intervals`)."""
     summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
-                                                   n_bins=n_bins)
+                                                   n_bins=n_bins, progress=progress)
     return measures_with_intervals(summary, cells, scores, n_bootstrap=n_bootstrap,
                                    random_state=random_state)
 
 
 def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                          classes: Sequence[Any] | None = None, *, n_bins: int = 15
+                          classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                          progress: Callable[[float], None] | None = None
                           ) -> tuple[BinnedSummary, CellSummary | None, ScoreSummary | None]:
     """The merged bin sums, resampling cells and distinct-confidence sums of every
     partition, in one Dask pass (each partition is read once and reduced to all three
-    where it lies); cells or scores are None above :data:`MAX_CELLS`."""
-    import dask
-
+    where it lies); cells or scores are None above :data:`MAX_CELLS`.
+    ``progress(fraction)`` is called as each partition's summaries are done."""
     classes, columns = _checked_roles(frame, label, probabilities, classes)
     parts = frame[[label, *columns]].to_delayed()
     summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
     cells = _each_partition(parts, partition_cells, label, columns, classes, n_bins)
     scores = _each_partition(parts, partition_scores, label, columns, classes)
-    summary, merged, merged_scores = dask.compute(_tree(BinnedSummary.merge, summaries),
-                                                  _tree(merge_cells, cells),
-                                                  _tree(merge_scores, scores))
+    summary, merged, merged_scores = compute_reporting(
+        [_tree(BinnedSummary.merge, summaries), _tree(merge_cells, cells),
+         _tree(merge_scores, scores)], [*summaries, *cells, *scores], progress)
     return summary, merged, merged_scores
 
 
@@ -185,8 +203,9 @@ def merge_scores(first: ScoreSummary | None,
 
 
 def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                           classes: Sequence[Any] | None = None, *,
-                           n_bins: int = 15) -> dict[str, Any]:
+                           classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                           progress: Callable[[float], None] | None = None
+                           ) -> dict[str, Any]:
     """ECE, MCE and classwise ECE with equal-mass bins, exactly, in three Dask passes.
 
     Bins are numpy's quantiles of the scores of all rows (top-label confidence; each
@@ -194,21 +213,27 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     :mod:`calibcore.exact_quantiles` (cell counts, then the scores of a few cells);
     a third pass sums each bin. The values equal :mod:`calibcore.metrics` with
     ``binning="equal_mass"`` on all rows; the edges are returned with them.
+    ``progress(fraction)`` is called as each partition of each pass is done (a third of
+    the fraction a pass).
     """
     import dask
 
     classes, columns = _checked_roles(frame, label, probabilities, classes)
     parts = frame[[label, *probabilities]].to_delayed()
 
-    def each(function: Any, *args: Any) -> list[Any]:
-        return _each_partition(parts, function, label, columns, classes, *args)
+    def reduce(merge: Any, function: Any, *args: Any) -> Any:
+        leaves = _each_partition(parts, function, label, columns, classes, *args)
+        index = (_problem_counts, _problem_values, _problem_sums).index(function)
+        (merged,) = compute_reporting([dask.delayed(merge)(leaves)], leaves,
+                                      within(progress, index / 3, (index + 1) / 3))
+        return merged
 
-    (counts,) = dask.compute(dask.delayed(sum)(each(_problem_counts)))
+    counts = reduce(sum, _problem_counts)
     targets = [target_cells(problem, n_bins) for problem in counts]
-    (values,) = dask.compute(dask.delayed(_merged_values)(each(_problem_values, targets)))
+    values = reduce(_merged_values, _problem_values, targets)
     edges = [merged_equal_mass_edges(problem, problem_values, n_bins)
              for problem, problem_values in zip(counts, values, strict=True)]
-    (sums,) = dask.compute(dask.delayed(_added)(each(_problem_sums, edges)))
+    sums = reduce(_added, _problem_sums, edges)
     n_rows = int(counts[0].sum())
     top, per_class = sums[0], sums[1:]
     if n_rows == 0:
@@ -262,8 +287,8 @@ def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:
 
 
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                        classes: Sequence[Any] | None = None, *,
-                        n_bins: int = 15) -> BinnedSummary:
+                        classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                        progress: Callable[[float], None] | None = None) -> BinnedSummary:
     """The merged summary of every partition of ``frame`` (computed by Dask).
 
     Parameters
@@ -278,13 +303,15 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
         upload finds them, from the column names and the distinct labels (one more
         pass over the label column).
     n_bins : int, default=15
+    progress : callable, optional
+        ``progress(fraction)``, called as each partition is summarized; it may raise to
+        stop the pass (what is left of it is cancelled).
     """
-    import dask
-
     classes, columns = _checked_roles(frame, label, probabilities, classes)
     parts = frame[[label, *columns]].to_delayed()
-    (summary,) = dask.compute(_tree(BinnedSummary.merge, _each_partition(
-        parts, summarize_partition, label, columns, classes, n_bins)))
+    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
+    (summary,) = compute_reporting([_tree(BinnedSummary.merge, summaries)], summaries,
+                                   progress)
     return summary
 
 

@@ -37,7 +37,7 @@ in-memory ones (exactly equal for variables of at most
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,6 +46,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calibcore._binned_loess import LOESS_BOUND
+from calibcore._dask_progress import compute_reporting, within
 from calibcore._numeric_variables import (
     MAX_HISTOGRAM_VALUES,
     VariableSettings,
@@ -182,11 +183,12 @@ def partitioned_variables(
     n_histogram_bins: int = 30,
     random_state: int | None = 0,
     curves: bool = True,
+    progress: Callable[[float], None] | None = None,
 ) -> PartitionedVariables:
     """VECE, kind, VCE(v*) and LOESS curves of every feature of a Dask table (003).
 
-    Three Dask passes (one ``dask.compute`` each, over delayed per-partition summaries
-    merged pairwise), the last two only when there are numeric variables.
+    Three Dask passes (one computation each, over delayed per-partition summaries merged
+    pairwise), the last two only when there are numeric variables.
 
     Parameters
     ----------
@@ -207,6 +209,10 @@ def partitioned_variables(
     curves : bool, default=True
         False skips the LOESS curves (``vce_max`` and ``v_star`` of numeric variables
         are then NaN): VECE alone costs less in the last pass and on the client.
+    progress : callable, optional
+        ``progress(fraction)``, called as each partition of each pass is done (a third
+        of the fraction a pass; without numeric variables the scan is the last); it may
+        raise to stop the pass (what is left of it is cancelled).
 
     Returns
     -------
@@ -222,8 +228,11 @@ def partitioned_variables(
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
         # the plan is one task of the graph, not a copy inside every partition's task
-        (merged,) = dask.compute(_tree(merge, _each_partition(
-            parts, function, label, columns, classes, dask.delayed(plan))))
+        leaves = _each_partition(parts, function, label, columns, classes,
+                                 dask.delayed(plan))
+        index = (scan_partition, count_partition, collect_partition).index(function)
+        (merged,) = compute_reporting([_tree(merge, leaves)], leaves,
+                                      within(progress, index / 3, (index + 1) / 3))
         return merged
 
     return _diagnose(reduce, names, [frame[name].dtype for name in names], settings)

@@ -26,7 +26,7 @@ from typing import Any
 
 from app.jobs import Progress
 from app.services.datasets import EXTERNAL_REPORT, DatasetService, NotAllowed, RoleOverrides
-from app.services.partitioned_files import dask_client, read_partitioned
+from app.services.partitioned_files import computed_rows, dask_client, read_partitioned
 from app.services.report import partitioned_report, partitioned_roles
 from calibcore.exceptions import CalibrationInputError
 
@@ -90,12 +90,15 @@ def register_external(datasets: DatasetService, request: ExternalRequest, *,
             frame, roles, n_bootstrap=n_bootstrap,
             progress=lambda done, message: progress.update(0.85 * done, message))
         n_rows = int(report["n_rows"])
-        progress.update(0.85, f"drawing a seeded sample of {min(sample_rows, n_rows):,} of "
-                              f"{n_rows:,} rows")
+        drawing = (f"drawing a seeded sample of {min(sample_rows, n_rows):,} of {n_rows:,} "
+                   "rows")
+        progress.update(0.85, drawing)
         columns = [str(column) for column in roles.columns()]
         part = frame[columns]
-        sample = (part.sample(frac=sample_rows / n_rows, random_state=random_state)
-                  if n_rows > sample_rows else part).compute()
+        sample = computed_rows(
+            part.sample(frac=sample_rows / n_rows, random_state=random_state)
+            if n_rows > sample_rows else part,
+            lambda done: progress.update(0.85 + 0.1 * done, drawing))
     sample = sample.reset_index(drop=True)
     progress.update(0.95, "storing the sample")
     external = {"uri": request.uri, "n_rows": n_rows, "n_sample": len(sample),

@@ -10,7 +10,7 @@ written as partitioned Parquet: nothing but the fitted model's document travels.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -21,6 +21,7 @@ import pandas as pd
 from app.services.methods import MethodSpec
 from app.services.recalibration import recalibrate_table
 from app.services.saved_models import LoadedModel, apply_model, load_model
+from calibcore._dask_progress import compute_reporting
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -43,6 +44,18 @@ def read_partitioned(uri: str) -> dd.DataFrame:
 def first_rows(frame: dd.DataFrame) -> pd.DataFrame:
     """The first rows of the first partition (one file's worth is read, not all)."""
     return frame.get_partition(0).compute().head(ROLE_ROWS)
+
+
+def computed_rows(frame: dd.DataFrame,
+                  progress: Callable[[float], None] | None = None) -> pd.DataFrame:
+    """``frame.compute()``, with ``progress(fraction)`` as each partition arrives (it may
+    raise to stop; the partitions not yet computed are cancelled)."""
+    import dask
+
+    parts = frame.to_delayed()
+    finalize, extra = frame.__dask_postcompute__()  # how compute() joins the partitions
+    (rows,) = compute_reporting([dask.delayed(finalize)(parts, *extra)], parts, progress)
+    return rows
 
 
 @contextmanager
@@ -136,5 +149,5 @@ def _corrected(part: pd.DataFrame, model: LoadedModel) -> pd.DataFrame:
     return apply_model(model, part)
 
 
-__all__ = ["MAX_FIT_ROWS", "PartitionedRecalibration", "dask_client", "default_out",
-           "first_rows", "read_partitioned", "recalibrate_partitioned"]
+__all__ = ["MAX_FIT_ROWS", "PartitionedRecalibration", "computed_rows", "dask_client",
+           "default_out", "first_rows", "read_partitioned", "recalibrate_partitioned"]

@@ -15,6 +15,7 @@ from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import read_table
+from calibcore._dask_progress import compute_reporting
 from calibcore.data import SPLIT_VALUES, ColumnRoles, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
@@ -103,33 +104,46 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
     """The report's exact parts of ``frame`` on the Dask client in use: the binned
     measures with intervals on all rows (and on the test rows with a split column),
     equal-mass ECE, and the binned reliability diagrams. ``progress(fraction,
-    message)`` is called between the passes (it may raise to stop)."""
+    message)`` is called as the partitions of each pass are done (it may raise to stop;
+    the pass's outstanding tasks are then cancelled)."""
     label, probabilities = roles.label, list(roles.probabilities)
     if label is None:
         raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
                                     "in the request).", code="roles_not_found")
     step = progress or (lambda fraction, message: None)
-    step(0.0, "reading the classes")
-    classes = partition_classes(frame, label, probabilities)
-    step(0.1, "summarising every partition (counts and sums per bin, resampling cells)")
-    summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
-                                                   n_bins=n_bins)
-    step(0.45, "equal-mass bins: exact quantiles of every score")
-    equal_mass = partitioned_equal_mass(frame, label, probabilities, classes, n_bins=n_bins)
-    metrics = {"all": _partitioned_metrics(summary, cells, scores, n_bins, n_bootstrap)}
+
+    def stage(start: float, stop: float, message: str) -> Callable[[float], None] | None:
+        """Say ``message`` at ``start``; the progress of a pass that ends at ``stop``."""
+        step(start, message)
+        if progress is None:
+            return None  # passes run as plain dask.compute
+        return lambda fraction: step(start * (1.0 - fraction) + stop * fraction, message)
+
+    classes = partition_classes(frame, label, probabilities,
+                                progress=stage(0.0, 0.1, "reading the classes"))
+    summary, cells, scores = partitioned_summaries(
+        frame, label, probabilities, classes, n_bins=n_bins, progress=stage(
+            0.1, 0.45, "summarising every partition (counts and sums per bin, resampling "
+                       "cells)"))
+    equal_mass = partitioned_equal_mass(
+        frame, label, probabilities, classes, n_bins=n_bins,
+        progress=stage(0.45, 0.8, "equal-mass bins: exact quantiles of every score"))
+    test_summaries = None
     if roles.split is not None:
-        step(0.8, "summarising the test rows")
         names = frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
-        _check_split(roles.split, names.value_counts(dropna=False).compute())
-        test = frame[names == "test"]
-        metrics["test"] = _partitioned_metrics(
-            *partitioned_summaries(test, label, probabilities, classes, n_bins=n_bins),
-            n_bins, n_bootstrap)
+        _check_split(roles.split, _split_counts(names, stage(0.8, 0.82,
+                                                             "checking the split column")))
+        test_summaries = partitioned_summaries(
+            frame[names == "test"], label, probabilities, classes, n_bins=n_bins,
+            progress=stage(0.82, 0.85, "summarising the test rows"))
     ranking = None
     if roles.features:
-        step(0.85, f"VECE and LOESS curves of {len(roles.features)} variables")
-        ranking = _partitioned_ranking(frame, roles, classes)
+        ranking = _partitioned_ranking(frame, roles, classes, stage(
+            0.85, 0.95, f"VECE and LOESS curves of {len(roles.features)} variables"))
     step(0.95, "intervals")
+    metrics = {"all": _partitioned_metrics(summary, cells, scores, n_bins, n_bootstrap)}
+    if test_summaries is not None:
+        metrics["test"] = _partitioned_metrics(*test_summaries, n_bins, n_bootstrap)
     metrics["all"]["equal_mass"] = {
         **{key: equal_mass[key] for key in ("ece", "mce", "classwise_ece")},
         "edges": equal_mass["edges"][0],
@@ -156,14 +170,15 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
                             "tests), bootstrap 95% band")})}
 
 
-def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles,
-                         classes: list[str]) -> dict[str, Any]:
+def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles, classes: list[str],
+                         progress: Callable[[float], None] | None) -> dict[str, Any]:
     """The variable ranking of every row: VECE exact (equal-mass bins at pandas.qcut's
     edges of all rows, found in two passes), VCE(v*) from LOESS on binned sums (within
     the stated bound); no permutation p-values (they need every row in one place)."""
     result = partitioned_variables(frame, str(roles.label), list(roles.probabilities),
                                    classes, list(roles.features),
-                                   max_categories=variables.MAX_CATEGORIES)
+                                   max_categories=variables.MAX_CATEGORIES,
+                                   progress=progress)
     rows = jsonable(result.ranking().to_dict("records"))
     for row in rows:
         row["significant"] = None
@@ -203,6 +218,20 @@ def _check_split(column: str, counts: pd.Series) -> None:
     if "test" not in counts.index:
         raise CalibrationInputError(f"column {column!r} (split) has no test rows.",
                                     code="invalid_split", column=column)
+
+
+def _split_counts(names: dd.Series, progress: Callable[[float], None] | None) -> pd.Series:
+    """Rows per split name, NaN for other values (one pass, ``progress`` per partition)."""
+    import dask
+
+    counts = [dask.delayed(pd.Series.value_counts)(part, dropna=False)
+              for part in names.to_delayed()]
+    (summed,) = compute_reporting([dask.delayed(_summed_counts)(counts)], counts, progress)
+    return summed
+
+
+def _summed_counts(counts: list[pd.Series]) -> pd.Series:
+    return pd.concat(counts).groupby(level=0, dropna=False).sum()
 
 
 def _split_names(values: pd.Series) -> pd.Series:

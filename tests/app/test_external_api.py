@@ -6,14 +6,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from dask.distributed import LocalCluster
+from dask.distributed import Client, LocalCluster
 from fastapi.testclient import TestClient
 
+from app.jobs import Progress
 from app.main import create_app
+from app.services.partitioned_files import computed_rows
+from app.services.report import _split_counts, _split_names
 from calibcore import metrics
 from calibcore.data import build_prediction_set, infer_roles
 from calibcore.uncertainty import global_measures
@@ -58,10 +63,20 @@ def finished(client: TestClient, response) -> dict:  # type: ignore[no-untyped-d
 
 
 def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
-        settings_factory, scheduler, tmp_path) -> None:
+        settings_factory, scheduler, tmp_path, monkeypatch) -> None:
     """Registered by a glob under an allowed root: the overview's measures equal the
     in-memory ones on every row (intervals too), the binned diagram is exact, and every
-    other result says it was computed on a sample of N of M rows."""
+    other result says it was computed on a sample of N of M rows. The job's fraction
+    moves within each Dask pass, as its partitions are done."""
+    reports: list[tuple[float, str | None]] = []
+    update = Progress.update
+
+    def recorded(self: Progress, fraction: float, message: str | None = None,
+                 **kwargs: Any) -> None:
+        reports.append((fraction, message))
+        update(self, fraction, message, **kwargs)
+
+    monkeypatch.setattr(Progress, "update", recorded)
     frame = logs(tmp_path / "logs")
     settings = settings_factory(external_roots=str(tmp_path / "logs"),
                                 dask_scheduler=scheduler, external_sample_rows=5_000)
@@ -76,6 +91,15 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
         assert external["n_rows"] == N_ROWS and external["n_partitions"] == 3
         assert external["sampled"] and abs(external["n_sample"] - 5_000) <= 3
         assert dataset["n_rows"] == external["n_sample"]
+        fractions = [fraction for fraction, _ in reports]
+        assert fractions == sorted(fractions) and fractions[-1] >= 0.95
+        for message in ("reading the classes", "summarising every partition",
+                        "equal-mass bins", "checking the split", "summarising the test",
+                        "VECE and LOESS", "drawing a seeded sample"):
+            moved = {f for f, said in reports if said and said.startswith(message)}
+            # its start, its end and between them (3 files: 2 or 3 partitions a pass, as
+            # dask fuses small ones when it reads few columns)
+            assert len(moved) >= 3, (message, reports)
 
         labels, positive = frame["delayed"].to_numpy(), frame["p_delayed"].to_numpy()
         expected = global_measures(labels, positive, interval="hybrid", random_state=0)
@@ -171,3 +195,22 @@ def test_files_outside_the_roots_are_refused_before_any_job(settings_factory,
         assert_error(client.post("/api/v1/datasets/external", json={
             "uri": str(tmp_path / "logs" / "*.parquet"), "sample_rows": 5}), 422)
         assert client.get("/api/v1/datasets").json() == []
+
+
+def test_the_split_check_and_the_sample_give_what_compute_gives(scheduler) -> None:
+    """Computed partition by partition (for progress), the split column's counts and the
+    sampled rows are what ``value_counts`` and ``compute`` give."""
+    rows = pd.DataFrame({"split": ["test", "cal", " Test", "other", None, "fit"] * 50,
+                         "value": np.arange(300)})
+    data = dd.from_pandas(rows, npartitions=8)
+    names = data["split"].map_partitions(_split_names, meta=("split", object))
+    sample = data.sample(frac=0.3, random_state=4)
+    with Client(scheduler):
+        fractions: list[float] = []
+        counts = _split_counts(names, fractions.append)
+        expected = names.value_counts(dropna=False).compute()
+        pd.testing.assert_series_equal(counts.sort_index(), expected.sort_index(),
+                                       check_names=False)
+        pd.testing.assert_frame_equal(computed_rows(sample, fractions.append),
+                                      sample.compute())
+    assert len(fractions) == 16 and fractions.count(1.0) == 2

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -344,16 +343,11 @@ class _HeterogeneityTask:
                           n_components=2, sample_size=MAP_SAMPLE_ROWS,
                           random_state=self.params.random_state)
 
-        began = {"search": time.monotonic()}
-
         def report(done: int, total: int) -> None:
-            # called every 0.25 s: the clock moves while a large forest grows (the job's
-            # time-left estimate is the runner's, from the fraction)
-            now = time.monotonic()
-            clock = f"{now - began['search']:.0f} s"
-            message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods "
-                       f"({clock})" if total
-                       else f"finding the neighbourhoods of the test rows ({clock})")
+            # called every 0.25 s, also while a large forest grows (the status line adds
+            # the job's time so far and left)
+            message = (f"local forests: {done:,} of {total:,} distinct neighbourhoods"
+                       if total else "finding the neighbourhoods of the test rows")
             progress.update(0.05 + 0.9 * done / max(total, 1), message)
 
         cal, evaluated, proba = self.calibration, self.evaluated, self.prediction_set.proba

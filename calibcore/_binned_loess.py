@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 from scipy.interpolate import CubicSpline
 
 from calibcore._loess_moments import hankel, intercept_rows
+from calibcore._variable_curves import LoessCurves
 from calibcore.smoothing import (
     _COVERAGE_POINTS,
     _KNOT_SEPARATION,
@@ -53,7 +54,6 @@ from calibcore.smoothing import (
     _tricube,
     _with_band,
 )
-from calibcore.variable import LoessCurves
 
 #: Stated bound on the absolute difference from :func:`calibcore.variable.loess_curves` on
 #: all rows of the curves, their bands and ``vce_max`` (measured: at most 1.7e-4).

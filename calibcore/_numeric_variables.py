@@ -30,6 +30,13 @@ from calibcore._binned_loess import (
     plan_groups,
 )
 from calibcore._variable_binning import Variable
+from calibcore._variable_curves import (
+    CURVE_QUANTILES,
+    MAX_INTEGER_BINS,
+    Errors,
+    LoessCurves,
+    variable_curves,
+)
 from calibcore._variable_summaries import CellCounts, CollectPlan, FeatureValues, summed
 from calibcore.exact_quantiles import (
     FloatCells,
@@ -38,7 +45,6 @@ from calibcore.exact_quantiles import (
     weighted_linear_quantiles,
 )
 from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT
-from calibcore.variable import CURVE_QUANTILES, MAX_INTEGER_BINS, LoessCurves, _curves, _Errors
 
 #: Most distinct values the cells around the histogram's edges may send for its counts to
 #: be made exact (beyond, they are read off the cells: within those cells' rows). A cell
@@ -161,7 +167,7 @@ def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues
         rows = values.rows
         variable = Variable("numeric", np.ones(n, dtype=bool), rows[:, 0],
                             np.empty(0, dtype=object))
-        curves = _curves(variable, _Errors(predicted=rows[:, 2], actual=rows[:, 1]),
+        curves = variable_curves(variable, Errors(predicted=rows[:, 2], actual=rows[:, 1]),
                          settings.span, settings.n_points, settings.confidence_level,
                          settings.n_histogram_bins, settings.random_state)
         return NumericResult(edges, bin_sums, vece, replace(curves, n_missing=n_missing), True)

@@ -14,7 +14,9 @@ the *predicted error* of a row is ``1 - max_k p_k`` and its *error* is
 * The ranking orders variables by VECE, with a permutation p-value (beyond
   the paper) so that signal can be told from noise.
 
-Missing values of V (NaN, None, +/-inf) are left out: n counts the rows used.
+Missing values of V (NaN, None, +/-inf) are left out: n counts the rows used. The curves
+themselves are drawn by :mod:`calibcore._variable_curves` (shared with the partitioned
+path); their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,7 +36,7 @@ from scipy.stats import t as student_t
 from calibcore._loess_moments import compile_fit_only
 from calibcore._permutation import NullCache, compile_shuffle, permutation_p_value
 from calibcore._progress import Heartbeat
-from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore._validation import check_in_range, check_positive_int
 from calibcore._variable_binning import (
     Variable,
     VariableKind,
@@ -45,10 +47,18 @@ from calibcore._variable_binning import (
     feature_table,
     prepare_variable,
 )
+from calibcore._variable_curves import (
+    CURVE_RANGES,
+    CurveRange,
+    Errors,
+    LoessCurves,
+    curve_points,
+    top_label_errors,
+    variable_curves,
+)
 from calibcore.exceptions import CalibrationInputError
 from calibcore.proportions import proportion_interval
-from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit, loess_many
-from calibcore.views import score_outcome
+from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit
 
 __all__ = [
     "CURVE_RANGES",
@@ -62,89 +72,8 @@ __all__ = [
     "variable_eces",
 ]
 
-CurveRange = Literal["5-95", "1-99", "all"]
-#: Quantiles of V the curves run between, per ``curve_range``: the paper's 5th-95th
-#: percentiles hide the tails, where a model is often most wrong, so wider ones are offered
-#: ("all": quantiles 0 and 1 are the minimum and maximum).
-CURVE_RANGES: dict[CurveRange, tuple[float, float]] = {
-    "5-95": (0.05, 0.95),
-    "1-99": (0.01, 0.99),
-    "all": (0.0, 1.0),
-}
-#: The default range (the paper's reference).
-CURVE_QUANTILES = CURVE_RANGES["5-95"]
-#: An integer-valued V with at most this many integers in the plotted range gets one
-#: histogram bar per integer (edges at k +/- 0.5); otherwise equal-width bins.
-MAX_INTEGER_BINS = 60
 #: Columns of the ranking table, in order.
 RANKING_COLUMNS = ("variable", "kind", "vece", "vce_max", "v_star", "p_value", "n", "n_missing")
-
-
-@dataclass(frozen=True)
-class LoessCurves:
-    """LOESS error and predicted-error curves against a variable (Figure 1b of 003).
-
-    Attributes
-    ----------
-    x : ndarray of shape (n_points,)
-        Equally spaced values of V between the quantiles of ``curve_range``
-        (by default its 5th and 95th percentiles).
-    error, error_low, error_high : ndarray of shape (n_points,)
-        Smoothed error rate 1[y != argmax] and its pointwise band (fractions).
-    predicted_error, predicted_error_low, predicted_error_high : ndarray of shape (n_points,)
-        Smoothed predicted error ``1 - confidence`` and its band. Bands are
-        ``fit +/- t s ||l(x)||`` and are not clipped to [0, 1].
-    vce_max : float
-        ``VCE(v*) = max |error - predicted_error|`` over ``x``.
-    v_star : float
-        The ``x`` where that maximum occurs.
-    n : int
-        Rows used (V not missing).
-    n_missing : int
-        Rows left out because V was missing.
-    span : float
-        LOESS span.
-    confidence_level : float
-        Pointwise coverage of the bands.
-    histogram_edges : ndarray of shape (n_bars + 1,)
-        Bins of the histogram of V: ``n_histogram_bins`` equal-width bins over
-        ``[x[0], x[-1]]``, or, when V is integer-valued with at most
-        :data:`MAX_INTEGER_BINS` integers in that range, one bin per integer k
-        there with edges at ``k - 0.5`` and ``k + 0.5``.
-    histogram_counts : ndarray of shape (n_bars,)
-        Rows per histogram bin (rows outside ``[x[0], x[-1]]`` are not counted).
-    exact : bool
-        False when the band statistics were approximated (large n; see
-        :mod:`calibcore.smoothing`).
-    curve_range : {"5-95", "1-99", "all"}
-        Which quantiles of V the curves run between (:data:`CURVE_RANGES`).
-    """
-
-    x: NDArray[np.float64]
-    error: NDArray[np.float64]
-    error_low: NDArray[np.float64]
-    error_high: NDArray[np.float64]
-    predicted_error: NDArray[np.float64]
-    predicted_error_low: NDArray[np.float64]
-    predicted_error_high: NDArray[np.float64]
-    vce_max: float
-    v_star: float
-    n: int
-    n_missing: int
-    span: float
-    confidence_level: float
-    histogram_edges: NDArray[np.float64]
-    histogram_counts: NDArray[np.int64]
-    exact: bool
-    curve_range: CurveRange = "5-95"
-
-
-@dataclass(frozen=True)
-class _Errors:
-    """Per-row predicted error and error of the top-label view (internal)."""
-
-    predicted: NDArray[np.float64]
-    actual: NDArray[np.float64]
 
 
 def variable_ece(
@@ -179,7 +108,7 @@ def variable_ece(
     float
         ``sum_b (n_b / n) |mean predicted error_b - mean error_b|`` in [0, 1].
     """
-    errors = _top_label_errors(y_true, y_prob)
+    errors = top_label_errors(y_true, y_prob)
     n_bins = check_positive_int(n_bins, "n_bins")
     variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
     if not variable.used.any():
@@ -221,7 +150,7 @@ def variable_eces(
     kind = check_kind(kind)
     residuals = []
     for y_prob in y_probs:
-        errors = _top_label_errors(y_true, y_prob)
+        errors = top_label_errors(y_true, y_prob)
         residuals.append(errors.predicted - errors.actual)
     table = np.empty((len(variables), len(residuals)))
     if not residuals:
@@ -266,7 +195,7 @@ def variable_bins(
         (NaN for a single row), and ``gap = error - predicted_error``
         (positive: over-confident).
     """
-    errors = _top_label_errors(y_true, y_prob)
+    errors = top_label_errors(y_true, y_prob)
     n_bins = check_positive_int(n_bins, "n_bins")
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
@@ -351,7 +280,7 @@ def loess_curves(
     -------
     LoessCurves
     """
-    errors = _top_label_errors(y_true, y_prob)
+    errors = top_label_errors(y_true, y_prob)
     n_points = check_positive_int(n_points, "n_points")
     n_histogram_bins = check_positive_int(n_histogram_bins, "n_histogram_bins")
     if curve_range not in CURVE_RANGES:
@@ -360,8 +289,8 @@ def loess_curves(
     variable = prepare_variable(v, errors.predicted.size, "numeric", "v")
     if not variable.used.any():
         raise CalibrationInputError("v has no non-missing values; there is nothing to smooth.")
-    return _curves(variable, errors, span, n_points, confidence_level, n_histogram_bins,
-                   random_state, curve_range)
+    return variable_curves(variable, errors, span, n_points, confidence_level, n_histogram_bins,
+                           random_state, curve_range)
 
 
 def rank_variables(
@@ -419,7 +348,7 @@ def rank_variables(
         few rows to smooth); for a categorical one they are the largest
         ``|error - predicted error|`` over categories and that category.
     """
-    errors = _top_label_errors(y_true, y_prob)
+    errors = top_label_errors(y_true, y_prob)
     settings = _RankSettings(
         n_bins=check_positive_int(n_bins, "n_bins"),
         span=check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False),
@@ -543,7 +472,7 @@ class _RankSettings:
 def _prepare_one(
     column: pd.Series,
     name: str,
-    errors: _Errors,
+    errors: Errors,
     settings: _RankSettings,
     nulls: NullCache,
 ) -> _Prepared:
@@ -576,7 +505,7 @@ def _prepare_one(
 
 def _finish_one(
     item: _Prepared,
-    errors: _Errors,
+    errors: Errors,
     settings: _RankSettings,
     tracker: _Tracker,
     position: int,
@@ -609,7 +538,7 @@ def _wait(future: Future[T], tracker: _Tracker) -> T:
 
 def _largest_gap(
     variable: Variable,
-    errors: _Errors,
+    errors: Errors,
     index: NDArray[np.intp],
     size: int,
     settings: _RankSettings,
@@ -630,87 +559,16 @@ def _largest_gap(
     if min(variable.values.size, np.floor(variable.values.size * settings.span)) < MIN_NEIGHBOURS:
         return np.nan, np.nan
     if variable.values.size <= N_EXACT:
-        curves = _curves(
+        curves = variable_curves(
             variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
         )
         return curves.vce_max, curves.v_star
     order = np.argsort(variable.values, kind="stable")
     sorted_values = variable.values[order]
     progress(_SORT_SHARE)
-    x = _curve_points(sorted_values, settings.n_points)
+    x = curve_points(sorted_values, settings.n_points)
     gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
                            x, span=settings.span, progress=lambda fraction: progress(
                                _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
     worst = int(np.argmax(gap))
     return float(gap[worst]), float(x[worst])
-
-
-def _curve_points(values: NDArray[np.float64], n_points: int,
-                  curve_range: CurveRange = "5-95") -> NDArray[np.float64]:
-    """``n_points`` equally spaced values between the quantiles of ``curve_range`` of V."""
-    low, high = np.quantile(values, CURVE_RANGES[curve_range])
-    return np.linspace(float(low), float(high), n_points)
-
-
-def _histogram(values: NDArray[np.float64], low: float, high: float,
-               n_bins: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Counts and edges of V over ``[low, high]``: one bin per integer for an
-    integer-valued V with few integers there (so bars sit on the integers), else
-    ``n_bins`` equal-width bins."""
-    first, last = np.ceil(low), np.floor(high)
-    if first <= last <= first + MAX_INTEGER_BINS - 1 and np.all(values == np.round(values)):
-        shown = values[(values >= first) & (values <= last)]
-        counts = np.bincount((shown - first).astype(np.intp), minlength=int(last - first) + 1)
-        return counts.astype(np.int64), np.arange(first - 0.5, last + 1.0)
-    counts, edges = np.histogram(values, bins=n_bins, range=(low, high))
-    return counts.astype(np.int64), edges
-
-
-def _curves(
-    variable: Variable,
-    errors: _Errors,
-    span: float,
-    n_points: int,
-    confidence_level: float,
-    n_histogram_bins: int,
-    random_state: int | None,
-    curve_range: CurveRange = "5-95",
-) -> LoessCurves:
-    values = variable.values
-    x = _curve_points(values, n_points, curve_range)
-    error_fit, predicted_fit = loess_many(
-        values,
-        np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),
-        x,
-        span=span,
-        confidence_level=confidence_level,
-        random_state=random_state,
-    )
-    gap = np.abs(error_fit.fit - predicted_fit.fit)
-    worst = int(np.argmax(gap))
-    counts, edges = _histogram(values, float(x[0]), float(x[-1]), n_histogram_bins)
-    return LoessCurves(
-        x=x,
-        error=error_fit.fit,
-        error_low=error_fit.low,
-        error_high=error_fit.high,
-        predicted_error=predicted_fit.fit,
-        predicted_error_low=predicted_fit.low,
-        predicted_error_high=predicted_fit.high,
-        vce_max=float(gap[worst]),
-        v_star=float(x[worst]),
-        n=int(values.size),
-        n_missing=int(variable.used.size - values.size),
-        span=error_fit.span,
-        confidence_level=error_fit.confidence_level,
-        histogram_edges=edges,
-        histogram_counts=counts,
-        exact=error_fit.exact,
-        curve_range=curve_range,
-    )
-
-
-def _top_label_errors(y_true: ArrayLike, y_prob: ArrayLike) -> _Errors:
-    labels, proba = check_predictions(y_true, y_prob)
-    top = score_outcome(labels, proba, "top_label")
-    return _Errors(predicted=1.0 - top.scores[0], actual=1.0 - top.outcomes[0])

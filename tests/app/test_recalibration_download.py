@@ -19,7 +19,7 @@ import pytest
 
 from app.cli import main as cli_main
 from app.services.methods import make_recalibrator
-from app.services.recalibration import cross_fit
+from app.services.recalibration_fitting import cross_fit
 from calibcore.metrics import negative_log_likelihood
 from calibcore.recalibration import Recalibrator
 from tests.app.test_api import assert_error, upload

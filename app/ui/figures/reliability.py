@@ -8,6 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.ui.figures.bands import band_outline, translucent
+
 PALETTE = ("#1f5fa8", "#d9661f", "#2a9d5c", "#8c3fb0", "#b8323a", "#6b7a8f")
 
 
@@ -134,7 +136,7 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
         group = f"diagram-{number}"
         figure.add_trace(go.Scatter(
             x=band_x, y=band_y,
-            fill="toself", fillcolor=_translucent(colour), line={"width": 0},
+            fill="toself", fillcolor=translucent(colour), line={"width": 0},
             hoverinfo="skip", name=f"95% bootstrap band ({diagram['label']})",
             legendgroup=group, showlegend=len(diagrams) == 1), row=1, col=1)
         figure.add_trace(go.Scatter(
@@ -145,7 +147,7 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
             row=1, col=1)
         figure.add_trace(go.Scatter(
             x=diagram["grid"], y=diagram["density"], mode="lines", fill="tozeroy",
-            line={"color": colour, "width": 1}, fillcolor=_translucent(colour),
+            line={"color": colour, "width": 1}, fillcolor=translucent(colour),
             name=f"density ({diagram['label']})", showlegend=False, legendgroup=group,
             hovertemplate="score %{x:.3f}<br>density %{y:.2f} per unit of probability"
                           "<extra></extra>"), row=2, col=1)
@@ -205,28 +207,13 @@ def _supported(diagram: dict[str, Any]) -> tuple[list[float], list[float | None]
                                                 list[float | None], list[float | None]]:
     """Grid and curve with points of almost no data (fewer than about one row within a
     bandwidth) blanked, since there the kernel estimate only reflects its regularizer; and
-    the band as one closed outline per stretch of shown points, separated by gaps (a
-    ``fill="toself"`` trace fills each one alone, so no band spans a blank)."""
+    the band's outline over the shown points (:func:`band_outline`)."""
     weight = np.asarray(diagram["density"]) * diagram["n"] * diagram["bandwidth"]
     shown = weight >= 1.0
     grid = list(diagram["grid"])
     curve = [v if keep else None for v, keep in zip(diagram["curve"], shown, strict=True)]
-    band_x: list[float | None] = []
-    band_y: list[float | None] = []
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], shown.astype(int), [0]])))
-    for start, stop in zip(edges[::2], edges[1::2], strict=True):
-        if band_x:
-            band_x.append(None)
-            band_y.append(None)
-        band_x += grid[start:stop] + grid[start:stop][::-1]
-        band_y += list(diagram["curve_high"][start:stop]) + list(
-            diagram["curve_low"][start:stop])[::-1]
+    band_x, band_y = band_outline(grid, diagram["curve_low"], diagram["curve_high"], shown)
     return grid, curve, band_x, band_y
-
-
-def _translucent(colour: str, alpha: float = 0.2) -> str:
-    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({red},{green},{blue},{alpha})"
 
 
 def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str) -> go.Figure:

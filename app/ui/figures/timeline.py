@@ -8,7 +8,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.ui.figures.reliability import PALETTE, _translucent
+from app.ui.figures.bands import translucent
+from app.ui.figures.reliability import PALETTE
 
 FLAG = "rgba(200, 40, 40, 0.12)"
 
@@ -18,7 +19,7 @@ def _band(x: list[str], low: list[float | None], high: list[float | None], colou
     return [go.Scatter(x=x, y=high, mode="lines", line={"width": 0}, showlegend=False,
                        hoverinfo="skip", legendgroup=name),
             go.Scatter(x=x, y=low, mode="lines", line={"width": 0}, fill="tonexty",
-                       fillcolor=_translucent(colour), name=f"95% interval ({name})",
+                       fillcolor=translucent(colour), name=f"95% interval ({name})",
                        hoverinfo="skip", legendgroup=name)]
 
 

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
+from app.ui.figures.bands import band_outline, translucent
 from app.ui.figures.reliability import PALETTE
 
 Scale = Literal["error", "accuracy"]
@@ -34,11 +35,6 @@ _OBSERVED_COLOUR, _PREDICTED_COLOUR = PALETTE[1], PALETTE[0]
 #: Most bars drawn in the VECE chart (the table lists every variable).
 MAX_BARS = 30
 _SIGNIFICANT_COLOUR, _NOT_SIGNIFICANT_COLOUR, _UNTESTED_COLOUR = PALETTE[4], "#9aa7b6", PALETTE[5]
-
-
-def _rgba(colour: str, alpha: float) -> str:
-    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({red},{green},{blue},{alpha})"
 
 
 def _on_scale(values: list[float | None], scale: Scale) -> NDArray[np.float64]:
@@ -124,17 +120,13 @@ def ranking_figure(ranking: dict[str, Any], selected: str | None = None) -> go.F
 
 
 # -- one variable ---------------------------------------------------------------------------------
-def _band_traces(x: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64],
-                 name: str, colour: str) -> list[go.Scatter]:
-    """A filled 95% band: the upper edge, then the lower edge filled up to it."""
-    group = f"band-{name}"
-    return [
-        go.Scatter(x=x, y=high, mode="lines", line={"width": 0}, legendgroup=group,
-                   showlegend=False, hoverinfo="skip", name=f"95% band ({name})"),
-        go.Scatter(x=x, y=low, mode="lines", line={"width": 0}, fill="tonexty",
-                   fillcolor=_rgba(colour, 0.2), legendgroup=group,
-                   name=f"95% band ({name})", hoverinfo="skip"),
-    ]
+def _band_trace(x: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64],
+                name: str, colour: str) -> go.Scatter:
+    """A filled 95% band over the points where the curve is drawn (:func:`band_outline`)."""
+    outline_x, outline_y = band_outline(x.tolist(), low.tolist(), high.tolist())
+    return go.Scatter(x=outline_x, y=outline_y, mode="lines", line={"width": 0},
+                      fill="toself", fillcolor=translucent(colour, 0.2),
+                      legendgroup=f"band-{name}", name=f"95% band ({name})", hoverinfo="skip")
 
 
 def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
@@ -151,8 +143,7 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
     )
     for label, key, colour in series:
         low, high = _band(curves[f"{key}_low"], curves[f"{key}_high"], scale)
-        for trace in _band_traces(x, low, high, label, colour):
-            figure.add_trace(trace, row=1, col=1)
+        figure.add_trace(_band_trace(x, low, high, label, colour), row=1, col=1)
         figure.add_trace(go.Scatter(
             x=x, y=_on_scale(curves[key], scale), mode="lines", name=label,
             line={"color": colour, "width": 2.5},
@@ -165,15 +156,20 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
         marker={"color": PALETTE[5]}, opacity=0.6,
         hovertemplate=f"{name} %{{x:.4g}}<br>%{{y:,}} rows<extra></extra>"), row=2, col=1)
     v_star = curves["v_star"]
-    figure.add_vline(x=v_star, line={"color": PALETTE[4], "dash": "dash", "width": 1.5},
-                     row="all", col=1)
-    right_half = v_star > (x[0] + x[-1]) / 2
-    figure.add_annotation(
-        x=v_star, y=1, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
-        xanchor="right" if right_half else "left",
-        text=f"v* = {format_value(v_star)}: VCE(v*) = {curves['vce_max']:.4f}",
-        font={"color": PALETTE[4], "size": 12}, bgcolor="rgba(255,255,255,0.85)")
+    if v_star is not None:  # None: no point has both curves (every window one-sided)
+        figure.add_vline(x=v_star, line={"color": PALETTE[4], "dash": "dash", "width": 1.5},
+                         row="all", col=1)
+        right_half = v_star > (x[0] + x[-1]) / 2
+        figure.add_annotation(
+            x=v_star, y=1, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
+            xanchor="right" if right_half else "left",
+            text=f"v* = {format_value(v_star)}: VCE(v*) = {curves['vce_max']:.4f}",
+            font={"color": PALETTE[4], "size": 12}, bgcolor="rgba(255,255,255,0.85)")
     exact = "" if curves["exact"] else "; band statistics approximated for large n"
+    left_out = sum(value is None for value in curves["error"])
+    if left_out:
+        exact += (f"; {left_out} of {x.size} points left out: their window holds rows on one "
+                  f"side only (a gap in {name})")
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        f"along {name}",

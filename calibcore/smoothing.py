@@ -269,30 +269,6 @@ def loess_fit(
                     points_per_call=max(1, _ROW_OPERATIONS_PER_CALL // window))
 
 
-def extrapolated(sorted_x: NDArray[np.float64], points: NDArray[np.float64],
-                 span: float) -> NDArray[np.bool_]:
-    """Points whose LOESS window holds weighted rows on one side only.
-
-    There the local quadratic is extrapolated beyond the end of its data: in a gap of V (a
-    sentinel such as 999 far from the other values) such fits reached values like 130 for an
-    error rate. Callers that draw curves leave those points out. (Across a narrower gap, with
-    rows on both sides, LOESS interpolates as it does anywhere, and its band says how
-    uncertain that is.) ``sorted_x`` as in :func:`loess_fit`.
-    """
-    return one_sided(sorted_x, points, _bandwidth(sorted_x, points, span))
-
-
-def one_sided(support: NDArray[np.float64], points: NDArray[np.float64],
-              bandwidth: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """Whether no sorted ``support`` value lies in ``(x0 - h, x0]`` or none in
-    ``[x0, x0 + h)``: the rows of positive weight (distance below h) are all on one side."""
-    below = (np.searchsorted(support, points, side="right")
-             - np.searchsorted(support, points - bandwidth, side="right"))
-    above = (np.searchsorted(support, points + bandwidth, side="left")
-             - np.searchsorted(support, points, side="left"))
-    return np.asarray((below == 0) | (above == 0))
-
-
 def _ignore(fraction: float) -> None:
     """The default progress callback."""
 

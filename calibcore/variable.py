@@ -53,13 +53,12 @@ from calibcore._variable_curves import (
     Errors,
     LoessCurves,
     curve_points,
-    largest_gap,
     top_label_errors,
     variable_curves,
 )
 from calibcore.exceptions import CalibrationInputError
 from calibcore.proportions import proportion_interval
-from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, extrapolated, loess_fit
+from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit
 
 __all__ = [
     "CURVE_RANGES",
@@ -571,4 +570,5 @@ def _largest_gap(
     gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
                            x, span=settings.span, progress=lambda fraction: progress(
                                _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
-    return largest_gap(x, np.where(extrapolated(sorted_values, x, settings.span), np.nan, gap))
+    worst = int(np.argmax(gap))
+    return float(gap[worst]), float(x[worst])

@@ -155,29 +155,22 @@ def test_the_hh_map_hover_names_ids_only_when_the_data_have_them() -> None:
     assert list(hh_map_figure(result).data[-1].customdata[:, 3]) == [" (id a-17)", " (id 42)"]
 
 
-def test_variable_curves_with_points_left_out_are_drawn_with_gaps() -> None:
-    """Points of one-sided LOESS windows come as None: the curves break there, the band is
-    one closed outline per stretch (no fill across the gap), and the subtitle says so."""
+def test_a_variable_band_is_one_outline_per_stretch_of_points_with_both_edges() -> None:
+    """The variable curves' bands are closed outlines (fill "toself"): a point without a
+    band edge (None from the API, e.g. a NaN band where L = I) splits it, so no fill spans
+    the gap (as the smooth reliability band)."""
     from app.ui.figures.variables import curves_figure
 
     x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
-    error = [0.2, 0.25, None, None, 0.3, 0.35]
-    band = {"error_low": [v and v - 0.1 for v in error],
-            "error_high": [v and v + 0.1 for v in error],
-            "predicted_error": [v and v - 0.05 for v in error],
-            "predicted_error_low": [v and v - 0.15 for v in error],
-            "predicted_error_high": [v and v + 0.05 for v in error]}
+    error = [0.2, 0.25, 0.3, 0.3, 0.3, 0.35]
+    low = [0.1, 0.15, None, None, 0.2, 0.25]
+    high = [0.3, 0.35, None, None, 0.4, 0.45]
     detail = {"variable": "days", "n": 100, "curves": {
-        "x": x, "error": error, **band, "histogram_edges": [0.0, 2.5, 5.0],
-        "histogram_counts": [60, 40], "v_star": 5.0, "vce_max": 0.05, "exact": True,
-        "span": 0.8, "curve_range": "5-95"}}
-    figure = curves_figure(detail)
-    observed_band = next(t for t in figure.data if t.name == "95% band (error rate)")
-    assert observed_band.fill == "toself"
-    assert list(observed_band.x) == [0.0, 1.0, 1.0, 0.0, None, 4.0, 5.0, 5.0, 4.0]
-    assert list(observed_band.y[:4]) == pytest.approx([0.3, 0.35, 0.15, 0.1])
-    curve = next(t for t in figure.data if t.name == "error rate")
-    assert np.isnan(curve.y[2]) and np.isnan(curve.y[3])
-    assert "2 of 6 points left out" in figure.layout.title.subtitle.text
-    detail["curves"]["v_star"] = detail["curves"]["vce_max"] = None
-    assert not curves_figure(detail).layout.shapes  # no v* line without a largest gap
+        "x": x, "error": error, "error_low": low, "error_high": high,
+        "predicted_error": error, "predicted_error_low": low, "predicted_error_high": high,
+        "histogram_edges": [0.0, 2.5, 5.0], "histogram_counts": [60, 40], "v_star": 5.0,
+        "vce_max": 0.05, "exact": True, "span": 0.8, "curve_range": "5-95"}}
+    band = next(t for t in curves_figure(detail).data if t.name == "95% band (error rate)")
+    assert band.fill == "toself"
+    assert list(band.x) == [0.0, 1.0, 1.0, 0.0, None, 4.0, 5.0, 5.0, 4.0]
+    assert list(band.y[:4]) == pytest.approx([0.3, 0.35, 0.15, 0.1])

@@ -502,38 +502,3 @@ def test_default_credit_naive_bayes():
     # low incomes (mostly students): the predicted error sits above the error's band
     assert curves.predicted_error[0] > curves.error_high[0]
     assert curves.predicted_error[-1] < curves.error[-1]
-
-
-def test_a_sentinel_value_leaves_a_gap_in_the_curves_not_an_extrapolation():
-    """10% of V at a sentinel 999, the rest in [0, 60]: between them LOESS windows with rows
-    on one side only extrapolated error rates of 3 (span 0.8), 130 (0.3) or 2,970 (0.1)
-    and put v* in the gap. Those points are left out, on the small and the
-    large path, and the ranking's VCE(v*) is the curves' largest gap where they are drawn."""
-    rng = np.random.default_rng(1)
-    n = 20_000
-    v = np.where(rng.uniform(size=n) < 0.1, 999.0, rng.uniform(0, 60, n))
-    p = rng.uniform(0.5, 0.99, n)
-    y = (rng.uniform(size=n) < p).astype(int)
-    proba = np.column_stack([1 - p, p])
-    for span in (0.8, 0.3, 0.1):
-        curves = loess_curves(v, y, proba, span=span)
-        drawn = ~np.isnan(curves.error)
-        assert drawn[curves.x <= 60].all(), span  # the data themselves are all drawn
-        assert not drawn.all(), span
-        for field in ("error_low", "error_high", "predicted_error", "predicted_error_low"):
-            np.testing.assert_array_equal(np.isnan(getattr(curves, field)), ~drawn)
-        assert np.nanmax(np.abs(curves.error)) < 1.0 and np.nanmin(curves.error) > -0.1
-        assert curves.vce_max < 0.5, (span, curves.vce_max)
-        gap = np.abs(curves.error - curves.predicted_error)
-        assert curves.vce_max == np.nanmax(gap) and drawn[np.flatnonzero(
-            curves.x == curves.v_star)[0]]
-        # the ranking fits the gap alone above 1,000 rows (one LOESS of the difference, so
-        # rounding differs in the 8th digit): the same points left out
-        ranked = rank_variables(pd.DataFrame({"v": v}), y, proba, span=span, n_permutations=0)
-        assert ranked.loc[0, "vce_max"] == pytest.approx(curves.vce_max, rel=1e-6)
-        assert ranked.loc[0, "v_star"] == curves.v_star
-    # the exact path leaves out the same kind of points (with 800 rows a window beside the
-    # sentinels can still hold a few far rows on the other side: not caught by this rule)
-    small = loess_curves(v[:800], y[:800], proba[:800], span=0.1)
-    assert np.isnan(small.error[small.x > 60]).sum() > 100 and not np.isnan(
-        small.error[small.x <= 60]).any()

@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from scipy.interpolate import CubicSpline
 
 from calibcore._loess_moments import hankel, intercept_rows
-from calibcore._variable_curves import LoessCurves
+from calibcore._variable_curves import LoessCurves, drawn, largest_gap
 from calibcore.smoothing import (
     _COVERAGE_POINTS,
     _KNOT_SEPARATION,
@@ -290,13 +290,14 @@ def binned_curves(distribution: CellDistribution, groups: GroupSums, *, x: NDArr
                          delta1=delta1 + (n - size), delta2=delta2 + (n - size), exact=False)
     error_fit, predicted_fit = (_with_band(x, smoothed, response, span, n, confidence_level)
                                 for response in range(2))
-    gap = np.abs(error_fit.fit - predicted_fit.fit)
-    worst = int(np.argmax(gap))
+    error, error_low, error_high, predicted, predicted_low, predicted_high = drawn(
+        error_fit, predicted_fit)
+    vce_max, v_star = largest_gap(x, np.abs(error - predicted))
     return LoessCurves(
-        x=x, error=error_fit.fit, error_low=error_fit.low, error_high=error_fit.high,
-        predicted_error=predicted_fit.fit, predicted_error_low=predicted_fit.low,
-        predicted_error_high=predicted_fit.high, vce_max=float(gap[worst]),
-        v_star=float(x[worst]), n=n, n_missing=n_missing, span=span,
+        x=x, error=error, error_low=error_low, error_high=error_high,
+        predicted_error=predicted, predicted_error_low=predicted_low,
+        predicted_error_high=predicted_high, vce_max=vce_max,
+        v_star=v_star, n=n, n_missing=n_missing, span=span,
         confidence_level=confidence_level, histogram_edges=histogram_edges,
         histogram_counts=histogram_counts, exact=False)
 

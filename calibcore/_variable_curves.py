@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_predictions
 from calibcore._variable_binning import Variable
-from calibcore.smoothing import loess_many
+from calibcore.smoothing import MAX_LEVERAGE, LoessFit, loess_many
 from calibcore.views import score_outcome
 
 CurveRange = Literal["5-95", "1-99", "all"]
@@ -49,9 +49,11 @@ class LoessCurves:
         Smoothed error rate 1[y != argmax] and its pointwise band (fractions).
     predicted_error, predicted_error_low, predicted_error_high : ndarray of shape (n_points,)
         Smoothed predicted error ``1 - confidence`` and its band. Bands are
-        ``fit +/- t s ||l(x)||`` and are not clipped to [0, 1].
+        ``fit +/- t s ||l(x)||`` and are not clipped to [0, 1]. All six are NaN where the
+        fit is less certain than one row (``||l(x)||^2`` above
+        :data:`calibcore.smoothing.MAX_LEVERAGE`: LOESS extrapolating into a gap of V).
     vce_max : float
-        ``VCE(v*) = max |error - predicted_error|`` over ``x``.
+        ``VCE(v*) = max |error - predicted_error|`` over the ``x`` where both are drawn.
     v_star : float
         The ``x`` where that maximum occurs.
     n : int
@@ -144,19 +146,20 @@ def variable_curves(
         confidence_level=confidence_level,
         random_state=random_state,
     )
-    gap = np.abs(error_fit.fit - predicted_fit.fit)
-    worst = int(np.argmax(gap))
+    error, error_low, error_high, predicted, predicted_low, predicted_high = drawn(
+        error_fit, predicted_fit)
+    vce_max, v_star = largest_gap(x, np.abs(error - predicted))
     counts, edges = histogram(values, float(x[0]), float(x[-1]), n_histogram_bins)
     return LoessCurves(
         x=x,
-        error=error_fit.fit,
-        error_low=error_fit.low,
-        error_high=error_fit.high,
-        predicted_error=predicted_fit.fit,
-        predicted_error_low=predicted_fit.low,
-        predicted_error_high=predicted_fit.high,
-        vce_max=float(gap[worst]),
-        v_star=float(x[worst]),
+        error=error,
+        error_low=error_low,
+        error_high=error_high,
+        predicted_error=predicted,
+        predicted_error_low=predicted_low,
+        predicted_error_high=predicted_high,
+        vce_max=vce_max,
+        v_star=v_star,
         n=int(values.size),
         n_missing=int(variable.used.size - values.size),
         span=error_fit.span,
@@ -166,6 +169,23 @@ def variable_curves(
         exact=error_fit.exact,
         curve_range=curve_range,
     )
+
+
+def drawn(error_fit: LoessFit, predicted_fit: LoessFit) -> tuple[NDArray[np.float64], ...]:
+    """Both curves and their bands, NaN where the fit's leverage exceeds
+    :data:`calibcore.smoothing.MAX_LEVERAGE` (a quadratic extrapolated into a gap of V)."""
+    unsupported = error_fit.leverage > MAX_LEVERAGE
+    return tuple(np.where(unsupported, np.nan, curve) for curve in (
+        error_fit.fit, error_fit.low, error_fit.high,
+        predicted_fit.fit, predicted_fit.low, predicted_fit.high))
+
+
+def largest_gap(x: NDArray[np.float64], gap: NDArray[np.float64]) -> tuple[float, float]:
+    """VCE(v*) and v*: the largest gap where it is drawn (NaN, NaN where it is nowhere)."""
+    if np.isnan(gap).all():
+        return np.nan, np.nan
+    worst = int(np.nanargmax(gap))
+    return float(gap[worst]), float(x[worst])
 
 
 def top_label_errors(y_true: ArrayLike, y_prob: ArrayLike) -> Errors:

@@ -58,7 +58,7 @@ from calibcore._variable_curves import (
 )
 from calibcore.exceptions import CalibrationInputError
 from calibcore.proportions import proportion_interval
-from calibcore.smoothing import MIN_NEIGHBOURS, N_EXACT, loess_fit
+from calibcore.smoothing import MAX_LEVERAGE, MIN_NEIGHBOURS, N_EXACT, loess_fit, loess_leverage
 
 __all__ = [
     "CURVE_RANGES",
@@ -397,6 +397,8 @@ _PREPARE_SHARE = 0.1
 _SORT_SHARE = 0.1
 #: Seconds between progress reports while waiting for a permutation null.
 _WAIT_SECONDS = 0.1
+#: Candidate points of the largest gap whose leverage is computed at once.
+_LEVERAGE_BATCH = 8
 
 
 class _Tracker:
@@ -570,5 +572,12 @@ def _largest_gap(
     gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
                            x, span=settings.span, progress=lambda fraction: progress(
                                _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
-    worst = int(np.argmax(gap))
-    return float(gap[worst]), float(x[worst])
+    # the largest gap where the curves are drawn: leverage only at the candidates, largest
+    # first (almost always the first is drawn)
+    for start in range(0, x.size, _LEVERAGE_BATCH):
+        candidates = np.argsort(-gap, kind="stable")[start:start + _LEVERAGE_BATCH]
+        drawn = loess_leverage(sorted_values, x[candidates], span=settings.span) <= MAX_LEVERAGE
+        if drawn.any():
+            worst = int(candidates[np.argmax(drawn)])
+            return float(gap[worst]), float(x[worst])
+    return np.nan, np.nan

@@ -174,3 +174,25 @@ def test_a_variable_band_is_one_outline_per_stretch_of_points_with_both_edges() 
     assert band.fill == "toself"
     assert list(band.x) == [0.0, 1.0, 1.0, 0.0, None, 4.0, 5.0, 5.0, 4.0]
     assert list(band.y[:4]) == pytest.approx([0.3, 0.35, 0.15, 0.1])
+
+
+def test_variable_curves_with_points_left_out_say_so() -> None:
+    """Points left out come as None: the curve breaks there and the subtitle says how many
+    and why; without a largest gap there is no v* line."""
+    from app.ui.figures.variables import curves_figure
+
+    x = [0.0, 1.0, 2.0, 3.0]
+    error = [0.2, None, None, 0.3]
+    detail = {"variable": "days", "n": 100, "curves": {
+        "x": x, "error": error, "error_low": error, "error_high": error,
+        "predicted_error": error, "predicted_error_low": error,
+        "predicted_error_high": error, "histogram_edges": [0.0, 1.5, 3.0],
+        "histogram_counts": [60, 40], "v_star": 3.0, "vce_max": 0.0, "exact": True,
+        "span": 0.8, "curve_range": "5-95"}}
+    figure = curves_figure(detail)
+    curve = next(t for t in figure.data if t.name == "error rate")
+    assert np.isnan(curve.y[1]) and np.isnan(curve.y[2])
+    assert "2 of 4 points left out" in figure.layout.title.subtitle.text
+    assert figure.layout.shapes
+    detail["curves"]["v_star"] = detail["curves"]["vce_max"] = None
+    assert not curves_figure(detail).layout.shapes

@@ -312,3 +312,25 @@ def test_ranking_for_report_is_json_ready(client, dataset_id) -> None:
     report = variables.ranking_for_report(prediction_set)
     assert report is not None and next(r["variable"] for r in report["variables"]) == "income"
     assert json.loads(json.dumps(report, allow_nan=False)) == report
+
+
+def test_points_of_a_gap_in_the_variable_come_back_as_null(client) -> None:
+    """A sentinel 999 beside values in [0, 60]: the points where the fit is less certain
+    than one row are null in the JSON (as loess_curves leaves them NaN), and the largest gap
+    is taken where the curves are drawn."""
+    rng = np.random.default_rng(3)
+    n = 4_000
+    p = rng.uniform(0.55, 0.95, n)
+    frame = pd.DataFrame({"y_true": (rng.uniform(size=n) < p).astype(int), "y_prob": p.round(6),
+                          "days": np.where(rng.uniform(size=n) < 0.1, 999.0,
+                                           rng.uniform(0, 60, n).round(2))})
+    dataset = upload(client, frame.to_csv(index=False).encode(), "sentinel.csv").json()["id"]
+    body = client.get(f"/api/v1/datasets/{dataset}/variables/days",
+                      params={"span": 0.3}).json()
+    curves = body["curves"]
+    left_out = [value is None for value in curves["error"]]
+    expected = loess_curves(frame["days"], frame["y_true"], frame["y_prob"], span=0.3)
+    assert left_out == np.isnan(expected.error).tolist() and 0 < sum(left_out) < len(left_out)
+    assert all(curves[key][i] is None for key in ("error_low", "predicted_error_high")
+               for i, out in enumerate(left_out) if out)
+    assert body["vce_max"] == pytest.approx(expected.vce_max, rel=1e-12) and body["vce_max"] < 1

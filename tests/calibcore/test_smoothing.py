@@ -249,3 +249,18 @@ def test_a_window_ending_on_a_long_tie_is_widened_past_it():
     np.testing.assert_allclose(fit, expected, rtol=1e-9, atol=1e-12)
     assert fit[1] > 0.2  # between the row at 0 (y = 1) and the tie's mean, not 0
     assert fit[3] == pytest.approx(y[1:61].mean(), rel=1e-12)  # more than q ties at x0
+
+
+def test_leverage_is_the_squared_norm_of_the_smoother_row():
+    """LoessFit.leverage is ||l(x0)||^2 of the brute-force smoother rows (exact path), and
+    loess_leverage gives the same on the large path's moments."""
+    from calibcore.smoothing import loess_leverage
+
+    x, y = _sample("normal", 150, seed=4)
+    points = np.linspace(x.min() - 5, x.max() + 20, 23)
+    expected = (reference_rows(x, points, 0.3) ** 2).sum(axis=1)
+    result = loess(x, y, points, span=0.3)
+    np.testing.assert_allclose(result.leverage, expected, rtol=1e-8)
+    np.testing.assert_allclose(loess_leverage(np.sort(x), points, span=0.3), expected,
+                               rtol=1e-6)
+    assert result.leverage[-1] > 1.0 > result.leverage[points.size // 2]  # beyond the data

@@ -502,3 +502,43 @@ def test_default_credit_naive_bayes():
     # low incomes (mostly students): the predicted error sits above the error's band
     assert curves.predicted_error[0] > curves.error_high[0]
     assert curves.predicted_error[-1] < curves.error[-1]
+
+
+def _sentinel(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    v = np.where(rng.uniform(size=n) < 0.1, 999.0, rng.uniform(0, 60, n))
+    p = rng.uniform(0.5, 0.99, n)
+    return v, (rng.uniform(size=n) < p).astype(int), np.column_stack([1 - p, p])
+
+
+@pytest.mark.parametrize("span", [0.8, 0.3, 0.1])
+def test_a_sentinel_value_leaves_a_gap_in_the_curves_not_an_extrapolation(span):
+    """10% of V at a sentinel 999, the rest in [0, 60] (a calibrated model): LOESS
+    extrapolated error rates of 3 (span 0.8), 130 (0.3) and 2,970 (0.1) into the gap, with
+    VCE(v*) of 6.5 to 1,825 there. Points whose fit is less certain than one row
+    (||l||^2 > 1) are left out, and the ranking's gap-only fit finds the same VCE(v*)."""
+    v, y, proba = _sentinel(20_000, seed=1)
+    curves = loess_curves(v, y, proba, span=span)
+    drawn = ~np.isnan(curves.error)
+    assert drawn[curves.x <= 60].all() and not drawn.all()
+    for field in ("error_low", "error_high", "predicted_error", "predicted_error_high"):
+        np.testing.assert_array_equal(np.isnan(getattr(curves, field)), ~drawn)
+    assert np.nanmax(np.abs(curves.error)) < 1.0 and curves.vce_max < 0.5
+    gap = np.abs(curves.error - curves.predicted_error)
+    assert curves.vce_max == np.nanmax(gap)
+    ranked = rank_variables(pd.DataFrame({"v": v}), y, proba, span=span, n_permutations=0)
+    assert ranked.loc[0, "vce_max"] == pytest.approx(curves.vce_max, rel=1e-6)
+    assert ranked.loc[0, "v_star"] == curves.v_star
+
+
+@pytest.mark.parametrize("span", [0.8, 0.3, 0.1, 0.02])
+def test_integer_variables_with_long_ties_are_drawn_whole(span):
+    """Between the values of an integer variable the windows end on ties and hold rows of
+    one value only, but thousands of them: the fit is certain, nothing is left out."""
+    rng = np.random.default_rng(0)
+    n = 30_000
+    p = rng.uniform(0.5, 0.99, n)
+    y = (rng.uniform(size=n) < p).astype(int)
+    for v in (rng.integers(0, 24, n).astype(float), rng.poisson(3, n).astype(float)):
+        curves = loess_curves(v, y, p, span=span)
+        assert not np.isnan(curves.error).any() and np.isfinite(curves.vce_max)

@@ -156,15 +156,20 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
         marker={"color": PALETTE[5]}, opacity=0.6,
         hovertemplate=f"{name} %{{x:.4g}}<br>%{{y:,}} rows<extra></extra>"), row=2, col=1)
     v_star = curves["v_star"]
-    figure.add_vline(x=v_star, line={"color": PALETTE[4], "dash": "dash", "width": 1.5},
-                     row="all", col=1)
-    right_half = v_star > (x[0] + x[-1]) / 2
-    figure.add_annotation(
-        x=v_star, y=1, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
-        xanchor="right" if right_half else "left",
-        text=f"v* = {format_value(v_star)}: VCE(v*) = {curves['vce_max']:.4f}",
-        font={"color": PALETTE[4], "size": 12}, bgcolor="rgba(255,255,255,0.85)")
+    if v_star is not None:  # None: no point where both curves are drawn
+        figure.add_vline(x=v_star, line={"color": PALETTE[4], "dash": "dash", "width": 1.5},
+                         row="all", col=1)
+        right_half = v_star > (x[0] + x[-1]) / 2
+        figure.add_annotation(
+            x=v_star, y=1, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
+            xanchor="right" if right_half else "left",
+            text=f"v* = {format_value(v_star)}: VCE(v*) = {curves['vce_max']:.4f}",
+            font={"color": PALETTE[4], "size": 12}, bgcolor="rgba(255,255,255,0.85)")
     exact = "" if curves["exact"] else "; band statistics approximated for large n"
+    left_out = sum(value is None for value in curves["error"])
+    if left_out:
+        exact += (f"; {left_out} of {x.size} points left out, where the fit is less certain "
+                  f"than one row (LOESS extrapolating into a gap of {name})")
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        f"along {name}",

@@ -323,9 +323,11 @@ def _detail_note(detail: dict[str, Any]) -> html.Div:
              "the largest gap there); the histogram shows the rows there."
              if detail["kind"] == "numeric"
              else " Categorical: one bin per category (the span and range do not apply).")
+    gap = (f"largest gap VCE(v*) = {detail['vce_max']:.4f} at {where}"
+           if detail["vce_max"] is not None
+           else "no largest gap: the fit is less certain than one row at every point")
     return info_note(f"{detail['variable']} ({detail['kind']}): n = {detail['n']:,}{missing}. "
-                     f"VECE = {detail['vece']:.4f}; largest gap VCE(v*) = "
-                     f"{detail['vce_max']:.4f} at {where}." + extra)
+                     f"VECE = {detail['vece']:.4f}; {gap}." + extra)
 
 
 def _interval(value: float | None, low: float | None, high: float | None) -> str:

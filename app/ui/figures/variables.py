@@ -168,8 +168,7 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
     exact = "" if curves["exact"] else "; band statistics approximated for large n"
     left_out = sum(value is None for value in curves["error"])
     if left_out:
-        exact += (f"; {left_out} of {x.size} points left out, where the fit is less certain "
-                  f"than one row (LOESS extrapolating into a gap of {name})")
+        exact += f"; {left_out} of {x.size} points left out (fit less certain than one row)"
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        f"along {name}",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -193,15 +194,19 @@ def test_binary_comparison_is_drawn_for_the_positive_class_or_the_top_label(
     def axis_title() -> str:
         return browser.find_element(By.CSS_SELECTOR, "#recal-graph .xtitle").text
 
-    wait(browser).until(lambda b: axis_title() == "P(y = 1) (predicted probability)")
-    title = browser.find_element(By.CSS_SELECTOR, "#recal-graph .gtitle").text
+    # plotly replaces the axis title's element when it redraws: a wait may find the old one
+    redrawn = WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
+    redrawn.until(lambda b: axis_title() == "P(y = 1) (predicted probability)")
+    title = redrawn.until(lambda b: b.find_element(By.CSS_SELECTOR, "#recal-graph .gtitle").text)
     assert "positive class 1" in title and "n = 1,474" in title
     # a positive-class diagram of a rare outcome has points below 0.5
-    ticks = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#recal-graph .xtick text")]
+    ticks = redrawn.until(lambda b: [t.text for t in b.find_elements(
+        By.CSS_SELECTOR, "#recal-graph .xtick text")])
     assert ticks[0] in ("0", "0.0")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", control)
     if SCREENSHOTS:
         browser.save_screenshot(str(Path(SCREENSHOTS) / "recalibrate-positive-class.png"))
     control.find_element(By.CSS_SELECTOR, "input[value='top_label']").click()
-    wait(browser).until(lambda b: axis_title() == "confidence (predicted probability)")
-    assert "top label" in browser.find_element(By.CSS_SELECTOR, "#recal-graph .gtitle").text
+    redrawn.until(lambda b: axis_title() == "confidence (predicted probability)")
+    redrawn.until(lambda b: "top label" in b.find_element(By.CSS_SELECTOR,
+                                                          "#recal-graph .gtitle").text)

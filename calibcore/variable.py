@@ -574,8 +574,9 @@ def _largest_gap(
                                _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
     # the largest gap where the curves are drawn: leverage only at the candidates, largest
     # first (almost always the first is drawn)
+    ranked = np.argsort(-gap, kind="stable")
     for start in range(0, x.size, _LEVERAGE_BATCH):
-        candidates = np.argsort(-gap, kind="stable")[start:start + _LEVERAGE_BATCH]
+        candidates = ranked[start:start + _LEVERAGE_BATCH]
         drawn = loess_leverage(sorted_values, x[candidates], span=settings.span) <= MAX_LEVERAGE
         if drawn.any():
             worst = int(candidates[np.argmax(drawn)])

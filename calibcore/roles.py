@@ -267,19 +267,20 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
        class (``proba_<class>``, ``<class>_proba``, ... :data:`CLASS_COLUMN_FORMS`), one
        named after the label (``<label>_prob``, ``p_<label>``, ...
        :data:`PAIRED_PROBABILITY_FORMS`), a group of class columns, or one generic
-       column (:data:`BINARY_PROBABILITY_NAMES`);
+       column (:data:`BINARY_PROBABILITY_NAMES`); failing these, for a label of at most
+       two values, a guessed P(positive class) (see :func:`_guessed_probability`);
     2. any column of at most two values with a probability named after it (``delayed``
        and ``p_delayed``);
     3. a column whose values are exactly the classes of a group of class columns
        (``species`` with ``prob_setosa``, ``prob_versicolor``, ``prob_virginica``);
     4. probabilities without a label (a group, or a generic name), then, as a last
        resort, guesses from values: the only 0/1 column as the label and, when no
-       probability column was found either, the only column of values in [0, 1] as
-       P(positive class). Guesses are said in ``notes``.
+       probability column was found either, a guessed P(positive class) (see
+       :func:`_guessed_probability`). Guesses are said in ``notes``.
 
     A probability column whose name does not say so (``score``, ``y_pred``,
-    ``pred_<label>``) must hold values in [0, 1], not only 0 and 1. Label and
-    probability columns are never features.
+    ``pred_<label>``), and every guessed one, must hold values in [0, 1], not only 0
+    and 1. Label and probability columns are never features.
 
     Parameters
     ----------
@@ -303,7 +304,7 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
     if models and label is not None:
         found = _Found(label, models[0][1])
     else:
-        found = (_Found(label, _probabilities_of(label, columns, clues)) if label is not None
+        found = (_named_label(label, columns, clues) if label is not None
                  else _paired_label(columns, clues) or _label_of_class_group(columns, clues)
                  or _guessed_label(columns, clues))
     if found.probabilities not in [group for _, group in models]:
@@ -395,6 +396,57 @@ def role_problems(label: str | None, probabilities: Sequence[str], split: str | 
     return tuple(problems)
 
 
+def _named_label(label: str, columns: Sequence[str], clues: _ValueClues) -> _Found:
+    """A label named as one, with its probabilities found by name or, for a label of at
+    most two values, guessed (:func:`_guessed_probability`) and said in a note."""
+    probabilities = _probabilities_of(label, columns, clues)
+    if probabilities or not clues.class_names(label, at_most=2):
+        return _Found(label, probabilities)
+    guess = _guessed_probability(label, columns, clues)
+    if guess is None:
+        return _Found(label, ())
+    probability, why = guess
+    return _Found(label, (probability,), (
+        f"guessed: probability {probability!r} of label {label!r}, {why}; check it.",))
+
+
+def _guessed_probability(label: str, columns: Sequence[str], clues: _ValueClues
+                         ) -> tuple[str, str] | None:
+    """P(positive class) of a binary ``label`` when no name says which column holds it.
+
+    The candidates are the columns of values in [0, 1], not only 0 and 1 (hard
+    predictions and scores on other scales are never taken), besides the label and the
+    columns named as a split, id or time. The only candidate named like a probability
+    or a score (``risk_score``, ``score_prob``: :data:`PROBABILITY_SUFFIXES`) is taken,
+    else the only candidate.
+
+    Parameters
+    ----------
+    label : str
+        The label column.
+    columns : sequence of str
+        Every column of the table.
+    clues : _ValueClues
+        What the values of the columns say.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        The column and why it was taken (for the note), or None when there is no
+        candidate or several of equal standing.
+    """
+    reserved = {*SPLIT_NAMES, *ID_NAMES, *TIME_NAMES}
+    candidates = [c for c in columns if c != label and normalize_name(c) not in reserved
+                  and clues.probability_like(c)]
+    named = [c for c in candidates if normalize_name(c).endswith(PROBABILITY_SUFFIXES)]
+    if len(named) == 1:
+        return named[0], ("the only column named like a probability or a score (such as "
+                          "..._prob or ..._score) with values between 0 and 1")
+    if len(candidates) == 1:
+        return candidates[0], "the only column of values between 0 and 1"
+    return None
+
+
 def _probabilities_of(label: str, columns: Sequence[str], clues: _ValueClues
                       ) -> tuple[str, ...]:
     others = [c for c in columns if c != label]
@@ -471,12 +523,13 @@ def _guessed_label(columns: Sequence[str], clues: _ValueClues) -> _Found:
         return _Found(label, probabilities, (
             f"guessed: label {label!r}, the only column of two values like 0/1 beside the "
             f"probability column {probabilities[0]!r}; check it.",))
-    scores = [c for c in rest if c != label and clues.probability_like(c)]
-    if len(scores) != 1:
+    guess = _guessed_probability(label, rest, clues)
+    if guess is None:
         return _Found(None, ())
-    return _Found(label, (scores[0],), (
-        f"guessed: label {label!r} and probability {scores[0]!r}, the only column of two "
-        "values like 0/1 and the only column of values between 0 and 1; check them.",))
+    probability, why = guess
+    return _Found(label, (probability,), (
+        f"guessed: label {label!r} and probability {probability!r}, the only column of two "
+        f"values like 0/1 and {why}; check them.",))
 
 
 def natural_order(value: str) -> tuple[int, float | str]:

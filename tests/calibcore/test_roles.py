@@ -176,9 +176,103 @@ def test_no_guess_without_a_single_candidate(frame: pd.DataFrame) -> None:
     assert guess.features == tuple(frame.columns)
 
 
-def test_a_named_label_without_probabilities_is_not_guessed_around() -> None:
-    """A label named as one leaves an unnamed probability to the user (no guess)."""
-    assert guessed(table(truth=LABEL, s=PROBABILITY, f=AGE)) == ("truth", (), ("s", "f"))
+def test_a_named_label_takes_the_only_unit_interval_column_and_says_so() -> None:
+    guess = infer_roles(table(truth=LABEL, s=PROBABILITY, f=AGE))
+    assert (guess.label, guess.probabilities, guess.features) == ("truth", ("s",), ("f",))
+    assert guess.problems == ()
+    assert guess.notes == ("guessed: probability 's' of label 'truth', the only column of "
+                           "values between 0 and 1; check it.",)
+
+
+def test_a_target_with_a_score_prob_column() -> None:
+    """The file of a user report: target (0/1), score_prob in (0, 1) and age, 200 rows."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({"target": rng.integers(0, 2, 200),
+                          "score_prob": rng.uniform(0.01, 0.99, 200),
+                          "age": rng.normal(45, 12, 200).round(1)})
+    guess = infer_roles(frame)
+    assert (guess.label, guess.probabilities, guess.features) == (
+        "target", ("score_prob",), ("age",))
+    assert guess.problems == () and guess.models == ()
+    assert len(guess.notes) == 1
+    assert guess.notes[0].startswith("guessed: probability 'score_prob' of label 'target', "
+                                     "the only column named like a probability or a score")
+    prediction_set = build_prediction_set(frame, guess.to_roles())
+    assert prediction_set.classes == ("0", "1")
+    np.testing.assert_allclose(prediction_set.proba[:, 1], frame["score_prob"])
+
+
+@pytest.mark.parametrize("label, probability", [
+    ("target", "score_prob"), ("outcome", "risk_score"), ("Outcome", "Risk Score"),
+    ("y", "model-proba"), ("label", "churn_probability")])
+def test_a_probability_or_score_column_of_any_binary_label(label: str,
+                                                           probability: str) -> None:
+    """Named like a probability, it is preferred to other columns of values in [0, 1]."""
+    ratio = [0.5, 0.25, 0.75, 0.1, 0.9, 0.3, 0.6, 0.4, 0.2, 0.8, 0.7, 0.35]
+    for frame, features in [(table(**{label: LABEL, probability: PROBABILITY, "age": AGE}),
+                             ("age",)),
+                            (table(**{"ratio": ratio, label: LABEL, probability: PROBABILITY}),
+                             ("ratio",))]:
+        guess = infer_roles(frame)
+        assert (guess.label, guess.probabilities, guess.features) == (
+            label, (probability,), features)
+        assert guess.problems == ()
+        assert guess.notes == (
+            f"guessed: probability {probability!r} of label {label!r}, the only column named "
+            "like a probability or a score (such as ..._prob or ..._score) with values "
+            "between 0 and 1; check it.",)
+
+
+@pytest.mark.parametrize("frame", [
+    table(target=LABEL, model_score=HARD, age=AGE),  # hard 0/1 predictions
+    table(target=LABEL, flagged=HARD, age=AGE),
+    table(outcome=LABEL, credit_score=SCORE, age=AGE),  # a score on 0..100
+    table(outcome=LABEL, risk=[v - 0.5 for v in PROBABILITY]),  # below 0
+], ids=["hard-named", "hard-unnamed", "score-out-of-range", "negative"])
+def test_a_named_label_never_takes_hard_predictions_or_other_scales(
+        frame: pd.DataFrame) -> None:
+    guess = infer_roles(frame)
+    assert guess.label == frame.columns[0]
+    assert guess.probabilities == () and guess.notes == ()
+    assert guess.problems == (NO_PROBABILITIES,)
+    assert guess.features == tuple(frame.columns[1:])
+
+
+@pytest.mark.parametrize("frame", [
+    table(target=LABEL, s=PROBABILITY, r=PROBABILITY[::-1], age=AGE),  # two unnamed
+    table(target=LABEL, gbm_score=PROBABILITY, lr_prob=PROBABILITY[::-1]),  # two named
+], ids=["two-unnamed", "two-named"])
+def test_a_named_label_with_several_candidates_is_not_guessed(frame: pd.DataFrame) -> None:
+    guess = infer_roles(frame)
+    assert (guess.label, guess.probabilities, guess.notes) == ("target", (), ())
+    assert guess.problems == (NO_PROBABILITIES,)
+    assert guess.features == tuple(frame.columns[1:])
+
+
+def test_a_named_label_of_many_classes_takes_no_single_column() -> None:
+    species = ["setosa", "virginica", "versicolor"] * 4
+    assert guessed(table(species=species, label=species, s=PROBABILITY)) == (
+        "label", (), ("species", "s"))
+
+
+def test_two_models_of_a_named_label_are_still_models() -> None:
+    guess = infer_roles(table(target=LABEL, gbm_prob=PROBABILITY, lr_prob=PROBABILITY[::-1],
+                              age=AGE))
+    assert (guess.label, guess.probabilities, guess.features) == (
+        "target", ("gbm_prob",), ("age",))
+    assert guess.models == (("gbm", ("gbm_prob",)), ("lr", ("lr_prob",)))
+    assert guess.notes == ()
+
+
+def test_last_resort_prefers_a_column_named_like_a_score() -> None:
+    frame = table(bought=LABEL, q=PROBABILITY[::-1], risk_score=PROBABILITY, age=AGE)
+    guess = infer_roles(frame)
+    assert (guess.label, guess.probabilities, guess.features) == (
+        "bought", ("risk_score",), ("q", "age"))
+    assert guess.notes == (
+        "guessed: label 'bought' and probability 'risk_score', the only column of two values "
+        "like 0/1 and the only column named like a probability or a score (such as ..._prob "
+        "or ..._score) with values between 0 and 1; check them.",)
 
 
 def test_role_problems_follow_the_choice() -> None:

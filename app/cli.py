@@ -40,9 +40,10 @@ def _report(args: argparse.Namespace) -> int:
     if args.engine == "dask":
         from app.services.datasets import RoleOverrides
 
-        if args.view != "top_label":
+        if args.view not in (None, "top_label"):
             raise CalibrationInputError("--view is not available with --engine dask yet (it "
-                                        "computes the top-label measures).")
+                                        "computes the top-label measures, and the exact "
+                                        "positive-class ECE of a binary file beside them).")
         overrides = RoleOverrides(label=args.label,
                                   probabilities=_column_list(args.probabilities),
                                   features=_column_list(args.features), split=args.split)
@@ -181,8 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "a path, glob or URL of many)")
     report.add_argument("--out", help="write the JSON report here")
     report.add_argument("--html", help="also write a self-contained HTML report here")
-    report.add_argument("--view", default="top_label",
-                        choices=("top_label", "positive", "classwise"))
+    report.add_argument("--view", default=None,
+                        choices=("top_label", "positive", "classwise"),
+                        help="default: positive for two classes (P(class 1) against the "
+                        "frequency of class 1), top_label for more")
     report.add_argument("--n-bins", type=int, default=15)
     report.add_argument("--n-bootstrap", type=int, default=200,
                         help="bootstrap resamples of the 95%% intervals (0: none)")

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_predictions
 from calibcore._variable_binning import Variable
+from calibcore.exceptions import CalibrationInputError
 from calibcore.smoothing import MAX_LEVERAGE, LoessFit, loess_many
 from calibcore.views import score_outcome
 
@@ -95,6 +96,9 @@ class LoessCurves:
     histogram_counts: NDArray[np.int64]
     exact: bool
     curve_range: CurveRange = "5-95"
+
+
+VariableView = Literal["top_label", "positive"]
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,14 @@ def largest_gap(x: NDArray[np.float64], gap: NDArray[np.float64]) -> tuple[float
     return float(gap[worst]), float(x[worst])
 
 
-def top_label_errors(y_true: ArrayLike, y_prob: ArrayLike) -> Errors:
+def view_errors(y_true: ArrayLike, y_prob: ArrayLike,
+                view: VariableView = "top_label") -> Errors:
+    """Predicted error 1 - score and error 1 - outcome of a view: on the top label
+    (Kelly & Smyth 2023) 1 - confidence and 1[y != argmax]; on the positive view of a
+    binary model 1 - P(class 1) and 1[y != 1], whose curves and VECE follow P(class 1)
+    against the frequency of class 1 along the variable."""
+    if view not in ("top_label", "positive"):
+        raise CalibrationInputError(f"view must be top_label or positive, not {view!r}.")
     labels, proba = check_predictions(y_true, y_prob)
-    top = score_outcome(labels, proba, "top_label")
-    return Errors(predicted=1.0 - top.scores[0], actual=1.0 - top.outcomes[0])
+    problem = score_outcome(labels, proba, view)
+    return Errors(predicted=1.0 - problem.scores[0], actual=1.0 - problem.outcomes[0])

@@ -1,4 +1,4 @@
-"""Is it calibrated at all? A test of calibration by consistency resampling (issue 15).
+"""Is it calibrated at all? A test of calibration by consistency resampling.
 
 The null hypothesis is that the scores of a view are calibrated: P(outcome | score) =
 score. Consistency resampling (Bröcker & Smith 2007) draws the labels from the model's
@@ -289,18 +289,31 @@ def consistency_resampling_test(
     """
     labels, proba = check_predictions(y_true, y_prob)
     n_resamples = check_positive_int(n_resamples, "n_resamples")
-    try:
-        info = _STATISTICS[statistic]
-    except KeyError:
+    if statistic not in _STATISTICS:
         raise CalibrationInputError(
-            f"statistic must be one of {', '.join(_STATISTICS)}; got {statistic!r}."
-        ) from None
+            f"statistic must be one of {', '.join(_STATISTICS)}; got {statistic!r}.")
     if view not in ("top_label", "positive"):
         raise CalibrationInputError(
             f"the calibration test runs on the top_label or positive view, not {view!r}: "
             "the classwise outcomes of one row are not independent. Use view='top_label'.")
     problem = score_outcome(labels, proba, view)
-    groups = group_scores(problem.scores[0], problem.outcomes[0])
+    return scores_test(problem.scores[0], problem.outcomes[0], view=view, statistic=statistic,
+                       n_resamples=n_resamples, random_state=random_state)
+
+
+def scores_test(
+    scores: NDArray[np.float64],
+    outcomes: NDArray[np.float64],
+    *,
+    view: str,
+    statistic: Statistic = "kce",
+    n_resamples: int = 200,
+    random_state: int | np.random.Generator | None = 0,
+) -> CalibrationTestResult:
+    """:func:`consistency_resampling_test` of one binary problem given as scores in [0, 1]
+    and 0/1 outcomes (inputs trusted: checked by the caller); ``view`` names it."""
+    info = _STATISTICS[statistic]
+    groups = group_scores(scores, outcomes)
     observed = float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
     null = _null_statistics(groups, info.kernel, n_resamples, random_state)
     exceed = int(np.count_nonzero(null >= observed * (1.0 - TIE_TOLERANCE)))
@@ -311,11 +324,11 @@ def consistency_resampling_test(
         p_value=(1 + exceed) / (1 + n_resamples),
         n_resamples=n_resamples,
         null_quantile=float(np.quantile(null, 0.95)),
-        n=labels.size,
+        n=int(scores.size),
         view=view,
         pooled=groups.pooled,
         n_groups=groups.scores.size,
-        resampling=_resampling_note(groups, labels.size),
+        resampling=_resampling_note(groups, int(scores.size)),
         description=(
             "Tests whether the probabilities are calibrated: labels are redrawn from the "
             "model's own probabilities, which is what a calibrated model would produce, "

@@ -1,4 +1,4 @@
-"""Several models' probabilities of the same rows, compared (issue 15.1).
+"""Several models' probabilities of the same rows, compared.
 
 Each model gets every global measure with its own 95% interval
 (:func:`calibcore.uncertainty.global_measures`). Against a reference model, each
@@ -26,6 +26,7 @@ from calibcore._validation import check_in_range, check_positive_int, check_pred
 from calibcore._weighted_measures import MeasureName, WeightedMeasures
 from calibcore.exceptions import CalibrationInputError
 from calibcore.uncertainty import MEASURES, GlobalMeasures, global_measures
+from calibcore.views import View
 
 #: The measures whose paired differences are computed (kCE and smCE would cost a
 #: sort or a linear program per resample and model).
@@ -78,6 +79,8 @@ class ModelComparison:
         Rows.
     n_bootstrap : int
     confidence_level : float
+    view : str
+        The view of the calibration measures.
     """
 
     models: tuple[ModelResult, ...]
@@ -85,6 +88,7 @@ class ModelComparison:
     n: int
     n_bootstrap: int
     confidence_level: float
+    view: View = "top_label"
 
 
 def compare_models(
@@ -92,6 +96,7 @@ def compare_models(
     probabilities: Mapping[str, ArrayLike],
     *,
     reference: str | None = None,
+    view: View = "top_label",
     n_bins: int = 15,
     n_bootstrap: int = 200,
     confidence_level: float = 0.95,
@@ -108,9 +113,12 @@ def compare_models(
         Each model's probabilities of the same rows and classes.
     reference : str, optional
         The model the others are compared with (the first by default).
+    view : {"top_label", "positive", "classwise"}, default="top_label"
+        The view of the calibration measures (``"positive"``: P(class 1) against the
+        frequency of class 1, binary only).
     n_bins, n_bootstrap, confidence_level, random_state
-        As in :func:`calibcore.uncertainty.global_measures` (top-label view, equal-width
-        bins); the paired resamples use ``random_state`` too.
+        As in :func:`calibcore.uncertainty.global_measures` (equal-width bins); the
+        paired resamples use ``random_state`` too.
     progress : callable, optional
         Called with the fraction done.
 
@@ -140,7 +148,7 @@ def compare_models(
     finished = [0]
 
     def measure(name: str) -> GlobalMeasures:
-        result = global_measures(labels, checked[name][1], n_bins=n_bins,
+        result = global_measures(labels, checked[name][1], view=view, n_bins=n_bins,
                                  n_bootstrap=n_bootstrap, confidence_level=level,
                                  random_state=random_state, interval="hybrid")
         finished[0] += 1
@@ -152,7 +160,7 @@ def compare_models(
     present = {estimate.key for estimate in own[reference].measures}
     keys = [key for key in DIFFERENCES if key in present]
     deviations = _paired_resamples(labels, {name: proba for name, (_, proba) in checked.items()},
-                                   keys, n_bins, n_bootstrap, random_state,
+                                   keys, view, n_bins, n_bootstrap, random_state,
                                    lambda done: report(0.5 + 0.5 * done))
     results = []
     for name in names:
@@ -161,11 +169,12 @@ def compare_models(
                         deviations[name][key] - deviations[reference][key], level)
             for key in keys)
         results.append(ModelResult(name, own[name], differences))
-    return ModelComparison(tuple(results), reference, int(labels.size), n_bootstrap, level)
+    return ModelComparison(tuple(results), reference, int(labels.size), n_bootstrap, level,
+                           view)
 
 
 def _paired_resamples(labels: NDArray[np.intp], probas: Mapping[str, NDArray[np.float64]],
-                      keys: Sequence[MeasureName], n_bins: int, n_bootstrap: int,
+                      keys: Sequence[MeasureName], view: View, n_bins: int, n_bootstrap: int,
                       random_state: int, progress: Callable[[float], None]
                       ) -> dict[str, dict[MeasureName, NDArray[np.float64]]]:
     """Each model's measures on the same B resamples of the rows, centred so that a
@@ -177,7 +186,7 @@ def _paired_resamples(labels: NDArray[np.intp], probas: Mapping[str, NDArray[np.
     """
     plan = subsample_plan(labels.size, random_state)
     rows = np.arange(labels.size) if plan.groups is None else plan.groups
-    weighted = {name: WeightedMeasures.of_rows(labels[rows], proba[rows], "top_label",
+    weighted = {name: WeightedMeasures.of_rows(labels[rows], proba[rows], view,
                                                n_bins, "equal_width")
                 for name, proba in probas.items()}
     ones = np.ones((1, rows.size))

@@ -1,10 +1,15 @@
-"""The worst-calibrated subgroups: slices of one or two feature conditions (issue 15).
+"""The worst-calibrated subgroups: slices of one or two feature conditions.
 
 A slice is the rows meeting one condition on a feature (a categorical level, a numeric
 quantile bin, or "missing"), or two conditions on two different features. Each slice of
-at least ``min_support`` rows gets its signed calibration gap on the top-label view,
+at least ``min_support`` rows gets its signed calibration gap on a view,
 
-    gap = mean confidence - accuracy = mean_i (c_i - 1[correct_i]),
+    gap = mean score - observed frequency = mean_i (s_i - o_i),
+
+on the top-label view the mean confidence minus the accuracy (s_i the confidence, o_i =
+1[correct_i]), on the positive view of a binary model the mean P(class 1) minus the
+frequency of class 1 (where the top-label view could fold over- and under-prediction of
+class 1 into a gap of zero),
 
 with a t interval and the two-sided t test of "gap = 0" (the rows are independent, so
 the mean residual of a slice is asymptotically normal; a slice has at least 100 rows).
@@ -39,6 +44,10 @@ from calibcore.views import score_outcome
 
 #: Default least support: 1% of the rows, and at least this many.
 MIN_SUPPORT_ROWS = 100
+SubgroupView = Literal["top_label", "positive"]
+_VIEW_NAMES = {"top_label": "top-label", "positive": "positive-class"}
+_GAP_WORDS = {"top_label": "mean confidence - accuracy on the top-label view",
+              "positive": "mean P(class 1) - frequency of class 1 on the positive-class view"}
 MIN_SUPPORT_FRACTION = 0.01
 
 ConditionKind = Literal["level", "range", "missing"]
@@ -98,29 +107,38 @@ class Subgroup:
         One or two conditions (on different features).
     n : int
         Rows in the slice.
-    mean_confidence, accuracy : float
+    mean_score, observed_rate : float
+        The view's mean score and outcome frequency (top label: mean confidence and
+        accuracy; positive view: mean P(class 1) and the frequency of class 1).
     gap : float
-        mean_confidence - accuracy (positive: over-confident).
+        mean_score - observed_rate (positive: the score runs high, over-confident).
     gap_low, gap_high : float
         t interval of the gap at ``confidence_level``.
     p_value : float
-        Two-sided t test of gap = 0.
+        Two-sided t test of gap = 0 (for two classes the smaller of the two views').
     p_adjusted : float
-        Benjamini-Hochberg adjusted over every slice tried.
+        Benjamini-Hochberg adjusted over every test made (two per slice for two
+        classes).
     smooth_ece : float or None
         smooth ECE inside the slice (the first ``top`` slices only).
+    other_gap : float or None
+        For two classes, the other view's gap (top-label when ``gap`` is positive-class).
+    significant_views : tuple of str
+        The views whose adjusted p-value is below 0.05.
     """
 
     conditions: tuple[Condition, ...]
     n: int
-    mean_confidence: float
-    accuracy: float
+    mean_score: float
+    observed_rate: float
     gap: float
     gap_low: float
     gap_high: float
     p_value: float
     p_adjusted: float
     smooth_ece: float | None
+    other_gap: float | None = None
+    significant_views: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return " and ".join(condition.describe() for condition in self.conditions)
@@ -152,6 +170,8 @@ class SubgroupAudit:
     n_bins : int
         Quantile bins per numeric feature.
     notes : tuple of str
+    view : str
+        The view of the gaps ("top_label" or "positive").
     """
 
     subgroups: tuple[Subgroup, ...]
@@ -162,6 +182,7 @@ class SubgroupAudit:
     confidence_level: float
     n_bins: int
     notes: tuple[str, ...]
+    view: str = "top_label"
 
 
 def worst_subgroups(
@@ -175,6 +196,7 @@ def worst_subgroups(
     min_support: int | float | None = None,
     pairs: bool = True,
     top: int = 50,
+    view: SubgroupView = "top_label",
     confidence_level: float = 0.95,
     progress: Callable[[float], None] | None = None,
 ) -> SubgroupAudit:
@@ -185,7 +207,7 @@ def worst_subgroups(
     features : DataFrame of shape (n, d)
         The features the slices are defined on.
     y_true, y_prob
-        As in :func:`calibcore.metrics.expected_calibration_error` (top-label view).
+        As in :func:`calibcore.metrics.expected_calibration_error`.
     kinds : dict, optional
         "numeric" or "categorical" per feature (e.g. ``PredictionSet.feature_kinds``);
         by default strings, booleans and categoricals are categorical.
@@ -200,6 +222,9 @@ def worst_subgroups(
         Also slice by two conditions on two different features.
     top : int, default=50
         The worst slices that also get smooth ECE.
+    view : {"top_label", "positive"}, default="top_label"
+        The scores whose gap is audited; "positive" (binary only) is P(class 1) against
+        the frequency of class 1.
     confidence_level : float, default=0.95
     progress : callable, optional
         Called with the fraction done.
@@ -222,8 +247,11 @@ def worst_subgroups(
     n_rows = labels.size
     support = _support(min_support, n_rows)
     report = progress or (lambda fraction: None)
-    view = score_outcome(labels, proba, "top_label")
-    confidence, correct = view.scores[0], view.outcomes[0]
+    if view not in ("top_label", "positive"):
+        raise CalibrationInputError(f"view must be top_label or positive, not {view!r}.",
+                                    code="invalid_parameters")
+    problem = score_outcome(labels, proba, view)
+    confidence, correct = problem.scores[0], problem.outcomes[0]
     residual = confidence - correct
 
     conditions, columns = [], []
@@ -240,23 +268,34 @@ def worst_subgroups(
             f"no condition on the features holds {support:,} rows or more (the least "
             "support); lower min_support.", code="invalid_parameters")
     indicator = sparse.csc_matrix(np.column_stack(columns).astype(np.float64))
+    other_view, other_residual = _other_gap(labels, proba, view)
+    weights_of = [("n", None), ("confidence", confidence), ("correct", correct),
+                  ("residual", residual), ("squared", residual**2)]
+    if other_residual is not None:
+        weights_of += [("other", other_residual), ("other_squared", other_residual**2)]
     sums = {}
-    for number, (key, weights) in enumerate((
-            ("n", None), ("confidence", confidence), ("correct", correct),
-            ("residual", residual), ("squared", residual**2)), start=1):
+    for number, (key, weights) in enumerate(weights_of, start=1):
         sums[key] = _pair_sums(indicator, weights)
-        report(0.2 + 0.3 * number / 5)
+        report(0.2 + 0.3 * number / len(weights_of))
     first, second = _slices(conditions, sums["n"], support, pairs)
     counts = sums["n"][first, second]
-    gap = sums["residual"][first, second] / counts
-    variance = np.maximum(sums["squared"][first, second] - counts * gap**2, 0.0) / np.maximum(
-        counts - 1, 1)
-    error = np.sqrt(variance / counts)
-    t_stat = np.divide(gap, error, out=np.where(gap == 0, 0.0, np.inf), where=error > 0)
-    p_values = np.clip(2 * stats.t.sf(np.abs(t_stat), counts - 1), 0.0, 1.0)
-    adjusted = stats.false_discovery_control(p_values, method="bh")
+    gap, error, p_values = _t_tests(sums["residual"][first, second],
+                                    sums["squared"][first, second], counts)
     half = stats.t.ppf((1 + level) / 2, counts - 1) * error
-    order = np.argsort(-np.abs(gap), kind="stable")
+    if other_residual is None:
+        other_gap = np.full(counts.size, np.nan)
+        adjusted = stats.false_discovery_control(p_values, method="bh")
+        smallest = p_values
+        moved: list[tuple[str, ...]] = [(view,)] * counts.size
+    else:
+        other_gap, _, other_p = _t_tests(sums["other"][first, second],
+                                         sums["other_squared"][first, second], counts)
+        both = stats.false_discovery_control(np.concatenate([p_values, other_p]), method="bh")
+        own, folded = both[:counts.size], both[counts.size:]
+        adjusted, smallest = np.minimum(own, folded), np.minimum(p_values, other_p)
+        moved = [tuple(name for name, value in ((view, a), (other_view, b)) if value < 0.05)
+                 for a, b in zip(own, folded, strict=True)]
+    order = np.argsort(-np.fmax(np.abs(gap), np.abs(other_gap)), kind="stable")
     report(0.7)
     subgroups = []
     for rank, index in enumerate(order):
@@ -265,25 +304,54 @@ def worst_subgroups(
         smooth = None
         if rank < top:
             rows = _rows(columns, pair)
-            smooth = float(smooth_ece(labels[rows], proba[rows]))
+            smooth = float(smooth_ece(labels[rows], proba[rows], view=view))
             report(0.7 + 0.3 * (rank + 1) / min(top, order.size))
         subgroups.append(Subgroup(
             conditions=chosen, n=int(counts[index]),
-            mean_confidence=float(sums["confidence"][pair] / counts[index]),
-            accuracy=float(sums["correct"][pair] / counts[index]), gap=float(gap[index]),
+            mean_score=float(sums["confidence"][pair] / counts[index]),
+            observed_rate=float(sums["correct"][pair] / counts[index]), gap=float(gap[index]),
             gap_low=float(gap[index] - half[index]), gap_high=float(gap[index] + half[index]),
-            p_value=float(p_values[index]), p_adjusted=float(adjusted[index]),
-            smooth_ece=smooth))
+            p_value=float(smallest[index]), p_adjusted=float(adjusted[index]),
+            smooth_ece=smooth,
+            other_gap=None if other_residual is None else float(other_gap[index]),
+            significant_views=moved[index]))
     notes = (
         f"{order.size:,} slices of at least {support:,} rows tried ({len(conditions)} "
         f"conditions{' and their pairs on two features' if pairs else ''}); p-values "
         "adjusted for all of them (Benjamini-Hochberg).",
-        "gap = mean confidence - accuracy on the top-label view, with a t interval and the "
-        "two-sided t test of gap = 0 (rows independent); smooth ECE for the first "
-        f"{min(top, order.size)} slices.",
+        f"gap = {_GAP_WORDS[view]}, with a t interval and the two-sided t test of gap = 0 "
+        f"(rows independent); smooth ECE for the first {min(top, order.size)} slices.",
+        *([f"Two classes: each slice's gap is also tested on the {_VIEW_NAMES[other_view]} "
+           f"view (other_gap: {_GAP_WORDS[other_view]}), with both tests in the adjustment; "
+           "a slice's p-value is the smaller of the two and slices are ranked by the larger "
+           "gap, since each view can hide what the other shows."]
+          if other_residual is not None else []),
     )
     return SubgroupAudit(tuple(subgroups), n_rows, int(order.size), support,
-                         float(residual.mean()), level, n_bins, notes)
+                         float(residual.mean()), level, n_bins, notes, view)
+
+
+def _other_gap(labels: NDArray[np.intp], proba: NDArray[np.float64],
+               view: SubgroupView) -> tuple[SubgroupView, NDArray[np.float64] | None]:
+    """For two classes the other view and its residuals (score - outcome): the positive
+    gap misses a slice over-confident symmetrically about 1/2, the top-label gap one
+    whose P(class 1) runs high everywhere."""
+    other: SubgroupView = "top_label" if view == "positive" else "positive"
+    if proba.shape[1] != 2:
+        return other, None
+    folded = score_outcome(labels, proba, other)
+    return other, folded.scores[0] - folded.outcomes[0]
+
+
+def _t_tests(sums: NDArray[np.float64], squares: NDArray[np.float64],
+             counts: NDArray[np.float64]
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Mean residual of each slice, its standard error and the two-sided t test of 0."""
+    gap = sums / counts
+    variance = np.maximum(squares - counts * gap**2, 0.0) / np.maximum(counts - 1, 1)
+    error = np.sqrt(variance / counts)
+    t_stat = np.divide(gap, error, out=np.where(gap == 0, 0.0, np.inf), where=error > 0)
+    return gap, error, np.clip(2 * stats.t.sf(np.abs(t_stat), counts - 1), 0.0, 1.0)
 
 
 def _support(min_support: int | float | None, n_rows: int) -> int:
@@ -349,4 +417,4 @@ def _rows(columns: list[NDArray[np.bool_]], pair: tuple[int, int]) -> NDArray[np
     return columns[pair[0]] & columns[pair[1]]
 
 
-__all__ = ["Condition", "Subgroup", "SubgroupAudit", "worst_subgroups"]
+__all__ = ["Condition", "Subgroup", "SubgroupAudit", "SubgroupView", "worst_subgroups"]

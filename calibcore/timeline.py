@@ -1,4 +1,4 @@
-"""Calibration over time (issue 15): measures per time window and a change test.
+"""Calibration over time: measures per time window and a change test.
 
 The rows are grouped into windows of their time: calendar periods of dates
 (``pandas.Period``: day, week, month, quarter, year) or, for an ordered number, one
@@ -6,18 +6,28 @@ window per distinct value up to :data:`MAX_VALUE_WINDOWS` values and equal-mass 
 beyond. Each window gets n, accuracy, mean confidence, ECE and smooth ECE with their
 bootstrap 95% intervals (:func:`calibcore.uncertainty.global_measures`).
 
-**The change test.** Each window's calibration gap, mean confidence - accuracy on the
-top label, is compared with the reference window's by Welch's two-sample t test on the
-per-row residuals (confidence - 1[correct]), and the p-values are adjusted over the
-windows with Holm's method; a window is flagged when the adjusted p-value is below
-``alpha``. Why this test: a deployed model most often drifts in calibration-in-the-large
-(it becomes over- or under-confident as the base rate or the inputs move); the gap is
-the quantity that moves, Welch's test keeps its size for windows of any sizes and
-variances, and Holm's adjustment keeps the chance of flagging *any* unchanged window at
-``alpha``, however long the timeline (a flag is read as "this window changed", so the
-family-wise error is the one to control; Benjamini-Hochberg would let a few calm
-windows be flagged among many changed ones). A change of shape at a constant mean gap
-shows in the ECE and smooth ECE bands, not in this test.
+Every score-based quantity is on one view: the positive view (P(class 1) against the
+frequency of class 1) is the right one for a binary model, whose top-label view can
+fold over- and under-prediction of class 1 into a gap of zero; the top label otherwise.
+
+**The change test.** Each window's calibration gap, mean score - observed frequency of
+the view (mean confidence - accuracy on the top label), is compared with the reference
+window's by Welch's two-sample t test on the per-row residuals (score - outcome), and
+the p-values are adjusted over the windows with Holm's method; a window is flagged when
+the adjusted p-value is below ``alpha``. Why this test: a deployed model most often
+drifts in calibration-in-the-large (it becomes over- or under-confident as the base rate
+or the inputs move); the gap is the quantity that moves, Welch's test keeps its size for
+windows of any sizes and variances, and Holm's adjustment keeps the chance of flagging
+*any* unchanged window at ``alpha``, however long the timeline (a flag is read as "this
+window changed", so the family-wise error is the one to control; Benjamini-Hochberg
+would let a few calm windows be flagged among many changed ones). A change of shape at a
+constant mean gap shows in the ECE and smooth ECE bands, not in this test.
+
+For two classes the test runs on both gaps, each window against the reference in the
+positive view and in the top-label view, all adjusted together: the positive gap misses a
+model that grows over-confident symmetrically about 1/2 (its P(class 1) errors cancel in
+the mean), the top-label gap misses one whose P(class 1) drifts high everywhere (its
+errors cancel at each confidence).
 """
 
 from __future__ import annotations
@@ -36,10 +46,14 @@ from statsmodels.stats.multitest import multipletests
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.exceptions import CalibrationInputError
+from calibcore.proportions import proportion_interval
 from calibcore.uncertainty import global_measures
 from calibcore.views import score_outcome
 
 Frequency = Literal["auto", "D", "W", "M", "Q", "Y"]
+TimelineView = Literal["top_label", "positive"]
+_VIEW_WORDS = {"top_label": "top-label view (confidence against accuracy)",
+               "positive": "positive-class view (P(class 1) against the frequency of class 1)"}
 #: Calendar periods, finest first (``auto`` takes the finest giving at most MAX_WINDOWS).
 PERIODS: dict[str, str] = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year"}
 MAX_WINDOWS = 60
@@ -62,16 +76,27 @@ class Window:
     start, end : str
         Its first and last time, as text.
     n : int
-    accuracy, mean_confidence, gap : float
-        gap = mean_confidence - accuracy (positive: over-confident).
+    accuracy, mean_confidence : float
+        Top-label accuracy and mean confidence, whatever the view.
+    mean_score, observed_rate : float
+        The view's mean score and the frequency of its outcome (on the top label: mean
+        confidence and accuracy; on the positive view: mean P(class 1) and the frequency
+        of class 1).
+    observed_rate_low, observed_rate_high : float
+        Wilson 95% interval of ``observed_rate``.
+    gap : float
+        mean_score - observed_rate (positive: the view's score runs high).
     ece, ece_low, ece_high, smooth_ece, smooth_ece_low, smooth_ece_high : float
         The estimates and bootstrap 95% intervals (NaN below MIN_WINDOW_ROWS rows).
     accuracy_low, accuracy_high : float
     p_value, p_adjusted : float
         Welch's test of this window's gap against the reference's (NaN for the
-        reference and windows too small), and its Holm adjustment.
+        reference and windows too small), and its Holm adjustment; for two classes the
+        smaller over the two views' tests.
     flagged : bool
         ``p_adjusted < alpha``.
+    changed_views : tuple of str
+        The views whose gap changed (adjusted p-value below ``alpha``).
     """
 
     label: str
@@ -82,6 +107,10 @@ class Window:
     accuracy_low: float
     accuracy_high: float
     mean_confidence: float
+    mean_score: float
+    observed_rate: float
+    observed_rate_low: float
+    observed_rate_high: float
     gap: float
     ece: float
     ece_low: float
@@ -92,6 +121,7 @@ class Window:
     p_value: float
     p_adjusted: float
     flagged: bool
+    changed_views: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +142,8 @@ class Timeline:
     notes : tuple of str
     assignments : ndarray of shape (n,)
         The window of each row (-1 for rows without a time).
+    view : str
+        The view of the scores, ECEs and gaps ("top_label" or "positive").
     """
 
     windows: tuple[Window, ...]
@@ -121,13 +153,15 @@ class Timeline:
     test: str
     notes: tuple[str, ...]
     assignments: NDArray[np.intp]
+    view: str = "top_label"
 
 
-TEST = ("Welch's two-sample t test of the calibration gap (mean confidence - accuracy) "
-        "against the reference window, Holm-adjusted over the windows: a drift of "
-        "calibration-in-the-large, the usual failure of a deployed model, tested with a "
-        "size that holds for windows of any sizes, and at most a 5% chance of flagging any "
-        "unchanged window")
+TEST = ("Welch's two-sample t test of the calibration gap (mean score - observed frequency) "
+        "against the reference window, for two classes in both views (P(class 1): over- or "
+        "under-prediction of class 1; top label: over- or under-confidence), "
+        "Holm-adjusted over every window and view: a drift of calibration-in-the-large, the "
+        "usual failure of a deployed model, tested with a size that holds for windows of "
+        "any sizes, and at most a 5% chance of flagging any unchanged window")
 
 
 def calibration_timeline(
@@ -137,6 +171,7 @@ def calibration_timeline(
     *,
     freq: Frequency = "auto",
     reference: int = 0,
+    view: TimelineView = "top_label",
     alpha: float = 0.05,
     n_bootstrap: int = 100,
     random_state: int = 0,
@@ -150,12 +185,15 @@ def calibration_timeline(
         Dates, datetimes (or text that parses as them), or an ordered number. Rows
         without a time are left out.
     y_true, y_prob
-        As in :func:`calibcore.metrics.expected_calibration_error` (top-label view).
+        As in :func:`calibcore.metrics.expected_calibration_error`.
     freq : {"auto", "D", "W", "M", "Q", "Y"}, default="auto"
         Calendar period of dates; "auto" takes the finest with at most 60 windows.
         Ignored for an ordered number.
     reference : int, default=0
         Index of the reference window (the first by default).
+    view : {"top_label", "positive"}, default="top_label"
+        The scores whose calibration is followed; "positive" (binary only) is
+        P(class 1) against the frequency of class 1.
     alpha : float, default=0.05
         Level of the change test, after adjustment.
     n_bootstrap : int, default=100
@@ -183,8 +221,12 @@ def calibration_timeline(
     if not 0 <= reference < n_windows:
         raise CalibrationInputError(f"reference must be a window index in [0, {n_windows}).",
                                     code="invalid_parameters")
-    view = score_outcome(labels, proba, "top_label")
-    residual = view.scores[0] - view.outcomes[0]
+    if view not in ("top_label", "positive"):
+        raise CalibrationInputError(f"view must be top_label or positive, not {view!r}.",
+                                    code="invalid_parameters")
+    problem = score_outcome(labels, proba, view)
+    residual = problem.scores[0] - problem.outcomes[0]
+    top = score_outcome(labels, proba, "top_label") if view != "top_label" else problem
     report = progress or (lambda fraction: None)
     done = [0]
 
@@ -192,7 +234,8 @@ def calibration_timeline(
         rows = assignments == index
         if rows.sum() < MIN_WINDOW_ROWS:
             return {}
-        result = global_measures(labels[rows], proba[rows], n_bootstrap=n_bootstrap,
+        result = global_measures(labels[rows], proba[rows], view=view,
+                                 n_bootstrap=n_bootstrap,
                                  measures=["accuracy", "ece", "smooth_ece"],
                                  interval="hybrid", random_state=random_state + index)
         done[0] += 1
@@ -203,42 +246,76 @@ def calibration_timeline(
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy and the smoother release the GIL
         measured = list(pool.map(measure, range(n_windows)))
-    base = residual[assignments == reference]
-    p_values = np.full(n_windows, np.nan)
-    for index in range(n_windows):
-        rows = residual[assignments == index]
-        if index != reference and rows.size >= MIN_WINDOW_ROWS and base.size >= MIN_WINDOW_ROWS:
-            p_values[index] = stats.ttest_ind(rows, base, equal_var=False).pvalue
-    tested = np.isfinite(p_values)
-    adjusted = np.full(n_windows, np.nan)
-    if tested.any():
-        adjusted[tested] = multipletests(p_values[tested], method="holm")[1]
+    residuals = {view: residual}
+    if proba.shape[1] == 2:  # both gaps of a binary model: each view has a blind spot
+        other: TimelineView = "top_label" if view == "positive" else "positive"
+        folded = score_outcome(labels, proba, other)
+        residuals[other] = folded.scores[0] - folded.outcomes[0]
+    raw, adjusted = _change_tests(residuals, assignments, n_windows, reference)
+    smallest_raw = np.fmin.reduce(list(raw.values()))
+    smallest_adjusted = np.fmin.reduce(list(adjusted.values()))
     windows = []
     for index in range(n_windows):
         rows = assignments == index
         numbers = measured[index]
         nan = float("nan")
+        hits, count = float(problem.outcomes[0][rows].sum()), int(rows.sum())
+        low, high = proportion_interval(hits, max(count, 1))
         windows.append(Window(
             label=names[index], start=bounds[index][0], end=bounds[index][1],
-            n=int(rows.sum()), accuracy=float(view.outcomes[0][rows].mean()),
+            n=count, accuracy=float(top.outcomes[0][rows].mean()),
             accuracy_low=numbers.get("accuracy_low", nan),
             accuracy_high=numbers.get("accuracy_high", nan),
-            mean_confidence=float(view.scores[0][rows].mean()),
+            mean_confidence=float(top.scores[0][rows].mean()),
+            mean_score=float(problem.scores[0][rows].mean()),
+            observed_rate=hits / count if count else nan,
+            observed_rate_low=float(low) if count else nan,
+            observed_rate_high=float(high) if count else nan,
             gap=float(residual[rows].mean()), ece=numbers.get("ece", nan),
             ece_low=numbers.get("ece_low", nan), ece_high=numbers.get("ece_high", nan),
             smooth_ece=numbers.get("smooth_ece", nan),
             smooth_ece_low=numbers.get("smooth_ece_low", nan),
             smooth_ece_high=numbers.get("smooth_ece_high", nan),
-            p_value=float(p_values[index]), p_adjusted=float(adjusted[index]),
-            flagged=bool(tested[index] and adjusted[index] < level)))
+            p_value=float(smallest_raw[index]), p_adjusted=float(smallest_adjusted[index]),
+            flagged=bool(smallest_adjusted[index] < level),
+            changed_views=tuple(name for name, values in adjusted.items()
+                                if values[index] < level)))
     small = sum(1 for w in windows if w.n < MIN_WINDOW_ROWS)
-    notes = (f"{n_windows} windows ({period}); reference: {names[reference]}.",
+    notes = (f"{n_windows} windows ({period}); reference: {names[reference]}; "
+             f"{_VIEW_WORDS[view]}.",
              f"Intervals: {n_bootstrap} bootstrap resamples per window.",
              *([f"{small} window(s) with fewer than {MIN_WINDOW_ROWS} rows have no measures "
                 "or test."] if small else []),
              *([f"{int((assignments < 0).sum()):,} rows without a time left out."]
                if (assignments < 0).any() else []))
-    return Timeline(tuple(windows), reference, period, level, TEST, notes, assignments)
+    return Timeline(tuple(windows), reference, period, level, TEST, notes, assignments, view)
+
+
+def _change_tests(residuals: dict[TimelineView, NDArray[np.float64]],
+                  assignments: NDArray[np.intp], n_windows: int, reference: int
+                  ) -> tuple[dict[TimelineView, NDArray[np.float64]],
+                             dict[TimelineView, NDArray[np.float64]]]:
+    """Welch's test of each window's mean residual against the reference window's, per
+    view, and Holm's adjustment over every (window, view) test together (NaN where a
+    window is the reference or too small)."""
+    raw = {}
+    base_rows = assignments == reference
+    for view, residual in residuals.items():
+        base = residual[base_rows]
+        p_values = np.full(n_windows, np.nan)
+        for index in range(n_windows):
+            rows = residual[assignments == index]
+            if (index != reference and rows.size >= MIN_WINDOW_ROWS
+                    and base.size >= MIN_WINDOW_ROWS):
+                p_values[index] = stats.ttest_ind(rows, base, equal_var=False).pvalue
+        raw[view] = p_values
+    stacked = np.concatenate(list(raw.values()))
+    tested = np.isfinite(stacked)
+    adjusted_all = np.full(stacked.size, np.nan)
+    if tested.any():
+        adjusted_all[tested] = multipletests(stacked[tested], method="holm")[1]
+    adjusted = dict(zip(raw, np.split(adjusted_all, len(raw)), strict=True))
+    return raw, adjusted
 
 
 def _windows(values: pd.Series, freq: Frequency
@@ -285,4 +362,5 @@ def _value_windows(numbers: pd.Series
     return assignments, names, bounds, "range"
 
 
-__all__ = ["PERIODS", "TEST", "Frequency", "Timeline", "Window", "calibration_timeline"]
+__all__ = ["PERIODS", "TEST", "Frequency", "Timeline", "TimelineView", "Window",
+           "calibration_timeline"]

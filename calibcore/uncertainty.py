@@ -59,8 +59,9 @@ class MeasureInfo:
 
 
 MEASURES: dict[MeasureName, MeasureInfo] = {
-    "ece": MeasureInfo("ECE", False, "Binned mean |confidence - accuracy|; moves with the bins."),
-    "mce": MeasureInfo("MCE", False, "Largest |confidence - accuracy| over the bins."),
+    "ece": MeasureInfo("ECE", False,
+                       "Binned mean |predicted - observed| of the view; moves with the bins."),
+    "mce": MeasureInfo("MCE", False, "Largest |predicted - observed| of the view over the bins."),
     "classwise_ece": MeasureInfo(
         "classwise ECE", False, "Binned ECE of each class's probability, averaged over classes."
     ),

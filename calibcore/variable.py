@@ -1,9 +1,12 @@
 """Variable-based calibration: VECE, LOESS calibration curves, variable ranking.
 
-Paper 003 (Kelly & Smyth, "Variable-Based Calibration for Machine Learning
-Classifiers"), as SPEC §4.2 defines it. Everything uses the top-label view:
-the *predicted error* of a row is ``1 - max_k p_k`` and its *error* is
-``1[y != argmax_k p_k]``.
+Kelly & Smyth (2023), "Variable-Based Calibration for Machine Learning Classifiers"
+(AAAI; arXiv:2209.15154). As in the paper, everything uses the top-label view by
+default: the *predicted error* of a row is ``1 - max_k p_k`` and its *error* is
+``1[y != argmax_k p_k]``. For a binary model ``view="positive"`` gives the counterpart
+on P(class 1): predicted error ``1 - p_1`` and error ``1[y != 1]``, so the curves follow
+P(class 1) against the frequency of class 1 along V. The top-label view folds a binary
+problem at 1/2 and can hide a P(class 1) that runs high (or low) everywhere.
 
 * VCE(v) is the gap between the expected error and the expected predicted
   error given V = v (eq. 4-5); VECE its expectation over V (eq. 6), estimated
@@ -52,9 +55,10 @@ from calibcore._variable_curves import (
     CurveRange,
     Errors,
     LoessCurves,
+    VariableView,
     curve_points,
-    top_label_errors,
     variable_curves,
+    view_errors,
 )
 from calibcore.exceptions import CalibrationInputError
 from calibcore.proportions import proportion_interval
@@ -65,6 +69,7 @@ __all__ = [
     "CurveRange",
     "LoessCurves",
     "VariableKind",
+    "VariableView",
     "loess_curves",
     "rank_variables",
     "variable_bins",
@@ -83,6 +88,7 @@ def variable_ece(
     *,
     n_bins: int = 10,
     kind: VariableKind = "auto",
+    view: VariableView = "top_label",
 ) -> float:
     """Variable-based expected calibration error, VECE (paper 003, eq. 7).
 
@@ -103,12 +109,15 @@ def variable_ece(
         also treats low-cardinality numbers as categorical and reports the
         ``kind`` it used; pass it here to reproduce its VECE.)
 
+    view : {"top_label", "positive"}, default="top_label"
+        The paper's top-label errors, or (binary only) those of P(class 1).
+
     Returns
     -------
     float
         ``sum_b (n_b / n) |mean predicted error_b - mean error_b|`` in [0, 1].
     """
-    errors = top_label_errors(y_true, y_prob)
+    errors = view_errors(y_true, y_prob, view)
     n_bins = check_positive_int(n_bins, "n_bins")
     variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
     if not variable.used.any():
@@ -150,7 +159,7 @@ def variable_eces(
     kind = check_kind(kind)
     residuals = []
     for y_prob in y_probs:
-        errors = top_label_errors(y_true, y_prob)
+        errors = view_errors(y_true, y_prob)
         residuals.append(errors.predicted - errors.actual)
     table = np.empty((len(variables), len(residuals)))
     if not residuals:
@@ -174,6 +183,7 @@ def variable_bins(
     n_bins: int = 10,
     kind: VariableKind = "auto",
     confidence_level: float = 0.95,
+    view: VariableView = "top_label",
 ) -> pd.DataFrame:
     """Per-bin (or per-category) error and predicted error, the table behind VECE.
 
@@ -183,6 +193,9 @@ def variable_bins(
         As in :func:`variable_ece`.
     confidence_level : float, default=0.95
         Coverage of the intervals.
+
+    view : {"top_label", "positive"}, default="top_label"
+        The paper's top-label errors, or (binary only) those of P(class 1).
 
     Returns
     -------
@@ -195,7 +208,7 @@ def variable_bins(
         (NaN for a single row), and ``gap = error - predicted_error``
         (positive: over-confident).
     """
-    errors = top_label_errors(y_true, y_prob)
+    errors = view_errors(y_true, y_prob, view)
     n_bins = check_positive_int(n_bins, "n_bins")
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
@@ -242,6 +255,7 @@ def loess_curves(
     n_histogram_bins: int = 30,
     random_state: int | None = 0,
     curve_range: CurveRange = "5-95",
+    view: VariableView = "top_label",
 ) -> LoessCurves:
     """LOESS curves of error and predicted error against a numeric variable.
 
@@ -276,11 +290,14 @@ def loess_curves(
         Quantiles of V the curves run between: the 5th-95th or 1st-99th
         percentiles, or the minimum to the maximum.
 
+    view : {"top_label", "positive"}, default="top_label"
+        The paper's top-label errors, or (binary only) those of P(class 1).
+
     Returns
     -------
     LoessCurves
     """
-    errors = top_label_errors(y_true, y_prob)
+    errors = view_errors(y_true, y_prob, view)
     n_points = check_positive_int(n_points, "n_points")
     n_histogram_bins = check_positive_int(n_histogram_bins, "n_histogram_bins")
     if curve_range not in CURVE_RANGES:
@@ -305,6 +322,7 @@ def rank_variables(
     max_categories: int = 10,
     random_state: int | None = 0,
     progress: Callable[[int, int], None] | None = None,
+    view: VariableView = "top_label",
 ) -> pd.DataFrame:
     """Rank variables by VECE, with VCE(v*), v* and a permutation p-value (003, Table 1).
 
@@ -336,6 +354,9 @@ def rank_variables(
         ``(total, total)`` at the end; an exception raised by it stops the ranking
         and propagates.
 
+    view : {"top_label", "positive"}, default="top_label"
+        The paper's top-label errors, or (binary only) those of P(class 1).
+
     Returns
     -------
     pandas.DataFrame
@@ -348,7 +369,7 @@ def rank_variables(
         few rows to smooth); for a categorical one they are the largest
         ``|error - predicted error|`` over categories and that category.
     """
-    errors = top_label_errors(y_true, y_prob)
+    errors = view_errors(y_true, y_prob, view)
     settings = _RankSettings(
         n_bins=check_positive_int(n_bins, "n_bins"),
         span=check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False),

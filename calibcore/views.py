@@ -1,8 +1,17 @@
-"""Score views: how class probabilities become (score, outcome) pairs (SPEC §3).
+"""Score views: how class probabilities become (score, outcome) pairs.
 
-``top_label``: confidence max_k p_k and outcome 1[argmax = y] (the default).
+``top_label``: confidence max_k p_k and outcome 1[argmax = y] (the functions' default,
+as in Guo et al. 2017).
 ``positive``: binary only, p = P(class 1) and outcome 1[y = 1].
 ``classwise``: one binary problem per class; measures average over classes.
+
+Which view a *product* opens in is :func:`default_view`: the positive view for two
+classes. The top-label view folds a binary problem onto [1/2, 1]: at a confidence c it
+pools the rows predicted positive with P(class 1) = c and the rows predicted negative
+with P(class 1) = 1 - c, so a model whose P(class 1) runs high everywhere is
+over-confident on the first and under-confident on the second, and the two errors
+cancel. The positive view (scikit-learn's ``calibration_curve``, every clinical tool)
+keeps them apart.
 """
 
 from __future__ import annotations
@@ -74,6 +83,18 @@ def classwise(y_true: NDArray[np.intp], proba: NDArray[np.float64]) -> ScoreOutc
     return ScoreOutcome(
         np.ascontiguousarray(proba.T), onehot, tuple(f"class {k}" for k in range(n_classes))
     )
+
+
+def default_view(n_classes: int) -> View:
+    """The view a binary problem (P(class 1) against 1[y = 1]) or a multi-class one
+    (top label) is first shown and tested in (module docstring).
+
+    Examples
+    --------
+    >>> default_view(2), default_view(10)
+    ('positive', 'top_label')
+    """
+    return "positive" if n_classes == 2 else "top_label"
 
 
 _VIEW_FUNCTIONS = {"top_label": top_label, "positive": positive, "classwise": classwise}

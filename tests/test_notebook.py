@@ -60,9 +60,10 @@ def test_explore_serves_the_dataset_and_stop_frees_the_port(temporary_dirs: Path
         assert handle.server_url == f"http://127.0.0.1:{port}"
         measures = get_json(f"{handle.server_url}/api/v1/datasets/{dataset_id}/metrics"
                             "?n_bootstrap=0")
-        assert measures["n"] == 400
+        assert measures["n"] == 400 and measures["view"] == "positive"  # binary: P(class 1)
         assert measures["metrics"]["ece"] == pytest.approx(
-            metrics.expected_calibration_error(frame["y_true"], frame["y_prob"]), abs=1e-12)
+            metrics.expected_calibration_error(frame["y_true"], frame["y_prob"],
+                                               view="positive"), abs=1e-12)
         with urllib.request.urlopen(handle.url, timeout=30) as response:
             assert response.status == 200
             assert "calibdash" in response.read().decode()
@@ -208,8 +209,8 @@ def test_a_notebook_shows_the_overview_inline(kernel_name: str, tmp_path: Path) 
     y_prob = rng.uniform(0.05, 0.95, size=500)
     y_true = (rng.uniform(size=500) < y_prob).astype(int)
     assert json.loads(measures) == {
-        "n": 500, "ece": pytest.approx(metrics.expected_calibration_error(y_true, y_prob),
-                                       abs=1e-12)}
+        "n": 500, "ece": pytest.approx(metrics.expected_calibration_error(
+            y_true, y_prob, view="positive"), abs=1e-12)}
     assert stop_cell.outputs == []
 
 

@@ -95,9 +95,25 @@ class DatasetSummary(BaseModel):
     warnings: list[str]
 
 
+class ViewTestBody(BaseModel):
+    """The test of calibration in a second view, beside the headline's."""
+
+    view: str = Field(description="top_label (binary files) or classwise (more classes)")
+    statistic_name: str
+    statistic: float
+    p_value: float = Field(ge=0, le=1)
+    n_resamples: int
+    rejected: bool
+    verdict: str
+    summary: str
+    resampling: str
+    description: str
+
+
 class CalibrationTestBody(BaseModel):
-    """A test of calibration (issue 15): consistency resampling (Bröcker & Smith 2007) on a
-    consistent calibration measure, by default kCE."""
+    """A test of calibration: consistency resampling (Bröcker & Smith 2007) on a
+    consistent calibration measure, by default kCE, in the default view (positive for
+    two classes, top label for more), checked in a second view."""
 
     test: str = Field(description="the test, e.g. 'consistency resampling (Bröcker & Smith "
                       "2007)'")
@@ -108,7 +124,8 @@ class CalibrationTestBody(BaseModel):
     null_quantile: float = Field(description="95th percentile of the statistic on labels "
                                  "drawn from the probabilities (what calibration looks like)")
     n: int
-    view: str = Field(description="top_label or positive (classwise is tested on top_label)")
+    view: str = Field(description="positive for two classes, top_label for more: the "
+                      "headline's view, whichever view the measures are in")
     pooled: bool = Field(description="rows pooled into cells of the score (else exact)")
     n_groups: int
     resampling: str = Field(description="how the null resamples were drawn")
@@ -116,7 +133,17 @@ class CalibrationTestBody(BaseModel):
     level: float
     rejected: bool = Field(description="p_value <= level")
     verdict: str
-    summary: str = Field(description="one line to show, with the p-value and the verdict")
+    summary: str = Field(description="one line to show, with the p-value and the verdict, "
+                         "and what the other view says when it disagrees")
+    other_views: list[ViewTestBody] = Field(
+        default_factory=list, description="the same test in a second view: top_label for "
+        "two classes, classwise (Bonferroni over the classes) for more")
+    views_disagree: bool = Field(default=False, description="the other view's verdict "
+                                 "differs from the headline's")
+    disagreement: str | None = Field(default=None, description="why the views can disagree, "
+                                     "when they do")
+    other_views_note: str | None = Field(default=None, description="why no second view was "
+                                         "tested, when none was")
 
 
 class MetricsResponse(BaseModel):

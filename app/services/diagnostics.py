@@ -15,12 +15,13 @@ from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from calibcore import metrics
 from calibcore.binning import Binning
-from calibcore.calibration_test import CalibrationTestResult, consistency_resampling_test
+from calibcore.calibration_test import CalibrationTestResult
+from calibcore.calibration_views import calibration_tests_by_view
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
 from calibcore.reliability import binned_reliability, smooth_reliability
 from calibcore.uncertainty import MeasureName, global_measures
-from calibcore.views import View
+from calibcore.views import View, default_view
 
 if TYPE_CHECKING:
     from app.services.context import Services
@@ -39,13 +40,25 @@ BIN_FREE: list[MeasureName] = ["smooth_ece", "smooth_calibration_error",
 #: Bin counts of the bin-sensitivity curve.
 BIN_COUNTS = (5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
 
+#: How captions name each view.
+VIEW_NAMES = {"top_label": "top-label", "positive": "positive-class", "classwise": "classwise"}
+
 #: Level of the calibration test's verdict.
 TEST_LEVEL = 0.05
 
-#: Bumped when the cached measures change shape (2: the calibration test).
-_METRICS_CACHE_VERSION = 2
+#: Bumped when the cached measures change shape (2: the calibration test; 3: checked in
+#: a second view).
+_METRICS_CACHE_VERSION = 3
 #: Bumped when the cached diagrams change (1: intervals moved onto an estimate past them).
 _RELIABILITY_CACHE_VERSION = 1
+
+
+def dataset_view(services: Services, dataset_id: str, view: View | None) -> View:
+    """``view``, or the dataset's default: the positive view for two classes (the top-label
+    view folds a binary problem and can hide its miscalibration), top label for more."""
+    if view is not None:
+        return view
+    return default_view(len(services.datasets.record(dataset_id).meta["classes"]))
 
 
 def rows_for(prediction_set: PredictionSet, subset: Subset) -> NDArray[np.bool_]:
@@ -79,7 +92,7 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     result = global_measures(labels, proba, view=view, n_bins=n_bins, binning=binning,
                              n_bootstrap=n_bootstrap, random_state=random_state,
                              interval="hybrid", progress=progress)
-    test = (calibration_test(labels, proba, view=view, n_resamples=n_bootstrap,
+    test = (calibration_test(labels, proba, n_resamples=n_bootstrap,
                              random_state=random_state) if n_bootstrap > 0 else None)
     return jsonable({
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
@@ -95,29 +108,44 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
 
 
 def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
-                     view: View = "top_label", n_resamples: int = 200,
-                     random_state: int = 0) -> dict[str, Any]:
-    """The consistency-resampling test of calibration on kCE (issue 15), as a JSON-able
-    dict with its verdict at :data:`TEST_LEVEL` and a one-line ``summary``. The classwise
-    view has no test (its outcomes are dependent across classes), so it is tested on
-    the top-label view, which the result names."""
-    result = consistency_resampling_test(
-        labels, proba, view="positive" if view == "positive" else "top_label",
-        n_resamples=n_resamples, random_state=random_state)
-    return jsonable({**asdict(result), "level": TEST_LEVEL,
-                     "rejected": result.rejects(TEST_LEVEL),
-                     "verdict": result.verdict(TEST_LEVEL),
-                     "summary": calibration_test_summary(result)})
+                     n_resamples: int = 200, random_state: int = 0) -> dict[str, Any]:
+    """The consistency-resampling test of calibration on kCE in the default view (positive
+    for two classes, top label for more), checked in a second view
+    (:func:`calibcore.calibration_views.calibration_tests_by_view`), as a JSON-able dict
+    with the headline's verdict at :data:`TEST_LEVEL` and a one-line ``summary`` that
+    says when the views disagree. The test does not depend on the view the measures
+    are shown in: a verdict is never read from a folded view."""
+    checked = calibration_tests_by_view(labels, proba, n_resamples=n_resamples,
+                                        level=TEST_LEVEL, random_state=random_state)
+    headline = checked.headline
+    summary = calibration_test_summary(headline)
+    if checked.disagreement:
+        summary += f". {checked.disagreement}"
+    return jsonable({**asdict(headline), "level": TEST_LEVEL,
+                     "rejected": headline.rejects(TEST_LEVEL),
+                     "verdict": headline.verdict(TEST_LEVEL), "summary": summary,
+                     "other_views": [_view_test(other) for other in checked.others],
+                     "views_disagree": checked.disagreement is not None,
+                     "disagreement": checked.disagreement,
+                     "other_views_note": checked.note})
+
+
+def _view_test(result: CalibrationTestResult) -> dict[str, Any]:
+    return {"view": result.view, "statistic_name": result.statistic_name,
+            "statistic": result.statistic, "p_value": result.p_value,
+            "n_resamples": result.n_resamples, "rejected": result.rejects(TEST_LEVEL),
+            "verdict": result.verdict(TEST_LEVEL),
+            "summary": calibration_test_summary(result), "resampling": result.resampling,
+            "description": result.description}
 
 
 def calibration_test_summary(result: CalibrationTestResult) -> str:
-    """'Calibration test (consistency resampling on kCE, 200 resamples, top-label view):
-    p = 0.003 — the probabilities are unlikely to be calibrated'."""
+    """'Calibration test (consistency resampling on kCE, 200 resamples, positive-class
+    view): p = 0.003 — the probabilities are unlikely to be calibrated'."""
     p_value = (f"p ≤ {result.p_value:.3f} (no resample reached the observed value)"
                if result.smallest_p_value else f"p = {result.p_value:.3f}")
-    view = result.view.replace("_", "-")
     return (f"Calibration test (consistency resampling on {result.statistic_name}, "
-            f"{result.n_resamples} resamples, {view} view): {p_value} — "
+            f"{result.n_resamples} resamples, {VIEW_NAMES[result.view]} view): {p_value} — "
             f"{result.verdict(TEST_LEVEL)}")
 
 

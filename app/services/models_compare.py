@@ -1,4 +1,4 @@
-"""Several models' probabilities of one dataset compared on its rows (issue 15.1)."""
+"""Several models' probabilities of one dataset compared on its rows."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from calibcore.data import PredictionSet, build_prediction_set
 from calibcore.exceptions import CalibrationInputError
 from calibcore.model_comparison import ModelComparison, compare_models
 from calibcore.reliability import binned_reliability
+from calibcore.views import View, default_view
 
 if TYPE_CHECKING:
     from app.services.context import Services
@@ -40,15 +41,20 @@ def model_probabilities(prediction_set: PredictionSet, frame: Any,
 
 def comparison_document(prediction_set: PredictionSet, probabilities: dict[str, np.ndarray],
                         *, reference: str | None, n_bootstrap: int, random_state: int,
-                        progress: Any = None) -> dict[str, Any]:
-    """The comparison as JSON: measures per model, paired differences, diagrams."""
+                        view: View | None = None, progress: Any = None) -> dict[str, Any]:
+    """The comparison as JSON: measures per model, paired differences, diagrams, on
+    ``view`` (default: positive for two classes, top label for more; a classwise view
+    draws the top-label diagrams)."""
     columns = dict(prediction_set.roles.models)
+    view = view or default_view(prediction_set.n_classes)
     result: ModelComparison = compare_models(
-        prediction_set.y_true, probabilities, reference=reference, n_bootstrap=n_bootstrap,
-        random_state=random_state, progress=progress)
+        prediction_set.y_true, probabilities, reference=reference, view=view,
+        n_bootstrap=n_bootstrap, random_state=random_state, progress=progress)
+    diagram_view: View = "top_label" if view == "classwise" else view
     models = []
     for model in result.models:
-        (diagram,) = binned_reliability(prediction_set.y_true, probabilities[model.name])
+        (diagram,) = binned_reliability(prediction_set.y_true, probabilities[model.name],
+                                        view=diagram_view)
         models.append({
             "name": model.name, "columns": list(columns.get(model.name, ())),
             "measures": {m.key: {"name": m.name, "value": m.value, "low": m.low,
@@ -57,7 +63,8 @@ def comparison_document(prediction_set: PredictionSet, probabilities: dict[str, 
             "differences": {d.key: asdict(d) for d in model.differences},
             "reliability": diagram})
     return jsonable({
-        "reference": result.reference, "n": result.n, "n_bootstrap": result.n_bootstrap,
+        "reference": result.reference, "view": result.view, "diagram_view": diagram_view,
+        "n": result.n, "n_bootstrap": result.n_bootstrap,
         "confidence_level": result.confidence_level, "models": models,
         "note": "each model's measures with its own 95% interval; differences (model - "
                 "reference) with a paired bootstrap over the shared rows (one resample "
@@ -66,18 +73,20 @@ def comparison_document(prediction_set: PredictionSet, probabilities: dict[str, 
 
 
 def compare_for(services: Services, dataset_id: str, *, reference: str | None = None,
-                n_bootstrap: int = 200) -> dict[str, Any]:
-    """:func:`comparison_document` of a stored dataset, cached per reference and resamples."""
+                n_bootstrap: int = 200, view: View | None = None) -> dict[str, Any]:
+    """:func:`comparison_document` of a stored dataset, cached per reference, view and
+    resamples."""
     meta = services.datasets.record(dataset_id).meta
+    view = view or default_view(len(meta["classes"]))
     key = cache_key(dataset_id, "compare", reference=reference, n_bootstrap=n_bootstrap,
-                    random_state=services.settings.random_state)
+                    view=view, random_state=services.settings.random_state)
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
         probabilities = model_probabilities(prediction_set, services.datasets.frame(dataset_id),
                                             meta.get("renormalized", False))
         document = comparison_document(prediction_set, probabilities, reference=reference,
-                                       n_bootstrap=n_bootstrap,
+                                       n_bootstrap=n_bootstrap, view=view,
                                        random_state=services.settings.random_state)
         note = sample_note(meta)
         return {"dataset_id": dataset_id, **document,

@@ -26,27 +26,32 @@ from calibcore.partitioned import (
 )
 from calibcore.partitioned_variables import partitioned_variables
 from calibcore.summaries import CELL_ERROR_BOUND, BinnedSummary, CellSummary, ScoreSummary
-from calibcore.views import View
+from calibcore.views import View, default_view
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
 
-def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
+def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                  n_bootstrap: int = 200) -> dict[str, Any]:
-    """Infer roles, validate, and compute every global measure (with bootstrap intervals),
-    the bin sensitivity of binned ECE, the binned and smooth reliability diagrams, and
-    the VECE ranking of the features (paper 003) with permutation p-values."""
+    """Infer roles, validate, and compute every global measure (with bootstrap intervals)
+    and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
+    reliability diagrams, and the VECE ranking of the features (Kelly & Smyth 2023) with
+    permutation p-values. ``view`` defaults to the positive view for two classes (the
+    top-label view can fold over- and under-prediction of class 1 into zero), the top
+    label for more."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     frame = read_table(path, path.name)
     guess = infer_roles(frame)
     prediction_set = build_prediction_set(frame, guess.to_roles())
+    view = view or default_view(prediction_set.n_classes)
     subsets: list[diagnostics.Subset] = ["all"]
     if prediction_set.split is not None:
         subsets.append("test")
     return {
         "file": str(path),
+        "view": view,
         "n_rows": prediction_set.n_rows,
         "classes": list(prediction_set.classes),
         "roles": {"label": prediction_set.roles.label,
@@ -67,7 +72,7 @@ def build_report(path: Path, *, view: View = "top_label", n_bins: int = 15,
         "variables": variables.ranking_for_report(prediction_set),
         **({"comparison": comparison_document(
             prediction_set, model_probabilities(prediction_set, frame),
-            reference=None, n_bootstrap=n_bootstrap, random_state=0)}
+            reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}
            if len(prediction_set.roles.models) >= 2 else {}),
     }
 

@@ -1,4 +1,4 @@
-"""The worst-calibrated subgroups of a stored dataset (issue 15.3), as a job.
+"""The worst-calibrated subgroups of a stored dataset, as a job.
 
 :func:`calibcore.subgroups.worst_subgroups` ranks slices of one or two feature
 conditions by their calibration gap; the job keeps the worst :data:`MAX_LISTED` with
@@ -8,7 +8,7 @@ caches the result per dataset and settings.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
 from calibcore.reliability import binned_reliability
-from calibcore.subgroups import Subgroup, worst_subgroups
+from calibcore.subgroups import Subgroup, SubgroupView, worst_subgroups
 
 if TYPE_CHECKING:
     from app.services.context import Services
@@ -49,6 +49,8 @@ class SubgroupParams:
         Also slices of two conditions on two features.
     subset : {"all", "calibration", "test"}
         Which rows are audited.
+    view : {"top_label", "positive"}, optional
+        The view of the gaps; default positive for two classes, top label for more.
     """
 
     features: tuple[str, ...] | None = None
@@ -56,12 +58,17 @@ class SubgroupParams:
     min_support: float | None = None
     pairs: bool = True
     subset: Subset = "all"
+    view: SubgroupView | None = None
 
 
 def start_subgroups(services: Services, dataset_id: str, params: SubgroupParams) -> Job:
     """Check the request now (unknown dataset, features or subset fail at once), then
     submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
+    if params.view is None:
+        params = replace(params, view="positive" if prediction_set.n_classes == 2
+                         else "top_label")
+    view: SubgroupView = params.view or "top_label"
     columns = resolve_columns(prediction_set, params.features)
     rows = rows_for(prediction_set, params.subset)
     key = params_key(dataset_id, "subgroups", {**asdict(params), "features": list(columns)})
@@ -78,22 +85,24 @@ def start_subgroups(services: Services, dataset_id: str, params: SubgroupParams)
         progress.update(0.02, f"slicing {rows.sum():,} rows by {len(columns)} features")
         audit = worst_subgroups(
             features, labels, proba, kinds=kinds, n_bins=params.n_bins,
-            min_support=params.min_support, pairs=params.pairs, top=MAX_DIAGRAMS,
+            min_support=params.min_support, pairs=params.pairs, top=MAX_DIAGRAMS, view=view,
             progress=lambda done: progress.update(0.02 + 0.9 * done,
                                                   f"slices: {done:.0%}"))
         listed = audit.subgroups[:MAX_LISTED]
         diagrams = []
         for subgroup in listed[:MAX_DIAGRAMS]:
             mask = subgroup.mask(features)
-            (diagram,) = binned_reliability(labels[mask], proba[mask], n_bins=DIAGRAM_BINS)
+            (diagram,) = binned_reliability(labels[mask], proba[mask], n_bins=DIAGRAM_BINS,
+                                            view=view)
             diagrams.append(diagram)
-        (whole,) = binned_reliability(labels, proba, n_bins=DIAGRAM_BINS)
+        (whole,) = binned_reliability(labels, proba, n_bins=DIAGRAM_BINS, view=view)
         result = jsonable({
             "dataset_id": dataset_id, "params": {**asdict(params), "features": list(columns)},
+            "view": audit.view,
             "n_rows": audit.n_rows, "n_tried": audit.n_tried, "min_support": audit.min_support,
             "gap": audit.gap, "confidence_level": audit.confidence_level,
             "notes": [*audit.notes, *([note] if note else [])],
-            "subgroups": [_subgroup(rank, subgroup, audit.n_rows)
+            "subgroups": [_subgroup(rank, subgroup, audit.n_rows, view)
                           for rank, subgroup in enumerate(listed, start=1)],
             "diagrams": diagrams, "whole": whole})
         services.store.write_document(key, result)
@@ -103,16 +112,22 @@ def start_subgroups(services: Services, dataset_id: str, params: SubgroupParams)
                                 params={"dataset_id": dataset_id, **asdict(params)})
 
 
-def _subgroup(rank: int, subgroup: Subgroup, n_rows: int) -> dict[str, Any]:
+def _subgroup(rank: int, subgroup: Subgroup, n_rows: int, view: str) -> dict[str, Any]:
+    """One slice as JSON; ``mean_confidence`` and ``accuracy`` name the top-label view's
+    score and rate and are given only on that view."""
+    top_label = ({"mean_confidence": subgroup.mean_score, "accuracy": subgroup.observed_rate}
+                 if view == "top_label" else {})
     return {"rank": rank, "slice": subgroup.describe(),
             "conditions": [{key: value for key, value in asdict(condition).items()
                             if not (isinstance(value, float) and np.isnan(value))}
                            for condition in subgroup.conditions],
             "n": subgroup.n, "support": subgroup.n / n_rows,
-            "mean_confidence": subgroup.mean_confidence, "accuracy": subgroup.accuracy,
+            "mean_score": subgroup.mean_score, "observed_rate": subgroup.observed_rate,
+            **top_label,
             "gap": subgroup.gap, "gap_low": subgroup.gap_low, "gap_high": subgroup.gap_high,
             "p_value": subgroup.p_value, "p_adjusted": subgroup.p_adjusted,
-            "smooth_ece": subgroup.smooth_ece}
+            "smooth_ece": subgroup.smooth_ece, "other_gap": subgroup.other_gap,
+            "significant_views": list(subgroup.significant_views)}
 
 
 __all__ = ["MAX_DIAGRAMS", "MAX_LISTED", "SubgroupParams", "start_subgroups"]

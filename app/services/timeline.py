@@ -1,4 +1,4 @@
-"""Calibration over time of a stored dataset (issue 15.2), cached per settings.
+"""Calibration over time of a stored dataset, cached per settings.
 
 :func:`calibcore.timeline.calibration_timeline` gives the measures per window and the
 change test; beside them, the honest comparison for a deployed model: a recalibrator
@@ -18,7 +18,7 @@ from app.services.jsonable import jsonable
 from calibcore import metrics
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import REGISTRY
-from calibcore.timeline import MIN_WINDOW_ROWS, Frequency, calibration_timeline
+from calibcore.timeline import MIN_WINDOW_ROWS, Frequency, TimelineView, calibration_timeline
 
 if TYPE_CHECKING:
     from app.services.context import Services
@@ -29,12 +29,14 @@ ROLLING_METHODS = ("temperature", "platt", "isotonic", "beta", "histogram")
 
 def timeline_for(services: Services, dataset_id: str, *, freq: Frequency = "auto",
                  reference: int = 0, method: str = "temperature",
-                 time: str | None = None) -> dict[str, Any]:
-    """The timeline of ``dataset_id`` on its time column (or ``time``), cached."""
+                 time: str | None = None, view: TimelineView | None = None) -> dict[str, Any]:
+    """The timeline of ``dataset_id`` on its time column (or ``time``), cached; on
+    ``view`` (default: positive for two classes, top label for more)."""
     if method not in ROLLING_METHODS:
         raise CalibrationInputError(f"method must be one of {', '.join(ROLLING_METHODS)}, "
                                     f"not {method!r}.", code="invalid_parameters")
     meta = services.datasets.record(dataset_id).meta
+    chosen: TimelineView = view or ("positive" if len(meta["classes"]) == 2 else "top_label")
     column = time or meta["roles"].get("time")
     frame = services.datasets.frame(dataset_id)
     if column is None:
@@ -46,19 +48,20 @@ def timeline_for(services: Services, dataset_id: str, *, freq: Frequency = "auto
         raise CalibrationInputError(f"no column named {column!r}.", code="unknown_column",
                                     column=column)
     key = cache_key(dataset_id, "timeline", freq=freq, reference=reference, method=method,
-                    time=column, random_state=services.settings.random_state)
+                    time=column, view=chosen, random_state=services.settings.random_state)
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
         result = calibration_timeline(frame[column], prediction_set.y_true,
                                       prediction_set.proba, freq=freq, reference=reference,
-                                      random_state=services.settings.random_state)
+                                      view=chosen, random_state=services.settings.random_state)
         rolling = _rolling(method, result.assignments, prediction_set.y_true,
                            prediction_set.proba, len(result.windows))
         note = sample_note(meta)
         return jsonable({
             "dataset_id": dataset_id, "time": column, "period": result.period,
-            "reference": result.reference, "alpha": result.alpha, "test": result.test,
+            "reference": result.reference, "view": result.view, "alpha": result.alpha,
+            "test": result.test,
             "notes": [*result.notes, *([note] if note else [])],
             "windows": [asdict(window) for window in result.windows],
             "rolling": {"method": method, "windows": rolling,

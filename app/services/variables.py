@@ -31,6 +31,7 @@ from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
 from calibcore.variable import (
     CurveRange,
+    VariableView,
     loess_curves,
     rank_variables,
     variable_bins,
@@ -76,6 +77,7 @@ class RankingParams:
     n_points: int = 500
     subset: Subset = "all"
     random_state: int = 0
+    view: VariableView = "top_label"
 
     def cache_key(self, dataset_id: str) -> str:
         """``<dataset_id>.variables.<hash>``: deleted with the dataset."""
@@ -151,7 +153,8 @@ def compute_ranking(prediction_set: PredictionSet, params: RankingParams,
         prediction_set.features.loc[mask].reset_index(drop=True),
         prediction_set.y_true[mask], prediction_set.proba[mask], n_bins=params.n_bins,
         span=params.span, n_points=params.n_points, n_permutations=params.n_permutations,
-        max_categories=MAX_CATEGORIES, random_state=params.random_state, progress=report)
+        max_categories=MAX_CATEGORIES, random_state=params.random_state, progress=report,
+        view=params.view)
     rows = jsonable(table.to_dict("records"))
     for row in rows:
         p_value = row["p_value"]
@@ -220,8 +223,11 @@ def _running_job(store: Store, jobs: JobRunner, key: str) -> Job | None:
 # -- one variable --------------------------------------------------------------------------
 def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0.8,
                     n_points: int = 500, n_bins: int = 10, subset: Subset = "all",
-                    curve_range: CurveRange = "5-95", random_state: int = 0) -> dict[str, Any]:
-    """Calibration of one variable (paper 003, Figure 1b), JSON-able.
+                    curve_range: CurveRange = "5-95", random_state: int = 0,
+                    view: VariableView = "top_label") -> dict[str, Any]:
+    """Calibration of one variable (Kelly & Smyth 2023, Figure 1b), JSON-able, in the
+    paper's top-label view or (binary models) the positive view, where "error" is
+    1[y != 1] and "predicted error" 1 - P(class 1).
 
     Numeric variables: the LOESS curves of error and predicted error with 95%
     bands (``curves``: x, error, error_low, error_high, predicted_error, ...,
@@ -248,12 +254,12 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
     if n_used == 0:
         raise CalibrationInputError(f"variable {name!r} has no non-missing values on the "
                                     f"{subset} rows.", code="empty_variable", column=name)
-    bins = variable_bins(values, labels, proba, n_bins=n_bins, kind=kind)
+    bins = variable_bins(values, labels, proba, n_bins=n_bins, kind=kind, view=view)
     result: dict[str, Any] = {
-        "variable": name, "kind": kind, "subset": subset, "n": n_used,
+        "variable": name, "kind": kind, "subset": subset, "view": view, "n": n_used,
         "n_missing": int(values.size - n_used), "n_bins": n_bins, "span": span,
         "curve_range": curve_range,
-        "vece": variable_ece(values, labels, proba, n_bins=n_bins, kind=kind),
+        "vece": variable_ece(values, labels, proba, n_bins=n_bins, kind=kind, view=view),
         "bins": bins.to_dict("list"), "curves": None,
     }
     if kind == "categorical":
@@ -262,7 +268,7 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
         result["v_star"] = bins["bin"].iloc[worst]
     else:
         curves = loess_curves(values, labels, proba, span=span, n_points=n_points,
-                              random_state=random_state, curve_range=curve_range)
+                              random_state=random_state, curve_range=curve_range, view=view)
         result["curves"] = curves
         result["vce_max"], result["v_star"] = curves.vce_max, curves.v_star
     return jsonable(result)

@@ -51,8 +51,12 @@ def _calibration_test(metrics: dict[str, Any]) -> str:
     test = metrics.get("calibration_test")
     if not test:  # no resampling asked for, or the dask engine
         return ""
+    others = "".join(
+        f"Checked in the {html.escape(other['view'].replace('_', '-'))} view: "
+        f"p = {other['p_value']:.3f} — {html.escape(other['verdict'])}.<br>"
+        for other in test.get("other_views", []))
     return (f"<div class='test{' rejected' if test['rejected'] else ''}'>"
-            f"<strong>{html.escape(test['summary'])}</strong><br>"
+            f"<strong>{html.escape(test['summary'])}</strong><br>{others}"
             f"<span class='muted'>{html.escape(test['statistic_name'])} = "
             f"{test['statistic']:.4f}; 95% of the resamples drawn from the probabilities "
             f"stay below {test['null_quantile']:.4f}. Resamples — "

@@ -20,12 +20,13 @@ def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) 
     report = json.loads(out.read_text())
     frame = pd.read_csv(shared_data / "default_nb.csv")
     positive = frame["y_prob"].to_numpy()
-    correct = ((positive > 0.5) == frame["y_true"].to_numpy()).astype(float)
-    expected = brute_force_ece(pd.Series(positive).clip(lower=1 - positive).to_numpy(), correct)
+    # a binary file is reported in the positive-class view: P(class 1) against 1[y = 1]
+    assert report["view"] == "positive" and report["metrics"]["view"] == "positive"
+    expected = brute_force_ece(positive, frame["y_true"].to_numpy().astype(float))
     assert report["metrics"]["metrics"]["ece"] == pytest.approx(expected, abs=1e-9)
     assert report["n_rows"] == 7000 and report["metrics_by_subset"]["test"]["n"] == 3474
     printed = capsys.readouterr().out
-    assert "plug-in 0.004503" in printed and "smooth ECE" in printed
+    assert f"plug-in {expected:.6f}" in printed and "smooth ECE" in printed
     for item in report["metrics"]["measures"].values():
         if item["low"] is not None:
             assert item["low"] <= item["value"] <= item["high"], item
@@ -57,8 +58,9 @@ def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None
     assert text.startswith("<!doctype html>") and "Calibration report" in text
     assert "plotly" in text.lower() and 'src="http' not in text  # plotly.js inlined
     assert "smooth ECE" in text and "income" in text and text.count("plotly-graph-div") >= 4
-    assert ("Calibration test (consistency resampling on kCE, 20 resamples, top-label view)"
-            in text)
+    assert ("Calibration test (consistency resampling on kCE, 20 resamples, positive-class "
+            "view)" in text)
+    assert "Checked in the top-label view: p = " in text
 
 
 def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_one(
@@ -74,7 +76,7 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
     assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--out",
                  str(out)]) == 0
     assert main(["report", str(shared_data / "default_nb.csv"), "--n-bootstrap", "0",
-                 "--out", str(memory)]) == 0
+                 "--view", "top_label", "--out", str(memory)]) == 0
     report, expected = json.loads(out.read_text()), json.loads(memory.read_text())
     assert report["engine"] == "dask" and report["n_partitions"] == 3
     assert report["n_rows"] == 7000 and report["classes"] == expected["classes"]

@@ -34,10 +34,12 @@ def test_models_are_inferred_and_compared(client) -> None:
     body = client.get(f"/api/v1/datasets/{dataset['id']}/compare",
                       params={"reference": "lr", "n_bootstrap": 50}).json()
     assert body["reference"] == "lr" and body["n"] == 4_000
+    assert body["view"] == "positive"  # two classes: P(class 1) against its frequency
     labels = frame["y_true"].to_numpy()
     probabilities = {name: frame[[f"{name}_proba_0", f"{name}_proba_1"]].to_numpy()
                      for name in ("gbm", "lr", "nb")}
-    expected = compare_models(labels, probabilities, reference="lr", n_bootstrap=50)
+    expected = compare_models(labels, probabilities, reference="lr", n_bootstrap=50,
+                              view="positive")
     for got, model in zip(body["models"], expected.models, strict=True):
         assert got["name"] == model.name
         assert got["measures"]["ece"]["value"] == pytest.approx(model.measures["ece"].value)
@@ -79,7 +81,8 @@ def test_report_compares_the_models_of_a_file(tmp_path) -> None:
     labels = frame["y_true"].to_numpy()
     expected = compare_models(labels, {name: frame[[f"{name}_proba_0", f"{name}_proba_1"]]
                                        .to_numpy() for name in ("gbm", "lr", "nb")},
-                              n_bootstrap=30)
+                              n_bootstrap=30, view="positive")
+    assert comparison["view"] == "positive"
     assert comparison["models"][2]["differences"]["ece"]["value"] == pytest.approx(
         expected.models[2].differences[3].value)
     text = page.read_text()

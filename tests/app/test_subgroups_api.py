@@ -39,7 +39,8 @@ def test_subgroups_job_equals_the_core_on_the_stored_rows(client, shared_data) -
     rows = prediction_set.mask("test")
     features = prediction_set.features[rows].reset_index(drop=True)
     audit = worst_subgroups(features, prediction_set.y_true[rows], prediction_set.proba[rows],
-                            kinds=prediction_set.feature_kinds, n_bins=4)
+                            kinds=prediction_set.feature_kinds, n_bins=4, view="positive")
+    assert result["view"] == "positive"  # two classes: the gap of P(class 1)
     assert result["n_rows"] == int(rows.sum()) == 3474 and result["n_tried"] == audit.n_tried
     assert result["min_support"] == 100
     assert [s["slice"] for s in result["subgroups"]] == [
@@ -50,7 +51,8 @@ def test_subgroups_job_equals_the_core_on_the_stored_rows(client, shared_data) -
     worst = audit.subgroups[0]
     mask = worst.mask(features)
     (diagram,) = binned_reliability(prediction_set.y_true[rows][mask],
-                                    prediction_set.proba[rows][mask], n_bins=10)
+                                    prediction_set.proba[rows][mask], n_bins=10,
+                                    view="positive")
     assert result["diagrams"][0]["count"] == diagram.count.tolist()
     assert sum(result["whole"]["count"]) == 3474
     assert len(result["diagrams"]) == min(50, len(result["subgroups"]))

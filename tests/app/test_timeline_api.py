@@ -55,21 +55,30 @@ def test_planted_shift_is_flagged_at_the_shift_and_not_before(client) -> None:
     assert all(not w["flagged"] for w in windows[:SHIFT_WEEK - 1])
     assert "Welch" in body["test"]
 
-    # by hand: the week of each row, its gap, Welch's test against week one, BH
+    # the over-confidence is symmetric about 1/2: P(class 1) is right on average, so the
+    # positive view's gap stays put and the top-label gap is the one that moved
+    assert body["view"] == "positive"
+    assert all(windows[i]["changed_views"] == ["top_label"] for i in flagged)
+
+    # by hand: the week of each row, both views' gaps, Welch's test against week one, Holm
+    # over the 2 x 13 tests
     week = (pd.to_datetime(frame["date"]) - pd.Timestamp("2026-03-02")).dt.days // 7
     confidence = np.maximum(frame["y_prob"], 1 - frame["y_prob"])
     residual = confidence - ((frame["y_prob"] > 0.5).astype(int) == frame["y_true"])
-    p_values = [stats.ttest_ind(residual[week == i], residual[week == 0],
-                                equal_var=False).pvalue for i in range(1, 14)]
-    adjusted = holm(np.array(p_values))
+    positive = frame["y_prob"] - frame["y_true"]
+    p_values = np.array([[stats.ttest_ind(r[week == i], r[week == 0], equal_var=False).pvalue
+                          for i in range(1, 14)] for r in (positive, residual)])
+    adjusted = holm(p_values.ravel()).reshape(2, 13)
     for i, window in enumerate(windows):
         assert window["n"] == int((week == i).sum())
-        assert window["gap"] == pytest.approx(float(residual[week == i].mean()), abs=1e-12)
+        assert window["gap"] == pytest.approx(float(positive[week == i].mean()), abs=1e-12)
+        assert window["mean_confidence"] - window["accuracy"] == pytest.approx(
+            float(residual[week == i].mean()), abs=1e-12)
         assert window["ece_low"] <= window["ece"] <= window["ece_high"]
         assert window["smooth_ece_low"] <= window["smooth_ece"] <= window["smooth_ece_high"]
         if i:
-            assert window["p_value"] == pytest.approx(p_values[i - 1], rel=1e-9)
-            assert window["p_adjusted"] == pytest.approx(adjusted[i - 1], rel=1e-9)
+            assert window["p_value"] == pytest.approx(p_values[:, i - 1].min(), rel=1e-9)
+            assert window["p_adjusted"] == pytest.approx(adjusted[:, i - 1].min(), rel=1e-9)
 
     rolling = body["rolling"]["windows"]
     assert [r["window"] for r in rolling] == list(range(1, 14))

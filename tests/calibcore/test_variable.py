@@ -542,3 +542,41 @@ def test_integer_variables_with_long_ties_are_drawn_whole(span):
     for v in (rng.integers(0, 24, n).astype(float), rng.poisson(3, n).astype(float)):
         curves = loess_curves(v, y, p, span=span)
         assert not np.isnan(curves.error).any() and np.isfinite(curves.vce_max)
+
+
+def test_positive_view_follows_p_class_1_along_the_variable():
+    """The positive-view counterpart: VECE and both curves of 1[y != 1] and 1 - P(class 1)
+    (by hand, brute force), and it finds a P(class 1) that runs high where the top-label
+    view folds it away."""
+    rng = np.random.default_rng(12)
+    n = 160
+    v = rng.uniform(18, 80, n)
+    p = rng.beta(2, 2, n)
+    labels = (rng.random(n) < p**1.3).astype(int)
+    proba = np.column_stack([1 - p, p])
+    frame = pd.DataFrame({"v": v, "predicted": 1 - p, "actual": (labels != 1).astype(float)})
+    frame["bin"] = pd.qcut(frame["v"], 10, duplicates="drop")
+    by_hand = sum(len(g) / n * abs(g["predicted"].mean() - g["actual"].mean())
+                  for _, g in frame.groupby("bin", observed=True))
+    assert variable_ece(v, labels, proba, view="positive") == pytest.approx(by_hand, rel=1e-12)
+    curves = loess_curves(v, labels, proba, span=0.6, n_points=25, view="positive")
+    points = np.linspace(*np.quantile(v, [0.05, 0.95]), 25)
+    for target, series in (("error", frame["actual"].to_numpy()),
+                           ("predicted_error", frame["predicted"].to_numpy())):
+        fit, low, high = reference_curve(v, series, points, 0.6)
+        np.testing.assert_allclose(getattr(curves, target), fit, rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(getattr(curves, f"{target}_low"), low, rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(getattr(curves, f"{target}_high"), high, rtol=1e-8,
+                                   atol=1e-12)
+    # 5,000 rows: the positive view sees the planted 0.08, the folded top label about 0.01
+    n = 5_000
+    v, p = rng.uniform(18, 80, n), rng.beta(2, 2, n)
+    labels = (rng.random(n) < p**1.3).astype(int)
+    assert variable_ece(v, labels, p, view="positive") > 0.06
+    assert variable_ece(v, labels, p) < 0.035
+    ranking = rank_variables(pd.DataFrame({"v": v}), labels, p, n_permutations=0,
+                             view="positive")
+    assert ranking["vece"].iloc[0] == pytest.approx(
+        variable_ece(v, labels, p, view="positive"), rel=1e-12)
+    with pytest.raises(CalibrationInputError, match="binary"):
+        variable_ece(v[:30], np.arange(30) % 3, np.full((30, 3), 1 / 3), view="positive")

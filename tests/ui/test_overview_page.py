@@ -44,8 +44,9 @@ def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, bro
     # the test of calibration arrives with the intervals; default_nb is calibrated overall
     test_line = browser.find_element(By.CSS_SELECTOR, "#calibration-test").text
     assert test_line.startswith("Calibration test (consistency resampling on kCE, 200 "
-                                "resamples, top-label view): p = ")
+                                "resamples, positive-class view): p = ")
     assert "no evidence of miscalibration at the 5% level" in test_line
+    assert "Checked in the top-label view: p = " in test_line  # and it agrees there
     # smooth diagram: curve, band and density traces; binned diagram with points
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR,
                                              "#smooth-graph .scatterlayer .trace")) >= 4)
@@ -65,3 +66,52 @@ def test_measures_table_gets_intervals_and_bins_move_only_binned_ece(server, bro
     wait.until(lambda b: "–" in b.find_element(By.CSS_SELECTOR, "#measure-ece").text)
     assert wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-smooth_ece").text
                       ).split()[2] == smooth_before
+
+
+def test_a_binary_model_that_over_predicts_is_flagged_in_the_positive_view(
+        server, browser, tmp_path) -> None:
+    """The planted file (P(y = 1) runs high by about 0.08): the Overview opens in the
+    positive-class view and warns; the top-label view is a click away and shows the folded
+    ECE, while the verdict stays the positive view's; the Variables page says why its
+    top-label curves can look calibrated."""
+    from types import SimpleNamespace
+
+    from benchmarks.bench_load import _upload
+    from tests.app.test_binary_view import planted_frame
+
+    path = tmp_path / "planted.csv"
+    planted_frame(False).to_csv(path, index=False)
+    dataset = _upload(SimpleNamespace(url=server), path)  # type: ignore[arg-type]
+    browser.get(f"{server}/overview?dataset={dataset}")
+    wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
+    checked = "#view-select input[value='{}']"
+    wait.until(lambda b: b.find_element(By.CSS_SELECTOR, checked.format("positive"))
+               .is_selected())
+    note = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#calibration-test.note-warning"))
+    wait.until(lambda b: "p =" in b.find_element(By.ID, "calibration-test").text
+               or "p ≤" in b.find_element(By.ID, "calibration-test").text)
+    text = browser.find_element(By.ID, "calibration-test").text
+    assert "positive-class view" in text and "unlikely to be calibrated" in text
+    assert "Checked in the top-label view" in text and note.is_displayed()
+    assert "positive-class view" in browser.find_element(By.ID, "overview-note").text
+    ece_positive = float(wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#measure-ece")
+                                    .text.split()[1]))
+    assert ece_positive > 0.05
+    browser.find_element(By.CSS_SELECTOR, checked.format("top_label")).click()
+    wait.until(lambda b: "top-label view" in b.find_element(By.ID, "overview-note").text)
+    wait.until(lambda b: float(b.find_element(By.CSS_SELECTOR, "#measure-ece")
+                               .text.split()[1]) < 0.03)
+    wait.until(lambda b: "positive-class view" in b.find_element(By.ID,
+                                                                 "calibration-test").text)
+    browser.save_screenshot(str(tmp_path / "overview-top-label.png"))
+
+    browser.get(f"{server}/variables?dataset={dataset}")
+    warning = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#var-view-note .note"))
+    assert "0.0" in warning.text and "P(class 1)" in warning.text
+    assert "note-warning" in warning.get_attribute("class")
+    browser.find_element(By.CSS_SELECTOR, "#var-view input[value='positive']").click()
+    wait.until(lambda b: not b.find_elements(By.CSS_SELECTOR, "#var-view-note .note"))
+    wait.until(lambda b: "frequency of class 1" in b.find_element(
+        By.CSS_SELECTOR, "#var-curve .gtitle").text
+        or "frequency of y ≠ class 1" in b.find_element(By.CSS_SELECTOR,
+                                                         "#var-curve .gtitle").text)

@@ -26,7 +26,9 @@ from calibcore.views import View
 router = APIRouter(tags=["datasets"], responses={
     404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 
-ViewQuery = Annotated[View, Query(description="top_label (default), positive or classwise")]
+ViewQuery = Annotated[View | None, Query(description=(
+    "top_label, positive or classwise; default positive for two classes (P(class 1) "
+    "against the frequency of class 1), top_label for more"))]
 BinsQuery = Annotated[int, Query(ge=1, le=1000, description="number of bins")]
 BinningQuery = Annotated[Binning, Query(description="equal_width or equal_mass")]
 SubsetQuery = Annotated[diagnostics.Subset, Query(description="all, calibration or test rows")]
@@ -143,7 +145,7 @@ BootstrapQuery = Annotated[int, Query(ge=0, le=2000,
 
 
 @router.get("/datasets/{dataset_id}/metrics", response_model=MetricsResponse)
-def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
+def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
                 n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
                 subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
                 ) -> dict[str, Any]:
@@ -152,28 +154,33 @@ def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_l
     ``metrics`` maps measure -> value; ``measures`` adds the basic-bootstrap interval,
     whether the measure is a consistent calibration measure (paper 001) and its meaning.
     ``calibration_test`` tests whether the probabilities are calibrated at all
-    (consistency resampling on kCE, with ``n_bootstrap`` resamples; null when it is 0).
+    (consistency resampling on kCE, with ``n_bootstrap`` resamples; null when it is 0) in
+    the default view, and checks the verdict in a second view (``other_views``).
     Results are cached per parameter set.
     """
-    request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
-                                         subset=subset, n_bootstrap=n_bootstrap)
+    request = diagnostics.MetricsRequest(
+        view=diagnostics.dataset_view(services, dataset_id, view), n_bins=n_bins,
+        binning=binning, subset=subset, n_bootstrap=n_bootstrap)
     return diagnostics.metrics_for(services, dataset_id, request)
 
 
 @router.get("/datasets/{dataset_id}/metrics/bins")
-def get_bin_sensitivity(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
+def get_bin_sensitivity(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
                         subset: SubsetQuery = "all") -> dict[str, Any]:
     """Binned ECE for 5-100 bins beside the bin-free consistent measures (cached)."""
-    return diagnostics.bin_sensitivity_for(services, dataset_id, view=view, subset=subset)
+    return diagnostics.bin_sensitivity_for(
+        services, dataset_id, view=diagnostics.dataset_view(services, dataset_id, view),
+        subset=subset)
 
 
 @router.get("/datasets/{dataset_id}/reliability")
-def get_reliability(services: ServicesDep, dataset_id: str, view: ViewQuery = "top_label",
+def get_reliability(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
                     n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
                     subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
                     ) -> dict[str, Any]:
     """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (bootstrap band),
     cached per parameter set."""
-    request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
-                                         subset=subset, n_bootstrap=n_bootstrap)
+    request = diagnostics.MetricsRequest(
+        view=diagnostics.dataset_view(services, dataset_id, view), n_bins=n_bins,
+        binning=binning, subset=subset, n_bootstrap=n_bootstrap)
     return diagnostics.reliability_for(services, dataset_id, request)

@@ -1,5 +1,8 @@
-"""What no peer has (issue 15): models compared on the same rows, the worst-calibrated
-subgroups (a job: poll /api/v1/jobs/{id}) and calibration over time."""
+"""What no peer has: models compared on the same rows, the worst-calibrated subgroups (a
+job: poll /api/v1/jobs/{id}) and calibration over time. Each is on a view whose default
+is the positive one for two classes (P(class 1) against the frequency of class 1: the
+top-label view can fold over- and under-prediction of class 1 into zero), the top label
+for more."""
 
 from __future__ import annotations
 
@@ -15,14 +18,16 @@ from app.services.diagnostics import Subset
 from app.services.models_compare import compare_for
 from app.services.subgroups import SubgroupParams, start_subgroups
 from app.services.timeline import timeline_for
-from calibcore.timeline import Frequency
+from calibcore.subgroups import SubgroupView
+from calibcore.timeline import Frequency, TimelineView
+from calibcore.views import View
 
 router = APIRouter(tags=["compare, subgroups, timeline"], responses={404: {"model": ErrorResponse},
                                                    422: {"model": ErrorResponse}})
 
 
 class SubgroupRequest(BaseModel):
-    """What to slice by (issue 15.3): one or two conditions on the features."""
+    """What to slice by: one or two conditions on the features."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -36,6 +41,8 @@ class SubgroupRequest(BaseModel):
     pairs: bool = Field(default=True, description="also slices of two conditions on two "
                                                   "different features")
     subset: Subset = Field(default="all", description="all, calibration or test rows")
+    view: SubgroupView | None = Field(default=None, description=(
+        "top_label or positive; default positive for two classes, top_label for more"))
 
 
 @router.post("/datasets/{dataset_id}/subgroups", status_code=202, responses={
@@ -57,7 +64,7 @@ def create_subgroups(services: ServicesDep, dataset_id: str,
     params = SubgroupParams(
         features=None if request.features is None else tuple(request.features),
         n_bins=request.n_bins, min_support=request.min_support, pairs=request.pairs,
-        subset=request.subset)
+        subset=request.subset, view=request.view)
     job = start_subgroups(services, dataset_id, params)
     return JSONResponse(status_code=202, content={**job.snapshot(), "job_id": job.id})
 
@@ -72,6 +79,9 @@ def get_timeline(
                                                  "scored on the next")] = "temperature",
         time: Annotated[str | None, Query(description="time column (default: the "
                                                       "dataset's time role)")] = None,
+        view: Annotated[TimelineView | None, Query(description=(
+            "top_label or positive; default positive for two classes, top_label for "
+            "more"))] = None,
 ) -> dict[str, Any]:
     """Calibration over time: per window n, accuracy, mean confidence, gap, ECE and smooth
     ECE with 95% intervals; the change test of each window's gap against the reference
@@ -79,7 +89,7 @@ def get_timeline(
     ``flagged`` windows; and ``rolling``: the recalibrator fitted on each window, scored
     on the next. Cached per parameter set."""
     return timeline_for(services, dataset_id, freq=freq, reference=reference, method=method,
-                        time=time)
+                        time=time, view=view)
 
 
 @router.get("/datasets/{dataset_id}/compare")
@@ -87,10 +97,14 @@ def get_comparison(
         services: ServicesDep, dataset_id: str,
         reference: Annotated[str | None, Query(max_length=200, description=(
             "the model the others are compared with (default: the first)"))] = None,
-        n_bootstrap: Annotated[int, Query(ge=0, le=2000)] = 200) -> dict[str, Any]:
+        n_bootstrap: Annotated[int, Query(ge=0, le=2000)] = 200,
+        view: Annotated[View | None, Query(description=(
+            "top_label, positive or classwise; default positive for two classes, "
+            "top_label for more"))] = None) -> dict[str, Any]:
     """Several models' probabilities of the same rows (columns grouped per model, e.g.
     gbm_proba_0, gbm_proba_1, lr_proba_0, ...): every measure per model with its 95%
     interval, and each model's difference to ``reference`` with a paired-bootstrap
     interval and p-value (the rows are shared, so the resamples are too), plus each
     model's binned reliability diagram. Cached per parameter set."""
-    return compare_for(services, dataset_id, reference=reference, n_bootstrap=n_bootstrap)
+    return compare_for(services, dataset_id, reference=reference, n_bootstrap=n_bootstrap,
+                       view=view)

@@ -1,4 +1,6 @@
-"""Variable-based calibration routes (paper 003): the VECE ranking and one variable's curves."""
+"""Variable-based calibration routes (Kelly & Smyth 2023): the VECE ranking and one
+variable's curves, in the paper's top-label view or, for binary models, the positive
+view (P(class 1) against the frequency of class 1)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from app.api.errors import ApiError
 from app.schemas.models import ErrorResponse
 from app.services import variables
 from app.services.diagnostics import Subset
-from calibcore.variable import CurveRange
+from calibcore.variable import CurveRange, VariableView
 
 router = APIRouter(tags=["variables"], responses={404: {"model": ErrorResponse},
                                                422: {"model": ErrorResponse}})
@@ -29,6 +31,11 @@ RangeQuery = Annotated[CurveRange, Query(
     alias="range", description="where the curves of a numeric variable are drawn: between "
     "its 5th and 95th percentiles (5-95, the paper's), 1st and 99th (1-99), or its minimum "
     "and maximum (all)")]
+
+VariableViewQuery = Annotated[VariableView, Query(description=(
+    "top_label (the paper's: error 1[y != argmax] against 1 - confidence) or, for two "
+    "classes, positive (1[y != 1] against 1 - P(class 1)): the top-label view folds a "
+    "binary model's P(class 1) at 1/2"))]
 
 _RANKING_DESCRIPTION = f"""
 Every feature ranked by its variable-based expected calibration error (VECE;
@@ -57,11 +64,12 @@ def get_ranking(
     span: SpanQuery = 0.8, n_points: PointsQuery = 500, subset: SubsetQuery = "all",
     run_async: Annotated[bool, Query(alias="async", description=(
         "always run as a job (202) unless cached"))] = False,
+    view: VariableViewQuery = "top_label",
 ) -> Any:
     """VECE ranking of the dataset's variables (200), or a job computing it (202)."""
     params = variables.RankingParams(n_bins=n_bins, n_permutations=n_permutations, span=span,
                                      n_points=n_points, subset=subset,
-                                     random_state=services.settings.random_state)
+                                     random_state=services.settings.random_state, view=view)
     outcome = variables.request_ranking(services.store, services.datasets, services.jobs,
                                         dataset_id, params, as_job=run_async)
     if outcome.job is not None:
@@ -73,8 +81,8 @@ def get_ranking(
 @router.get("/datasets/{dataset_id}/variables/{name:path}")
 def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQuery = 0.8,
                  n_points: PointsQuery = 500, n_bins: BinsQuery = 10,
-                 subset: SubsetQuery = "all", curve_range: RangeQuery = "5-95"
-                 ) -> dict[str, Any]:
+                 subset: SubsetQuery = "all", curve_range: RangeQuery = "5-95",
+                 view: VariableViewQuery = "top_label") -> dict[str, Any]:
     """Calibration of one variable (003, Figure 1b).
 
     Numeric: LOESS curves of the error rate and the predicted error
@@ -90,7 +98,7 @@ def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQu
     try:
         detail = variables.variable_detail(prediction_set, name, span=span, n_points=n_points,
                                            n_bins=n_bins, subset=subset,
-                                           curve_range=curve_range,
+                                           curve_range=curve_range, view=view,
                                            random_state=services.settings.random_state)
     except variables.UnknownVariable as exc:
         raise ApiError(404, "unknown_variable", str(exc),

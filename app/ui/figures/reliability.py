@@ -85,8 +85,11 @@ def comparison_figure(results: list[dict[str, Any]]) -> go.Figure:
 
 
 def overlaid_diagrams_figure(diagrams: list[tuple[dict[str, Any], str, str]], title: str, *,
-                             height: int = 480, top: int = 70) -> go.Figure:
-    """Binned diagrams (diagram, name, colour) on one plot beside the diagonal (top label)."""
+                             height: int = 480, top: int = 70,
+                             view: str = "top_label") -> go.Figure:
+    """Binned diagrams (diagram, name, colour) of one view on one plot beside the
+    diagonal."""
+    score, outcome = _AXES.get(view, _AXES["positive"])
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                                 line={"color": "#999", "dash": "dash", "width": 1}))
@@ -94,11 +97,16 @@ def overlaid_diagrams_figure(diagrams: list[tuple[dict[str, Any], str, str]], ti
         for trace in _diagram_traces(diagram, name, colour):
             figure.add_trace(trace)
     figure.update_layout(
-        title=title, xaxis={"title": "confidence (probability)", "range": [0, 1]},
-        yaxis={"title": "accuracy (fraction)", "range": [0, 1.02]},
+        title=title, xaxis={"title": f"{score} (probability)", "range": [0, 1]},
+        yaxis={"title": f"{outcome} (fraction)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": -0.2}, template="plotly_white", height=height,
         margin={"l": 60, "r": 20, "t": top, "b": 40})
     return figure
+
+
+#: Axis titles of a diagram per view: the score and the frequency it predicts.
+_AXES = {"top_label": ("confidence", "accuracy"),
+         "positive": ("predicted P(class 1)", "observed frequency of class 1")}
 
 
 def _view_name(view: str) -> str:
@@ -216,21 +224,24 @@ def _supported(diagram: dict[str, Any]) -> tuple[list[float], list[float | None]
     return grid, curve, band_x, band_y
 
 
-def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str) -> go.Figure:
-    """One slice's binned reliability beside the whole data's (top label)."""
+def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str,
+                 view: str = "top_label") -> go.Figure:
+    """One slice's binned reliability beside the whole data's, on ``view``."""
     return overlaid_diagrams_figure(
         [(whole, f"all rows (n = {sum(whole['count']):,})", "#6b7a8f"),
          (diagram, f"slice (n = {sum(diagram['count']):,})", PALETTE[1])],
-        f"Reliability of the slice and of all rows<br><sup>{name}; top label, "
+        f"Reliability of the slice and of all rows<br><sup>{name}; {_view_name(view)}, "
         f"{len(diagram['count'])} equal-width bins; bars: 95% Wilson intervals</sup>",
-        height=460)
+        height=460, view=view)
 
 
 def models_figure(result: dict[str, Any]) -> go.Figure:
-    """Every model's binned reliability diagram on one plot (top label)."""
+    """Every model's binned reliability diagram on one plot (the comparison's view; the
+    top label when the measures are classwise)."""
+    view = result.get("diagram_view", "top_label")
     return overlaid_diagrams_figure(
         [(model["reliability"], model["name"] + (
             " (reference)" if model["name"] == result["reference"] else ""),
           PALETTE[number % len(PALETTE)]) for number, model in enumerate(result["models"])],
-        f"Reliability of each model<br><sup>top label, n = {result['n']:,} shared rows, "
-        "15 equal-width bins; bars: 95% Wilson intervals</sup>")
+        f"Reliability of each model<br><sup>{_view_name(view)}, n = {result['n']:,} shared "
+        "rows, 15 equal-width bins; bars: 95% Wilson intervals</sup>", view=view)

@@ -1,5 +1,6 @@
-"""Calibration over time: one figure read top to bottom (calibration error, accuracy
-against confidence, rows), windows whose calibration changed shaded red."""
+"""Calibration over time: one figure read top to bottom (calibration error, observed
+frequency against mean predicted probability, rows), windows whose calibration changed
+shaded red."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from app.ui.figures.bands import translucent
 from app.ui.figures.reliability import PALETTE
 
 FLAG = "rgba(200, 40, 40, 0.12)"
+_VIEW_WORDS = {"top_label": "top-label view", "positive": "positive-class view"}
 
 
 def _band(x: list[str], low: list[float | None], high: list[float | None], colour: str,
@@ -23,8 +25,15 @@ def _band(x: list[str], low: list[float | None], high: list[float | None], colou
                        hoverinfo="skip", legendgroup=name)]
 
 
+#: What the middle panel draws per view: the observed frequency and the mean score.
+_RATES = {"top_label": ("accuracy", "mean confidence"),
+          "positive": ("frequency of class 1", "mean P(class 1)")}
+
+
 def timeline_figure(result: dict[str, Any]) -> go.Figure:
     windows = result["windows"]
+    view = result.get("view", "top_label")
+    observed, predicted = _RATES[view]
     x = [_short(w["label"], result["period"]) for w in windows]
     figure = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                            row_heights=[0.45, 0.35, 0.2])
@@ -42,14 +51,14 @@ def timeline_figure(result: dict[str, Any]) -> go.Figure:
                  "array": [_minus(w["ece_high"], w["ece"]) for w in windows],
                  "arrayminus": [_minus(w["ece"], w["ece_low"]) for w in windows]}),
         row=1, col=1)
-    for trace in _band(x, [w["accuracy_low"] for w in windows],
-                       [w["accuracy_high"] for w in windows], accuracy, "accuracy"):
+    for trace in _band(x, [w["observed_rate_low"] for w in windows],
+                       [w["observed_rate_high"] for w in windows], accuracy, observed):
         figure.add_trace(trace, row=2, col=1)
-    figure.add_trace(go.Scatter(x=x, y=[w["accuracy"] for w in windows], mode="lines+markers",
-                                name="accuracy", line={"color": accuracy, "width": 2}),
-                     row=2, col=1)
-    figure.add_trace(go.Scatter(x=x, y=[w["mean_confidence"] for w in windows],
-                                mode="lines+markers", name="mean confidence",
+    figure.add_trace(go.Scatter(x=x, y=[w["observed_rate"] for w in windows],
+                                mode="lines+markers", name=observed,
+                                line={"color": accuracy, "width": 2}), row=2, col=1)
+    figure.add_trace(go.Scatter(x=x, y=[w["mean_score"] for w in windows],
+                                mode="lines+markers", name=predicted,
                                 line={"color": confidence, "width": 2, "dash": "dot"}),
                      row=2, col=1)
     figure.add_trace(go.Bar(x=x, y=[w["n"] for w in windows], name="rows",
@@ -62,9 +71,9 @@ def timeline_figure(result: dict[str, Any]) -> go.Figure:
     headline = (f"{len(flagged)} of {len(windows) - 1} windows changed against {reference} "
                 "(shaded)" if flagged else f"no window changed against {reference}")
     figure.update_layout(
-        title=f"Calibration over time: {headline}<br><sup>per {result['period']}; bands and "
-              "bars: 95% bootstrap intervals; change test: Welch's t test of the gap, "
-              "Holm-adjusted</sup>",
+        title=f"Calibration over time: {headline}<br><sup>per {result['period']}, "
+              f"{_VIEW_WORDS[view]}; ECE bands and bars: 95% bootstrap intervals, frequency: "
+              "95% Wilson; change test: Welch's t test of the gap, Holm-adjusted</sup>",
         template="plotly_white", height=640, legend={"orientation": "h", "y": -0.12},
         margin={"l": 70, "r": 20, "t": 80, "b": 60}, bargap=0.15)
     figure.update_yaxes(title_text="calibration error", rangemode="tozero", row=1, col=1)

@@ -20,11 +20,20 @@ from app.ui.figures.reliability import PALETTE
 
 Scale = Literal["error", "accuracy"]
 
-#: (observed, predicted) series names per scale.
+#: (observed, predicted) series names per scale, in the top-label view and (binary
+#: models) the positive view, whose "error" is 1[y ≠ 1] and predicted error 1 − P(class 1).
 _NAMES: dict[str, tuple[str, str]] = {
     "error": ("error rate", "predicted error (1 − confidence)"),
     "accuracy": ("accuracy", "confidence"),
 }
+_POSITIVE_NAMES: dict[str, tuple[str, str]] = {
+    "error": ("frequency of y ≠ class 1", "1 − P(class 1) (predicted)"),
+    "accuracy": ("frequency of class 1", "mean P(class 1) (predicted)"),
+}
+
+
+def _names(detail: dict[str, Any], scale: Scale) -> tuple[str, str]:
+    return (_POSITIVE_NAMES if detail.get("view") == "positive" else _NAMES)[scale]
 #: How each curve range (``calibcore.variable.CURVE_RANGES``) reads in titles and notes.
 RANGE_WORDS: dict[str, str] = {
     "5-95": "5th–95th percentile",
@@ -133,7 +142,7 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
     """Figure 1b of paper 003: both LOESS curves with bands, v* marked, histogram of v beneath."""
     curves = detail["curves"]
     name = detail["variable"]
-    observed_name, predicted_name = _NAMES[scale]
+    observed_name, predicted_name = _names(detail, scale)
     x = np.asarray(curves["x"], dtype=float)
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26],
                            vertical_spacing=0.05)
@@ -191,7 +200,7 @@ def categories_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figu
     name = detail["variable"]
     labels = [f"{format_value(value)} (n = {count:,})"
               for value, count in zip(bins["bin"], bins["n"], strict=True)]
-    observed_name, predicted_name = _NAMES[scale]
+    observed_name, predicted_name = _names(detail, scale)
     figure = go.Figure()
     series = (
         (observed_name, "error", _OBSERVED_COLOUR, "Wilson"),

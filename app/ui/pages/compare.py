@@ -1,4 +1,4 @@
-"""Compare page: several models' probabilities of the same rows (issue 15.1): each
+"""Compare page: several models' probabilities of the same rows: each
 measure per model with its interval, the paired difference to a reference model, and
 the models' reliability diagrams overlaid."""
 
@@ -12,12 +12,13 @@ from dash import Dash, Input, Output, dcc, html
 
 from app.services.context import Services
 from app.services.datasets import NotFound
+from app.services.diagnostics import VIEW_NAMES
 from app.services.models_compare import compare_for
 from app.ui import ids
 from app.ui.components import control, error_note, info_note
 from app.ui.figures import empty_figure
 from app.ui.figures.reliability import models_figure
-from app.ui.shell_helpers import dataset_summary
+from app.ui.shell_helpers import dataset_summary, view_options
 from calibcore.exceptions import CalibrationInputError
 
 #: The measures listed, in order (every one has a paired difference but kCE and smCE).
@@ -34,7 +35,9 @@ def layout(services: Services) -> html.Div:
                "intervals suggest). A file holds several models when each one's columns "
                "share a prefix: gbm_proba_0, gbm_proba_1, lr_proba_0, …"),
         html.Div([control("Reference model", ids.COMPARE_REFERENCE,
-                          dcc.Dropdown(id=ids.COMPARE_REFERENCE, clearable=False))],
+                          dcc.Dropdown(id=ids.COMPARE_REFERENCE, clearable=False)),
+                  control("View", ids.COMPARE_VIEW,
+                          dcc.RadioItems(id=ids.COMPARE_VIEW, inline=True, className="radio"))],
                  className="controls"),
         dcc.Loading(html.Div([
             html.Div(id=ids.COMPARE_STATUS),
@@ -50,30 +53,36 @@ def layout(services: Services) -> html.Div:
 
 def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.COMPARE_REFERENCE, "options"),
-                  Output(ids.COMPARE_REFERENCE, "value"), Input(ids.DATASET_PICKER, "value"))
-    async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
+                  Output(ids.COMPARE_REFERENCE, "value"), Output(ids.COMPARE_VIEW, "options"),
+                  Output(ids.COMPARE_VIEW, "value"), Input(ids.DATASET_PICKER, "value"))
+    async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         summary = await dataset_summary(services, dataset_id)
+        views, view = view_options(summary, ("positive", "top_label", "classwise"))
         if summary is None:
-            return [], None
+            return [], None, views, view
         names = [name for name, _ in summary["roles"].get("models", [])]
-        return names, names[0] if names else None
+        return names, names[0] if names else None, views, view
 
     @app.callback(Output(ids.COMPARE_STATUS, "children"), Output(ids.COMPARE_GRID, "rowData"),
                   Output(ids.COMPARE_GRID, "columnDefs"), Output(ids.COMPARE_GRAPH, "figure"),
-                  Input(ids.DATASET_PICKER, "value"), Input(ids.COMPARE_REFERENCE, "value"))
-    async def draw(dataset_id: str | None, reference: str | None) -> tuple[Any, ...]:
+                  Input(ids.DATASET_PICKER, "value"), Input(ids.COMPARE_REFERENCE, "value"),
+                  Input(ids.COMPARE_VIEW, "value"))
+    async def draw(dataset_id: str | None, reference: str | None,
+                   view: str | None) -> tuple[Any, ...]:
         blank = empty_figure("")
         if not dataset_id:
             return info_note("Choose or upload a dataset."), [], [], blank
         try:
             result = await asyncio.to_thread(compare_for, services, dataset_id,
                                              reference=reference,
+                                             view=view,  # type: ignore[arg-type]
                                              n_bootstrap=services.settings.n_bootstrap)
         except (CalibrationInputError, NotFound) as exc:
             return error_note(str(exc)), [], [], blank
         rows, columns = _table(result)
         text = (f"{len(result['models'])} models on {result['n']:,} rows; differences to "
-                f"{result['reference']}. {result['note'].capitalize()}."
+                f"{result['reference']}; measures on the "
+                f"{VIEW_NAMES[result['view']]} view. {result['note'].capitalize()}."
                 + (f" {result['sample_note']}." if result.get("sample_note") else ""))
         return info_note(text), rows, columns, models_figure(result)
 

@@ -34,6 +34,7 @@ from app.ui.pages.local_panels import (
     selection_table,
     summary_panel,
 )
+from app.ui.shell_helpers import register_folded_note
 from calibcore.embedding import DEFAULT_SAMPLE_SIZE
 from calibcore.exceptions import CalibrationInputError
 
@@ -69,6 +70,7 @@ def layout(services: Services) -> html.Div:
                "confidence bin, which a single |conf − acc| per bin hides (Luo et al., "
                "“Local Calibration: Metrics and Recalibration”). LoRe, the matching "
                "recalibrator, is on the Recalibrate page."),
+        html.Div(id=ids.LOCAL_VIEW_NOTE),
         controls(),
         html.Div(id=ids.LOCAL_COST, className="cost-line"),
         html.Div([html.Button("Compute landscape", id=ids.LOCAL_RUN, className="button"),
@@ -135,6 +137,9 @@ def _curve_key(request: dict[str, Any]) -> dict[str, Any]:
 
 # -- callbacks -----------------------------------------------------------------------------
 def register(app: Dash, services: Services) -> None:
+    register_folded_note(app, services, ids.LOCAL_VIEW_NOTE,
+                         "LCE is defined on the top label (confidence against correctness), "
+                         "so read the positive-class ECE on the Overview")
     app.clientside_callback(_GAMMA_TEXT_JS, Output(ids.LOCAL_GAMMA_TEXT, "children"),
                             Input(ids.LOCAL_GAMMA, "drag_value"))
 

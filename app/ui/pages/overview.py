@@ -25,8 +25,8 @@ from calibcore.binning import Binning
 from calibcore.exceptions import CalibrationInputError
 from calibcore.views import View
 
-_VIEWS = [{"label": "top label (confidence vs accuracy)", "value": "top_label"},
-          {"label": "positive class (binary)", "value": "positive"},
+_VIEWS = [{"label": "positive class (P(class 1) vs its frequency; binary)", "value": "positive"},
+          {"label": "top label (confidence vs accuracy)", "value": "top_label"},
           {"label": "classwise (one curve per class)", "value": "classwise"}]
 _CARDS = ("accuracy", "ece", "smooth_ece", "brier", "nll")
 
@@ -36,7 +36,7 @@ def layout(services: Services) -> html.Div:
         html.H1("Overview"),
         html.Div([
             html.Div([html.Label("View", className="field-label"),
-                      dcc.RadioItems(id=ids.VIEW_SELECT, options=_VIEWS, value="top_label",
+                      dcc.RadioItems(id=ids.VIEW_SELECT, options=_VIEWS, value=None,
                                      className="radio")], className="control"),
             html.Div([html.Label("Rows", className="field-label"),
                       dcc.RadioItems(id=ids.SUBSET_SELECT, value="all", className="radio",
@@ -75,6 +75,22 @@ def layout(services: Services) -> html.Div:
 
 
 def register(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.VIEW_SELECT, "value"), Output(ids.VIEW_SELECT, "options"),
+                  Input(ids.DATASET_PICKER, "value"))
+    def default_view(dataset_id: str | None) -> tuple[Any, ...]:
+        """A dataset opens in its default view (positive for two classes: the top-label
+        view folds a binary problem, so over- and under-confidence can cancel); the
+        positive view is offered for two classes only."""
+        if not dataset_id:
+            return no_update, no_update
+        try:
+            view = diagnostics.dataset_view(services, dataset_id, None)
+        except CalibrationInputError:
+            return no_update, no_update
+        binary = view == "positive"
+        return view, [{**option, "disabled": option["value"] == "positive" and not binary}
+                      for option in _VIEWS]
+
     @app.callback(Output(ids.MEASURE_CARDS, "children"), Output(ids.RELIABILITY_GRAPH, "figure"),
                   Output(ids.SMOOTH_GRAPH, "figure"), Output(ids.BINS_GRAPH, "figure"),
                   Output(ids.OVERVIEW_NOTE, "children"), Output(ids.MEASURES_TABLE, "children"),
@@ -82,11 +98,16 @@ def register(app: Dash, services: Services) -> None:
                   Input(ids.DATASET_PICKER, "value"), Input(ids.VIEW_SELECT, "value"),
                   Input(ids.SUBSET_SELECT, "value"), Input(ids.BINS_SLIDER, "value"),
                   Input(ids.BINNING_SELECT, "value"))
-    async def update(dataset_id: str | None, view: View, subset: diagnostics.Subset,
+    async def update(dataset_id: str | None, view: View | None, subset: diagnostics.Subset,
                      n_bins: int, binning: Binning) -> tuple[Any, ...]:
         if not dataset_id:
             blank = empty_figure("Choose or upload a dataset.")
             return [], blank, blank, blank, info_note("No dataset selected."), None, None, True
+        try:
+            view = diagnostics.dataset_view(services, dataset_id, view)
+        except CalibrationInputError as exc:
+            blank = empty_figure(str(exc))
+            return [], blank, blank, blank, error_note(str(exc)), None, None, True
         request = diagnostics.MetricsRequest(view=view, n_bins=n_bins, binning=binning,
                                              subset=subset)
         # the intervals (the longest part) start first, on the job runner, so they are
@@ -206,8 +227,16 @@ def calibration_test_note(test: dict[str, Any] | None, with_intervals: bool) -> 
               f"with labels drawn from the probabilities themselves (what a calibrated model "
               f"would give), 95% of the {test['n_resamples']} resamples stay below "
               f"{test['null_quantile']:.4f}. Resamples — {test['resampling']}.")
+    others = [html.Div(f"Checked in the {other['view'].replace('_', '-')} view: "
+                       f"p = {other['p_value']:.3f} — {other['verdict']}.",
+                       className="calibration-test-detail calibration-test-other")
+              for other in test.get("other_views", [])]
+    if test.get("other_views_note"):
+        others.append(html.Div(test["other_views_note"].capitalize() + ".",
+                               className="calibration-test-detail"))
     return html.Div([
         html.Strong(test["summary"]),
+        *others,
         html.Div(detail, className="calibration-test-detail"),
         html.Details([html.Summary("What does it test?"), html.Div(test["description"])],
                      className="calibration-test-detail"),
@@ -230,8 +259,7 @@ def _cards(measures: dict[str, Any], summary: dict[str, Any]) -> list[html.Div]:
 def _note(summary: dict[str, Any], measures: dict[str, Any]) -> html.Div:
     split = (f"{summary['n_calibration']:,} calibration and {summary['n_test']:,} test rows"
              if summary.get("n_test") else "no split column (recalibration uses cross-fitting)")
-    view = {"top_label": "top-label", "positive": "positive-class",
-            "classwise": "classwise"}[measures["view"]]
+    view = diagnostics.VIEW_NAMES[measures["view"]]
     external = summary.get("external") or {}
     rows = (f"a seeded sample of {summary['n_rows']:,} of {external['n_rows']:,} rows"
             if external.get("sampled") else f"{summary['n_rows']:,} rows")

@@ -15,6 +15,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from app.services.context import Services
 from app.services.datasets import NotFound
+from app.services.diagnostics import VIEW_NAMES
 from app.services.subgroups import MAX_DIAGRAMS, SubgroupParams, start_subgroups
 from app.ui import ids
 from app.ui.components import control, error_note, info_note
@@ -28,6 +29,7 @@ from app.ui.job_panel import (
     register_job_panel,
     start_outputs,
 )
+from app.ui.shell_helpers import view_options
 from calibcore.exceptions import CalibrationInputError
 
 PANEL = JobPanel(run=ids.SUB_RUN, job=ids.SUB_JOB, poll=ids.SUB_POLL, progress=ids.SUB_PROGRESS,
@@ -44,8 +46,15 @@ _COLUMNS: list[dict[str, Any]] = [
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
     {"field": "gap", "headerName": "gap", "type": "numericColumn",
      "valueFormatter": _NUMBER,
-     "headerTooltip": "mean confidence − accuracy: positive means over-confident"},
+     "headerTooltip": "mean score − observed frequency of the view (top label: mean "
+                      "confidence − accuracy; positive class: mean P(class 1) − frequency "
+                      "of class 1): positive means the score runs high"},
     {"field": "interval", "headerName": "95% interval", "minWidth": 160},
+    {"field": "other_gap", "headerName": "other view", "type": "numericColumn",
+     "minWidth": 130, "valueFormatter": _NUMBER,
+     "headerTooltip": "binary models: the gap in the other view (top label beside the "
+                      "positive class), tested too; each view can hide what the other "
+                      "shows"},
     {"field": "smooth_ece", "headerName": "smooth ECE", "type": "numericColumn",
      "minWidth": 115,
      "valueFormatter": _NUMBER},
@@ -60,8 +69,11 @@ def layout(services: Services) -> html.Div:
         html.H1("Worst subgroups"),
         html.P("Where is the model miscalibrated? Every slice of one condition on a feature "
                "(a category, a numeric quantile bin, or missing) or two conditions on two "
-               "features, with enough rows, is ranked by its calibration gap: mean confidence "
-               "minus accuracy (positive: over-confident). Each gap has a 95% t interval and "
+               "features, with enough rows, is ranked by its calibration gap: the mean "
+               "predicted probability minus the observed frequency (positive: the "
+               "probabilities run high). For a binary model the gap is on P(class 1) by "
+               "default; in the top-label view (confidence minus accuracy) over- and "
+               "under-prediction of class 1 can cancel. Each gap has a 95% t interval and "
                "a p-value adjusted for the number of slices tried (Benjamini-Hochberg), so a "
                "large gap in a small slice is told from noise. This is the multicalibration "
                "audit that one variable at a time (Variables page) cannot give."),
@@ -84,6 +96,8 @@ def layout(services: Services) -> html.Div:
                                        {"label": "test", "value": "test"}]),
                     dcc.Checklist(id=ids.SUB_PAIRS, value=["pairs"], className="checklist",
                                   options=[{"label": "pairs of conditions", "value": "pairs"}])),
+            control("View", ids.SUB_VIEW,
+                    dcc.RadioItems(id=ids.SUB_VIEW, inline=True, className="radio")),
         ], className="controls"),
         *job_panel_layout(PANEL, run_label="Find the worst subgroups"),
     ])
@@ -92,26 +106,27 @@ def layout(services: Services) -> html.Div:
 def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.SUB_FEATURES, "options"), Output(ids.SUB_FEATURES, "value"),
                   Output(ids.SUB_RESULTS, "children"), Output(ids.SUB_JOB, "data"),
+                  Output(ids.SUB_VIEW, "options"), Output(ids.SUB_VIEW, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         if not dataset_id:
-            return [], [], info_note("Choose or upload a dataset."), None
+            return [], [], info_note("Choose or upload a dataset."), None, [], None
         try:
             summary = await asyncio.to_thread(services.datasets.summary, dataset_id)
         except NotFound as exc:
-            return [], [], error_note(str(exc)), None
+            return [], [], error_note(str(exc)), None, [], None
         options = [{"label": f"{name} ({summary['feature_kinds'].get(name, '')})",
                     "value": name} for name in summary["roles"]["features"]]
-        return options, [], None, None
+        return (options, [], None, None, *view_options(summary, ("positive", "top_label")))
 
     @app.callback(*start_outputs(PANEL), Input(ids.SUB_RUN, "n_clicks"),
                   State(ids.DATASET_PICKER, "value"), State(ids.SUB_FEATURES, "value"),
                   State(ids.SUB_BINS, "value"), State(ids.SUB_SUPPORT, "value"),
                   State(ids.SUB_PAIRS, "value"), State(ids.SUB_SUBSET, "value"),
-                  prevent_initial_call=True)
+                  State(ids.SUB_VIEW, "value"), prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, features: list[str] | None,
                     n_bins: float | None, support: float | None, pairs: list[str] | None,
-                    subset: str | None) -> tuple[Any, ...]:
+                    subset: str | None, view: str | None) -> tuple[Any, ...]:
         if not clicks or not dataset_id:
             return job_refused("Choose a dataset first.")
         if n_bins is None or n_bins != int(n_bins) or not 2 <= n_bins <= 20:
@@ -121,7 +136,8 @@ def register(app: Dash, services: Services) -> None:
                                "fraction below 1), or empty for the default.")
         params = SubgroupParams(features=tuple(features) if features else None,
                                 n_bins=int(n_bins), min_support=support,
-                                pairs=bool(pairs), subset=subset or "all")  # type: ignore[arg-type]
+                                pairs=bool(pairs), subset=subset or "all",  # type: ignore[arg-type]
+                                view=view)  # type: ignore[arg-type]
         try:
             job = await asyncio.to_thread(start_subgroups, services, dataset_id, params)
         except (CalibrationInputError, NotFound) as exc:
@@ -139,7 +155,7 @@ def register(app: Dash, services: Services) -> None:
         if rank > len(diagrams["slices"]):
             return empty_figure(f"Diagrams come with the worst {MAX_DIAGRAMS} slices only.")
         return slice_figure(diagrams["whole"], diagrams["slices"][rank - 1],
-                            selected[0]["slice"])
+                            selected[0]["slice"], diagrams.get("view", "top_label"))
 
 
 def _done(result: dict[str, Any]) -> str:
@@ -162,16 +178,17 @@ def _results(result: dict[str, Any]) -> html.Div:
         selectedRows=rows[:1],
         style={"height": "520px"}, className="ag-theme-alpine")
     first = result["subgroups"][0]
-    figure = slice_figure(result["whole"], result["diagrams"][0], first["slice"]) \
+    view = result.get("view", "top_label")
+    figure = slice_figure(result["whole"], result["diagrams"][0], first["slice"], view) \
         if result["diagrams"] else empty_figure("No slice to draw.")
     return html.Div([
         html.Details([html.Summary(f"How these were found ({len(result['notes'])} notes)"),
                       html.Ul([html.Li(note) for note in result["notes"]])],
                      className="hh-notes"),
-        html.P(f"Whole data: gap {result['gap']:+.4f}. Click a row to see that slice's "
-               "reliability beside all rows'."),
+        html.P(f"Whole data: gap {result['gap']:+.4f} ({VIEW_NAMES[view]} view). Click a "
+               "row to see that slice's reliability beside all rows'."),
         grid,
-        dcc.Store(id=ids.SUB_DIAGRAMS, data={"whole": result["whole"],
+        dcc.Store(id=ids.SUB_DIAGRAMS, data={"whole": result["whole"], "view": view,
                                              "slices": result["diagrams"]}),
         dcc.Graph(id=ids.SUB_GRAPH, figure=figure, config={"displaylogo": False}),
     ])

@@ -1,5 +1,5 @@
 """Over time page: calibration per time window, the windows that changed, and a
-recalibrator fitted on each window and scored on the next (issue 15.2)."""
+recalibrator fitted on each window and scored on the next."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from app.ui import ids
 from app.ui.components import control, error_note, info_note
 from app.ui.figures import empty_figure
 from app.ui.figures.timeline import rolling_figure, timeline_figure
-from app.ui.shell_helpers import dataset_summary
+from app.ui.shell_helpers import dataset_summary, view_options
 from calibcore.exceptions import CalibrationInputError
 from calibcore.timeline import PERIODS
 
@@ -28,12 +28,14 @@ def layout(services: Services) -> html.Div:
         html.H1("Calibration over time"),
         html.P("Does the model stay calibrated after deployment? Rows are grouped by their "
                "time (calendar periods of dates, or the values of an ordered column); each "
-               "window shows ECE and smooth ECE, accuracy and mean confidence with 95% "
-               "intervals. Windows whose calibration gap (mean confidence − accuracy) "
-               "differs from the first window's are shaded: Welch's t test, adjusted for "
-               "the number of windows (Holm). Below, a recalibrator fitted on "
-               "each window is scored on the next, as a model recalibrated on last period's "
-               "data would have been."),
+               "window shows ECE and smooth ECE, the observed frequency and the mean "
+               "predicted probability with 95% intervals (for a binary model, of class 1 by "
+               "default; the top-label view, confidence against accuracy, can fold over- "
+               "and under-prediction of class 1 into zero). Windows whose calibration gap "
+               "(mean predicted − observed) differs from the first window's are shaded: "
+               "Welch's t test, adjusted for the number of windows (Holm). Below, a "
+               "recalibrator fitted on each window is scored on the next, as a model "
+               "recalibrated on last period's data would have been."),
         html.Div([
             control("Time column", ids.TIME_COLUMN,
                     dcc.Dropdown(id=ids.TIME_COLUMN, clearable=False,
@@ -44,6 +46,8 @@ def layout(services: Services) -> html.Div:
             control("Recalibrator (rolling)", ids.TIME_METHOD,
                     dcc.Dropdown(id=ids.TIME_METHOD, value="temperature", clearable=False,
                                  options=list(ROLLING_METHODS))),
+            control("View", ids.TIME_VIEW,
+                    dcc.RadioItems(id=ids.TIME_VIEW, inline=True, className="radio")),
         ], className="controls"),
         dcc.Loading(html.Div([html.Div(id=ids.TIME_STATUS),
                               dcc.Graph(id=ids.TIME_GRAPH, figure=empty_figure("")),
@@ -53,22 +57,25 @@ def layout(services: Services) -> html.Div:
 
 def register(app: Dash, services: Services) -> None:
     @app.callback(Output(ids.TIME_COLUMN, "options"), Output(ids.TIME_COLUMN, "value"),
+                  Output(ids.TIME_VIEW, "options"), Output(ids.TIME_VIEW, "value"),
                   Input(ids.DATASET_PICKER, "value"))
-    async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
+    async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         summary = await dataset_summary(services, dataset_id)
         if summary is None:
-            return [], None
+            return [], None, [], None
         roles = summary["roles"]
         columns = [c for c in (roles.get("time"), *roles["features"]) if c]
         return ([{"label": c + (" (time role)" if c == roles.get("time") else ""), "value": c}
-                 for c in columns], roles.get("time"))
+                 for c in columns], roles.get("time"),
+                *view_options(summary, ("positive", "top_label")))
 
     @app.callback(Output(ids.TIME_STATUS, "children"), Output(ids.TIME_GRAPH, "figure"),
                   Output(ids.TIME_ROLLING, "figure"),
                   Input(ids.DATASET_PICKER, "value"), Input(ids.TIME_COLUMN, "value"),
-                  Input(ids.TIME_FREQ, "value"), Input(ids.TIME_METHOD, "value"))
+                  Input(ids.TIME_FREQ, "value"), Input(ids.TIME_METHOD, "value"),
+                  Input(ids.TIME_VIEW, "value"))
     async def draw(dataset_id: str | None, column: str | None, freq: str | None,
-                   method: str | None) -> tuple[Any, Any, Any]:
+                   method: str | None, view: str | None) -> tuple[Any, Any, Any]:
         blank = empty_figure("")
         if not dataset_id:
             return info_note("Choose or upload a dataset."), blank, blank
@@ -79,12 +86,17 @@ def register(app: Dash, services: Services) -> None:
         try:
             result = await asyncio.to_thread(
                 timeline_for, services, dataset_id, freq=freq or "auto",  # type: ignore[arg-type]
-                method=method or "temperature", time=column)
+                method=method or "temperature", time=column,
+                view=view)  # type: ignore[arg-type]
         except (CalibrationInputError, NotFound) as exc:
             return error_note(str(exc)), blank, blank
         flagged = [w["label"] for w in result["windows"] if w["flagged"]]
+        reference = result["windows"][result["reference"]]
         text = ((f"Calibration changed in {len(flagged)}: {', '.join(flagged[:6])}"
                    f"{'…' if len(flagged) > 6 else ''}." if flagged else
                    "No window's calibration gap differs from the reference's.")
-                + " " + " ".join(result["notes"]))
+                + (f" The reference window's own gap (mean predicted − observed) is "
+                   f"{reference['gap']:+.3f}, its ECE {reference['ece']:.3f}. "
+                   if reference.get("ece") is not None else " ")
+                + " ".join(result["notes"]))
         return info_note(text), timeline_figure(result), rolling_figure(result)

@@ -1,4 +1,6 @@
-"""Variables page: the VECE ranking of variables and the calibration plot along one (paper 003).
+"""Variables page: the VECE ranking of variables and the calibration plot along one
+(Kelly & Smyth 2023), in the paper's top-label view or, for binary models, the positive
+view (P(class 1) against the frequency of class 1).
 
 The ranking comes from :func:`app.services.variables.request_ranking`: ready at
 once when cached or small, otherwise a job whose progress the page polls. A
@@ -23,6 +25,7 @@ from app.ui.components import error_note, info_note, progress_bar
 from app.ui.figures import empty_figure
 from app.ui.figures.variables import RANGE_WORDS, format_value, ranking_figure, variable_figure
 from app.ui.job_panel import running_status
+from app.ui.shell_helpers import VIEW_LABELS, dataset_summary, folded_view_note, view_options
 from calibcore.exceptions import CalibrationInputError
 
 _HIDDEN = {"display": "none"}
@@ -109,7 +112,9 @@ def layout(services: Services) -> html.Div:
                "fine? Each feature is ranked by its variable-based ECE (VECE: equal-mass bins "
                "of the variable, one bin per category), with the largest gap VCE(v*) between "
                "the error rate and the predicted error, and a permutation p-value that tells "
-               "signal from noise. Click a variable to see both curves along it (top label)."),
+               "signal from noise. Click a variable to see both curves along it. The paper "
+               "defines the errors on the top label; for a binary model the positive view "
+               "follows P(class 1) against the frequency of class 1 instead."),
         html.Div([
             html.Div([html.Label("Rows", className="field-label"),
                       dcc.RadioItems(id=ids.VAR_SUBSET, value="all", className="radio",
@@ -126,7 +131,13 @@ def layout(services: Services) -> html.Div:
                                               {"label": "200", "value": 200},
                                               {"label": "1,000", "value": 1000}])],
                      className="control"),
+            html.Div([html.Label("View", className="field-label", htmlFor=ids.VAR_VIEW),
+                      dcc.RadioItems(id=ids.VAR_VIEW, value="top_label", className="radio",
+                                     options=[{"label": VIEW_LABELS["top_label"],
+                                               "value": "top_label"}])],
+                     className="control"),
         ], className="controls"),
+        html.Div(id=ids.VAR_VIEW_NOTE),
         progress_bar(ids.VAR_PROGRESS, f"{ids.VAR_PROGRESS}-wrapper"),
         html.Div(id=ids.VAR_STATUS),
         dcc.Store(id=ids.VAR_RANKING),
@@ -165,18 +176,37 @@ def layout(services: Services) -> html.Div:
 
 
 def register(app: Dash, services: Services) -> None:
+    @app.callback(Output(ids.VAR_VIEW, "options"), Output(ids.VAR_VIEW, "value"),
+                  Input(ids.DATASET_PICKER, "value"))
+    async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
+        """The paper's top-label view first; the positive view offered for two classes."""
+        options, _ = view_options(await dataset_summary(services, dataset_id),
+                                  ("top_label", "positive"))
+        return options or no_update, "top_label"
+
+    @app.callback(Output(ids.VAR_VIEW_NOTE, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(ids.VAR_VIEW, "value"), Input(ids.VAR_SUBSET, "value"))
+    async def view_note(dataset_id: str | None, view: str | None, subset: Any) -> Any:
+        if not dataset_id or view != "top_label":
+            return None
+        try:
+            return await asyncio.to_thread(_folded_view_note, services, dataset_id, subset)
+        except (CalibrationInputError, NotFound):
+            return None
+
     @app.callback(Output(ids.VAR_RANKING, "data"), Output(ids.VAR_JOB, "data"),
                   Output(ids.VAR_POLL, "disabled"), Output(ids.VAR_STATUS, "children"),
                   Output(f"{ids.VAR_PROGRESS}-wrapper", "style"),
                   Output(ids.VAR_PROGRESS, "style"),
                   Input(ids.DATASET_PICKER, "value"), Input(ids.VAR_SUBSET, "value"),
-                  Input(ids.VAR_BINS, "value"), Input(ids.VAR_PERMUTATIONS, "value"))
+                  Input(ids.VAR_BINS, "value"), Input(ids.VAR_PERMUTATIONS, "value"),
+                  Input(ids.VAR_VIEW, "value"))
     async def start(dataset_id: str | None, subset: Any, n_bins: int,
-                    n_permutations: int) -> tuple[Any, ...]:
+                    n_permutations: int, view: Any) -> tuple[Any, ...]:
         if not dataset_id:
             return None, None, True, info_note("Choose or upload a dataset."), _HIDDEN, no_update
         params = variables.RankingParams(n_bins=n_bins, n_permutations=n_permutations,
-                                         subset=subset,
+                                         subset=subset, view=view or "top_label",
                                          random_state=services.settings.random_state)
         try:
             outcome = await asyncio.to_thread(
@@ -258,15 +288,15 @@ def register(app: Dash, services: Services) -> None:
                   Input(ids.VAR_SELECT, "value"), Input(ids.VAR_SPAN, "value"),
                   Input(ids.VAR_SCALE, "value"), Input(ids.VAR_BINS, "value"),
                   Input(ids.VAR_SUBSET, "value"), Input(ids.VAR_RANGE, "value"),
-                  State(ids.DATASET_PICKER, "value"))
+                  Input(ids.VAR_VIEW, "value"), State(ids.DATASET_PICKER, "value"))
     async def show_variable(name: str | None, span: float, scale: Any, n_bins: int,
-                            subset: Any, curve_range: Any,
+                            subset: Any, curve_range: Any, view: Any,
                             dataset_id: str | None) -> tuple[Any, Any, Any]:
         if not dataset_id or not name:
             return empty_figure("Choose a variable."), None, None
         try:
             detail = await asyncio.to_thread(_detail, services, dataset_id, name, span, n_bins,
-                                             subset, curve_range)
+                                             subset, curve_range, view or "top_label")
         except variables.UnknownVariable:
             return no_update, no_update, no_update  # the dataset changed; a new choice follows
         except (CalibrationInputError, NotFound) as exc:
@@ -275,11 +305,19 @@ def register(app: Dash, services: Services) -> None:
 
 
 def _detail(services: Services, dataset_id: str, name: str, span: float, n_bins: int,
-            subset: Any, curve_range: Any) -> dict[str, Any]:
+            subset: Any, curve_range: Any, view: Any) -> dict[str, Any]:
     prediction_set = services.datasets.prediction_set(dataset_id)
     return variables.variable_detail(prediction_set, name, span=span, n_bins=n_bins,
-                                     subset=subset, curve_range=curve_range,
+                                     subset=subset, curve_range=curve_range, view=view,
                                      random_state=services.settings.random_state)
+
+
+def _folded_view_note(services: Services, dataset_id: str, subset: Any) -> html.Div | None:
+    """For a binary model in the top-label view: the positive-class ECE beside the
+    top-label one, so nobody reads "calibrated" from the folded view."""
+    return folded_view_note(services, dataset_id, subset,
+                            "switch the view to the positive class to follow P(class 1) "
+                            "along each variable")
 
 
 def _changed(chosen: str, current: str | None) -> Any:
@@ -311,7 +349,10 @@ def _ranking_note(ranking: dict[str, Any] | None) -> html.Div | None:
     cached = " (cached)" if ranking.get("cached") else ""
     return info_note(f"{len(rows)} variables ranked on {ranking['n']:,} {ranking['subset']} "
                      f"rows{cached}; {ranking['n_bins']} equal-mass bins for numeric variables, "
-                     f"{test}. {found} With many variables some small p-values arise by chance.")
+                     f"{test}. {found} With many variables some small p-values arise by chance; a "
+                     "p-value tests whether the gap varies along the variable, so a "
+                     "miscalibration the same everywhere (the Overview measures it) gives "
+                     "large ones.")
 
 
 def _detail_note(detail: dict[str, Any]) -> html.Div:

@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
     report = commands.add_parser("report", help="global measures of a prediction file as JSON")
     report.add_argument("file", help="CSV or Parquet prediction file (with --engine dask: "
-                        "a path, glob or URL of many)")
+                        "a path, glob, URL or folder of many)")
     report.add_argument("--out", help="write the JSON report here")
     report.add_argument("--html", help="also write a self-contained HTML report here")
     report.add_argument("--view", default=None,
@@ -190,8 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--n-bootstrap", type=int, default=200,
                         help="bootstrap resamples of the 95%% intervals (0: none)")
     report.add_argument("--engine", choices=("memory", "dask"), default="memory",
-                        help="dask: files of any size (paths, globs, fsspec URLs of Parquet "
-                        "or CSV), exact binned measures merged from per-partition summaries")
+                        help="dask: files of any size (paths, globs, fsspec URLs or folders "
+                        "of Parquet or CSV, hive-partitioned ones too), exact binned measures "
+                        "merged from per-partition summaries")
     report.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address "
                         "(default: a local in-process cluster)")
     report.add_argument("--label", help="with --engine dask: the label column")
@@ -212,9 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     recalibrate.add_argument("--out", help="corrected file (.csv or .parquet); with --engine "
                              "dask a directory (default: calibrated-<method> beside the input)")
     recalibrate.add_argument("--engine", choices=("memory", "dask"), default="memory",
-                             help="dask: files of any size (paths, globs, fsspec URLs); fitted "
-                             "on a sample above --max-fit-rows, every partition corrected "
-                             "where it lies, written as partitioned Parquet")
+                             help="dask: files of any size (paths, globs, fsspec URLs, "
+                             "folders); fitted on a sample above --max-fit-rows, every "
+                             "partition corrected where it lies, written as partitioned "
+                             "Parquet")
     recalibrate.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address")
     recalibrate.add_argument("--max-fit-rows", type=int, default=1_000_000,
                              help="with --engine dask: fit on a seeded sample above this")

@@ -60,8 +60,9 @@ class ExternalDatasetRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     uri: str = Field(min_length=1, max_length=4096, description=(
-        "a path, glob or fsspec URL of Parquet (.parquet/.pq) or CSV files, under one of "
-        "the server's CALIBDASH_EXTERNAL_ROOTS"))
+        "a path, glob or fsspec URL of Parquet (.parquet/.pq) or CSV files, or a folder "
+        "of them (hive-partitioned ones too), under one of the server's "
+        "CALIBDASH_EXTERNAL_ROOTS"))
     label: str | None = None
     probabilities: list[str] | None = None
     features: list[str] | None = None

@@ -1,8 +1,9 @@
 """Datasets registered by reference (issue 14): files of any size that stay where they are.
 
 ``POST /api/v1/datasets/external`` names Parquet or CSV files by path, glob or fsspec
-URL. A job reads them on Dask (the cluster at ``CALIBDASH_DASK_SCHEDULER``, or a local
-in-process one) and keeps two things, never the rows themselves:
+URL, or the folder that holds them (plain or hive-partitioned). A job reads them on Dask
+(the cluster at ``CALIBDASH_DASK_SCHEDULER``, or a local in-process one) and keeps two
+things, never the rows themselves:
 
 * the exact report of every row (:func:`app.services.report.partitioned_report`:
   binned measures with intervals, equal-mass ECE, binned reliability diagrams), which
@@ -26,6 +27,7 @@ from typing import Any
 
 from app.jobs import Progress
 from app.services.datasets import EXTERNAL_REPORT, DatasetService, NotAllowed, RoleOverrides
+from app.services.lake_layouts import lake_files
 from app.services.partitioned_files import computed_rows, dask_client, read_partitioned
 from app.services.report import partitioned_report, partitioned_roles
 from calibcore.exceptions import CalibrationInputError
@@ -45,9 +47,9 @@ class ExternalRequest:
 def allowed_uri(uri: str, roots: str) -> str:
     """``uri`` when it lies under one of the comma-separated ``roots``, else NotAllowed.
 
-    Local paths must be absolute, without ``..``; every file a glob matches must resolve
-    (symbolic links followed) inside a root. URLs (``scheme://...``) must start with a
-    root that is itself a URL.
+    Local paths must be absolute, without ``..``; every file a glob matches, or every data
+    file under a folder, must resolve (symbolic links followed) inside a root. URLs
+    (``scheme://...``) must start with a root that is itself a URL.
     """
     allowed = [root.strip() for root in roots.split(",") if root.strip()]
     if not allowed:
@@ -66,16 +68,27 @@ def allowed_uri(uri: str, roots: str) -> str:
         raise NotAllowed(f"{uri!r} is not an absolute path; name the files from the root "
                          "of the server's file system.")
     folders = [os.path.realpath(root) for root in allowed if "://" not in root]
-    matches = glob.glob(uri) if _WILDCARD.search(uri) else [uri]
+    folder = os.path.isdir(uri)
+    if folder:
+        _check_inside(uri, folders)  # before listing it: the listing may be shown in errors
+        # each file it would read is checked too: a link inside may lead out of the roots
+        matches = list(lake_files(uri).files)
+    else:
+        matches = glob.glob(uri) if _WILDCARD.search(uri) else [uri]
     for match in matches:
-        real = os.path.realpath(match)
-        if not any(os.path.commonpath([real, folder]) == folder for folder in folders):
-            raise NotAllowed(f"{match!r} is not under a folder this server may read "
-                             f"({', '.join(folders) or 'none: only URLs'}).")
-    if not matches or not all(os.path.isfile(match) for match in matches):
-        raise CalibrationInputError(f"no files at {uri!r}: name Parquet or CSV files, or a "
-                                    "glob of them.", code="no_files")
+        _check_inside(match, folders)
+    if not folder and (not matches or not all(os.path.isfile(match) for match in matches)):
+        raise CalibrationInputError(f"no files at {uri!r}: name Parquet or CSV files, a "
+                                    "glob of them, or a folder of them.", code="no_files")
     return uri
+
+
+def _check_inside(path: str, folders: list[str]) -> None:
+    """NotAllowed unless ``path`` resolves inside one of ``folders``."""
+    real = os.path.realpath(path)
+    if not any(os.path.commonpath([real, folder]) == folder for folder in folders):
+        raise NotAllowed(f"{path!r} is not under a folder this server may read "
+                         f"({', '.join(folders) or 'none: only URLs'}).")
 
 
 def register_external(datasets: DatasetService, request: ExternalRequest, *,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from app.services.lake_layouts import is_directory, read_lake
 from app.services.methods import MethodSpec
 from app.services.recalibration import recalibrate_table
 from app.services.saved_models import LoadedModel, apply_model, load_model
@@ -34,11 +35,30 @@ ROLE_ROWS = 10_000
 
 
 def read_partitioned(uri: str) -> dd.DataFrame:
-    """Parquet (``.parquet``/``.pq``) or CSV files at a path, glob or fsspec URL."""
+    """Parquet (``.parquet``/``.pq``) or CSV files at a path, glob or fsspec URL, or every
+    such file under a folder (plain or hive-partitioned, as Spark, Hive and Dask write
+    them; see :mod:`app.services.lake_layouts`).
+
+    Categorical columns (hive partition values, as dask reads them) come back as their
+    plain values, as an uploaded file has them: role inference and the summaries test a
+    column's type (numbers, dates, text), and a categorical of numbers or dates is none.
+    """
     import dask.dataframe as dd
 
-    parquet = uri.rstrip("/").lower().endswith((".parquet", ".pq"))
-    return dd.read_parquet(uri) if parquet else dd.read_csv(uri)
+    if is_directory(uri):
+        frame = read_lake(uri)
+    elif uri.rstrip("/").lower().endswith((".parquet", ".pq")):
+        frame = dd.read_parquet(uri)
+    else:
+        frame = dd.read_csv(uri)
+    return _plain_categoricals(frame)
+
+
+def _plain_categoricals(frame: dd.DataFrame) -> dd.DataFrame:
+    """``frame`` with each categorical column of known categories cast to their type."""
+    plain = {str(column): dtype.categories.dtype for column, dtype in frame.dtypes.items()
+             if isinstance(dtype, pd.CategoricalDtype) and frame[column].cat.known}
+    return frame.astype(plain) if plain else frame
 
 
 def first_rows(frame: dd.DataFrame) -> pd.DataFrame:

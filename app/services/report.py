@@ -82,7 +82,8 @@ def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *
                              n_bootstrap: int = 200) -> dict[str, Any]:
     """The exact measures and diagrams of files of any size on Dask (issue 14).
 
-    ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files.
+    ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files,
+    or a folder of them (plain or hive-partitioned).
     Roles not given in ``overrides`` are inferred from the first rows as for an upload.
     Runs on the scheduler at ``scheduler`` or on a local in-process cluster sized to the
     machine.

@@ -222,3 +222,69 @@ def test_the_split_check_and_the_sample_give_what_compute_gives(scheduler) -> No
         pd.testing.assert_frame_equal(computed_rows(sample, fractions.append),
                                       sample.compute())
     assert len(fractions) == 16 and fractions.count(1.0) == 2
+
+
+def test_a_hive_folder_is_registered_with_its_partitions_as_columns(
+        settings_factory, scheduler, tmp_path) -> None:
+    """A folder named as the uri: its ``date=…`` partitions are read as a column, which
+    becomes the dataset's time role (the timeline has a window a day); ``_SUCCESS`` and
+    ``.crc`` files beside the data are skipped."""
+    frame = logs(tmp_path / "flat", n_rows=3_000, names=("y_true", "y_prob"))
+    folder = tmp_path / "lake"
+    days = ("2026-11-24", "2026-11-25", "2026-11-26")
+    for day, path in zip(days, sorted((tmp_path / "flat").glob("part-*.parquet")),
+                         strict=True):
+        (folder / f"date={day}").mkdir(parents=True)
+        path.rename(folder / f"date={day}" / "part-0.parquet")
+        (folder / f"date={day}" / ".part-0.parquet.crc").write_bytes(b"crc")
+    (folder / "_SUCCESS").write_bytes(b"")
+    settings = settings_factory(external_roots=str(folder), dask_scheduler=scheduler,
+                                external_sample_rows=1_000)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        job = finished(client, client.post("/api/v1/datasets/external",
+                                           json={"uri": str(folder)}))
+        assert job["status"] == "succeeded", job["error"]
+        dataset = job["result"]
+        assert dataset["roles"]["time"] == "date"
+        assert dataset["roles"]["features"] == ["x0", "x1"]
+        assert dataset["external"]["n_rows"] == len(frame)
+        assert dataset["external"]["n_partitions"] == 3
+        stored = pd.read_parquet(settings.data_dir / "tables" / f"{dataset['id']}.parquet")
+        assert set(stored["date"]) == set(days) and len(stored) == dataset["n_rows"]
+        body = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
+                          params={"view": "top_label"}).json()
+        assert body["n"] == len(frame)
+        timeline = client.get(f"/api/v1/datasets/{dataset['id']}/timeline",
+                              params={"freq": "D"})
+        assert timeline.status_code == 200, timeline.text
+        assert timeline.json()["time"] == "date" and len(timeline.json()["windows"]) == 3
+
+
+def test_folders_are_checked_against_the_roots_as_files_are(settings_factory,
+                                                            tmp_path) -> None:
+    """A folder outside the roots, through '..', or holding a link that leads out is
+    refused (403) before any job; one without data files is a 422 naming what it holds."""
+    logs(tmp_path / "logs", n_rows=300, n_files=1)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "keys.parquet").write_bytes(b"x")
+    (tmp_path / "logs" / "empty" / "_temporary").mkdir(parents=True)
+    (tmp_path / "logs" / "empty" / "_SUCCESS").write_bytes(b"")
+    (tmp_path / "logs" / "empty" / "README.md").write_text("nothing here")
+    settings = settings_factory(external_roots=str(tmp_path / "logs"))
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        for uri in (str(tmp_path / "secret"), str(tmp_path / "logs" / ".." / "secret"),
+                    str(tmp_path)):
+            error = assert_error(client.post("/api/v1/datasets/external", json={"uri": uri}),
+                                 403, "not_allowed")
+            assert "keys.parquet" not in error["message"]  # an outside folder is not listed
+        error = assert_error(client.post("/api/v1/datasets/external", json={
+            "uri": str(tmp_path / "logs" / "empty")}), 422, "no_files")
+        assert error["message"].startswith(
+            f"no Parquet or CSV files in {tmp_path / 'logs' / 'empty'}: found README.md, "
+            "_SUCCESS (2 files)")
+        (tmp_path / "logs" / "deeper").mkdir()
+        (tmp_path / "logs" / "deeper" / "link.parquet").symlink_to(
+            tmp_path / "secret" / "keys.parquet")
+        assert_error(client.post("/api/v1/datasets/external", json={
+            "uri": str(tmp_path / "logs")}), 403, "not_allowed")
+        assert client.get("/api/v1/datasets").json() == []

@@ -26,7 +26,8 @@ class Settings(BaseSettings):
     session_hours : float
         Lifetime of a sign-in session cookie.
     public_docs : bool
-        Serve ``/docs`` and ``/openapi.json`` without the token.
+        Serve ``/docs``, ``/redoc`` (with their scripts and styles) and ``/openapi.json``
+        without the token.
     allowed_hosts : str
         Comma-separated host names the ``Host`` header may carry (DNS-rebinding
         defence); ``*`` allows any. Empty: loopback names when bound to a loopback

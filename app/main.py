@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app.api import build_router
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.config import Settings, get_settings
 from app.gate import ComputeGate, GateMiddleware
@@ -49,9 +50,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="calibdash", version="0.1.0", lifespan=lifespan,
                   description="Calibration diagnostics: where a classifier's probabilities are "
-                  "wrong, and how to fix them.")
+                  "wrong, and how to fix them.",
+                  docs_url=None, redoc_url=None)  # FastAPI's would load them from a CDN
     app.state.services = services
     install_error_handlers(app)
+    install_docs(app)
 
     app.include_router(build_router())
     gate = ComputeGate(settings.compute_slots)

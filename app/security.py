@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.docs import DOCS_ASSETS_URL, DOCS_URL, OAUTH2_REDIRECT_URL, REDOC_URL
 from app.api.errors import error_response
 from app.config import Settings
 
@@ -37,7 +38,7 @@ SESSION_COOKIE = "calibdash_session"
 SIGN_IN_PATH = "/sign-in"
 SIGN_OUT_PATH = "/sign-out"
 _PUBLIC_PATHS = frozenset({"/api/v1/health", SIGN_IN_PATH})
-_DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+_DOCS_PATHS = frozenset({DOCS_URL, OAUTH2_REDIRECT_URL, REDOC_URL, "/openapi.json"})
 _UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: Routes that take a file: the only bodies allowed to reach the upload limit.
 _UPLOAD_ROUTES = re.compile(r"^/api/v1/(datasets|uploads|(recalibrations|models)/[^/]+/apply)$")
@@ -156,7 +157,7 @@ class SecurityMiddleware:
 
     def _public(self, path: str) -> bool:
         return path in _PUBLIC_PATHS or path == SIGN_OUT_PATH \
-            or (self.public_docs and path in _DOCS_PATHS)
+            or (self.public_docs and _docs_path(path))
 
     def _authenticated(self, headers: dict[str, str]) -> bool:
         if self.token is None or self.signer is None:
@@ -234,6 +235,11 @@ class SecurityMiddleware:
             response = _sign_in_html(target, None, 200)
         response.headers["cache-control"] = "no-store"
         await response(scope, receive, send)
+
+
+def _docs_path(path: str) -> bool:
+    """A path of the API's documentation: its pages, the schema, and their scripts."""
+    return path in _DOCS_PATHS or path.startswith(DOCS_ASSETS_URL + "/")
 
 
 def _headers(scope: Scope) -> dict[str, str]:

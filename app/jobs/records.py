@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 
+from app.jobs.failures import without_traceback
 from app.jobs.job import ACTIVE, INTERRUPTED_MESSAGE, Job, Progress
 from app.store import Record, Store, now
 
@@ -70,7 +71,8 @@ class JobRecords:
         progress = Progress(fraction=float(meta["progress"]), message=str(meta["message"]),
                             detail=meta.get("detail"))
         job = Job(id=record.id, kind=record.name, status=meta["status"], progress=progress,
-                  error=meta.get("error"), created=record.created, finished=meta.get("finished"),
+                  error=without_traceback(record.id, meta.get("error")), created=record.created,
+                  finished=meta.get("finished"),
                   params=meta.get("params"))
         if job.status == "succeeded":
             if meta.get("result_kept") and self._store.has_document(job.id):

@@ -8,17 +8,20 @@ With a store, every job is also a record (:mod:`app.jobs.records`), written when
 is submitted, starts and ends, and at most once a second while it reports progress.
 A server that dies mid-job leaves the record queued or running; the next start marks
 it ``interrupted``, so polling it says to run it again instead of answering 404.
+
+A job that fails tells its client a code and what to do (:mod:`app.jobs.failures`);
+the traceback of an unexpected error goes to the server's log, under the job's id.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from app.jobs.failures import failure
 from app.jobs.job import ACTIVE, INTERRUPTED_MESSAGE, Job, JobCancelled, Progress
 from app.jobs.records import JobRecords
 from app.store import Store, new_id, now
@@ -43,6 +46,7 @@ class JobRunner:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._store = store
         self._records = None if store is None else JobRecords(store)
         if self._records is not None:
             self._records.recover()
@@ -92,10 +96,19 @@ class JobRunner:
         except CalibrationInputError as exc:
             job.status = "failed"
             job.error = {"code": exc.code, "message": exc.message, "details": exc.details()}
-        except Exception as exc:  # a bug: keep the server up, report it on the job
+        except Exception as exc:  # keep the server up, report it on the job
             job.status = "failed"
-            job.error = {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}",
-                         "details": {"traceback": traceback.format_exc(limit=5)}}
+            job.error = failure(job.id, job.kind, exc,
+                                dataset_deleted=lambda: self._dataset_deleted(job))
+
+    def _dataset_deleted(self, job: Job) -> bool:
+        """Whether a dataset named in the job's params (``dataset_id``,
+        ``batch_dataset_id``, ...) is no longer in the store."""
+        if self._store is None:
+            return False
+        named = [value for key, value in (job.params or {}).items()
+                 if key.endswith("dataset_id") and isinstance(value, str)]
+        return any(self._store.get("dataset", dataset_id) is None for dataset_id in named)
 
     def _stopped(self, job: Job) -> None:
         """Cancelled by the user, or interrupted by the server shutting down."""

@@ -215,7 +215,10 @@ class JobResponse(BaseModel):
         default=None, description="seconds since the job started running; null while "
         "queued and once it has ended")
     result: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorBody | None = Field(default=None, description=(
+        "why a failed or interrupted job ended: e.g. 'dataset_deleted', 'out_of_memory', "
+        "'internal_error' (the server logged the details under the job's id, in "
+        "details.job_id), or a calibration input error's code"))
     created: str
     finished: str | None = None
     params: dict[str, Any] | None = Field(

@@ -16,7 +16,7 @@ import pandas as pd
 
 from app.services.sample_size import sample_size_warnings
 from app.services.tables import DEFAULT_LIMITS, LoadedTable, TableLimits, load_table
-from app.store import Record, Store, new_id, now
+from app.store import NotFound, Record, Store, new_id, now
 from calibcore.data import (
     ColumnRoles,
     PredictionSet,
@@ -33,15 +33,6 @@ EXTERNAL_REPORT = "external-report"
 _CACHE_SIZE = 8
 
 logger = logging.getLogger("calibdash")
-
-
-class NotFound(LookupError):
-    """A dataset, upload or recalibration id that the store does not hold."""
-
-    def __init__(self, kind: str, record_id: str, reason: str = "it may have been deleted") -> None:
-        super().__init__(f"no {kind} with id {record_id!r}; {reason}.")
-        self.kind = kind
-        self.record_id = record_id
 
 
 class NotAllowed(PermissionError):
@@ -296,7 +287,10 @@ class DatasetService:
 
     def frame(self, dataset_id: str) -> pd.DataFrame:
         self.record(dataset_id)
-        return self._store.read_table(dataset_id)
+        try:
+            return self._store.read_table(dataset_id)
+        except FileNotFoundError:  # deleted between the two reads
+            raise NotFound("dataset", dataset_id) from None
 
     def prediction_set(self, dataset_id: str, *, allow_unlabeled: bool = False) -> PredictionSet:
         """The validated prediction set (cached; rebuilt from the stored table).

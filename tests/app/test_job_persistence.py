@@ -130,7 +130,10 @@ def test_finished_jobs_keep_their_status_and_small_results(services, settings_fa
     assert dropped["status"] == "succeeded" and dropped["result"] is None
     assert "run it again" in dropped["message"]
     failure = restarted.jobs.get(failed.id).snapshot()
-    assert failure["status"] == "failed" and "boom" in failure["error"]["message"]
+    assert failure["status"] == "failed" and failure["error"]["code"] == "internal_error"
+    # the exception's own text stays in the server's log; the client gets its type and the id
+    assert "ValueError" in failure["error"]["message"] and "boom" not in str(failure["error"])
+    assert failure["error"]["details"] == {"job_id": failed.id}
     restarted.jobs.shutdown()
 
 

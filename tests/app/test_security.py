@@ -56,6 +56,8 @@ def _upload(client: TestClient, **kwargs) -> object:  # type: ignore[no-untyped-
     ("GET", "/assets/upload.js"),
     ("GET", "/overview"),
     ("GET", "/docs"),
+    ("GET", "/docs/assets/swagger-ui-bundle.js"),
+    ("GET", "/redoc"),
     ("GET", "/openapi.json"),
     ("POST", "/api/v1/uploads"),
     ("GET", "/api/v1/recalibrations/rc_x/download"),
@@ -139,10 +141,17 @@ def test_forged_expired_and_old_token_sessions_are_refused(settings_factory) -> 
 def test_docs_can_be_made_public(settings_factory) -> None:
     app = create_app(settings_factory(api_token=TOKEN, public_docs=True))
     with TestClient(app) as client:
-        assert client.get("/docs").status_code == 200
+        for path in ("/docs", "/docs/oauth2-redirect", "/redoc",
+                     "/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"):
+            assert client.get(path).status_code == 200, path
         schema = client.get("/openapi.json").json()
         assert "HTTPBearer" in schema["components"]["securitySchemes"]
         assert client.get("/api/v1/datasets").status_code == 401
+        # the docs' public folder leads nowhere else ("%2F" reaches the server as "/")
+        for path in ("/docs/assets/..%2F..%2Fapi/v1/datasets", "/docs/assets/..%2F..%2Fdocs",
+                     "/docs/assets/..%2F..%2F..%2F..%2Fetc%2Fpasswd"):
+            response = client.get(path)
+            assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
 # -- cross-site requests ------------------------------------------------------------------

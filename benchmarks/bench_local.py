@@ -1,4 +1,4 @@
-"""Local calibration benchmarks (SPEC §6, issue 5).
+"""Local calibration benchmarks.
 
 * Exact LCE (gamma = 0.2, 15 bins) of 50,000 rows on a 2-D map: under 5 s.
 * The landscape of 300,000 rows end to end: features -> embedding (reducer
@@ -7,7 +7,7 @@
   each row's 10 nearest sample rows, found by UMAP's own neighbour index, see
   :mod:`calibcore.embedding`) -> exact per-row signed LCE -> per-bin summaries
   and CDFs, i.e. everything the Local page draws: PCA under 60 s, UMAP under
-  20 s (issue 13). Two informational rows place the rest with UMAP's
+  20 s. Two informational rows place the rest with UMAP's
   membership-weighted start (``"graph"``, the default before) and with
   umap-learn's full ``transform``.
 

@@ -1,8 +1,7 @@
 """Hidden heterogeneity (HH) and the choice between local and global calibration.
 
-Paper 004 (Wagstaff & Dietterich, "Hidden Heterogeneity: When to Choose
-Similarity-Based Calibration"), Algorithm 1 and eqs. 1-4, as its reference
-code computes it (SPEC §4.4):
+Wagstaff & Dietterich 2023, "Hidden Heterogeneity: When to Choose Similarity-Based
+Calibration", Algorithm 1 and eqs. 1-4, as the paper's reference code computes it:
 
 1. the neighbourhood U_t of a test row is the calibration rows whose
    probabilities lie within Hellinger distance ``radius`` of p_t, inclusive
@@ -116,7 +115,9 @@ class HiddenHeterogeneity:
 
 @dataclass(frozen=True)
 class CalibrationRecommendation:
-    """Local or global calibration, from mean HH and calibration-set size (paper 004, §5.3, §6).
+    """Local or global calibration, from mean HH and calibration-set size.
+
+    The rule of thumb of Wagstaff & Dietterich 2023, §5.3 and §6.
 
     Attributes
     ----------
@@ -153,7 +154,7 @@ def hidden_heterogeneity(
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
 ) -> NDArray[np.float64]:
-    """Hidden heterogeneity of each test row (paper 004, Algorithm 1, eq. 3).
+    """Hidden heterogeneity of each test row (Wagstaff & Dietterich 2023, Algorithm 1, eq. 3).
 
     Parameters
     ----------

@@ -1,4 +1,6 @@
-"""Random-forest proximity in the augmented space [features, probabilities] (paper 004, §4).
+"""Random-forest proximity in the augmented space [features, probabilities].
+
+The similarity behind SWC (Wagstaff & Dietterich 2023, §4).
 
 The similarity of two rows is the fraction of trees in which they reach the
 same leaf (Breiman, 2001). With ``A`` the (n, n_nodes) leaf-indicator matrix of
@@ -239,7 +241,7 @@ def fit_proximity_forest(
     n_jobs: int | None = None,
     heartbeat: Callable[[float], None] | None = None,
 ) -> ProximityForest:
-    """Fit the proximity forest of SWC on calibration rows (paper 004, §4).
+    """Fit the proximity forest of SWC on calibration rows (Wagstaff & Dietterich 2023, §4).
 
     Parameters
     ----------

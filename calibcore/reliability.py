@@ -1,4 +1,4 @@
-"""Reliability diagrams (SPEC §4.1): binned with per-bin 95% intervals, and smooth
+"""Reliability diagrams: binned with per-bin 95% intervals, and smooth
 (kernel-smoothed, relplot's construction) with a bootstrap band."""
 
 from __future__ import annotations

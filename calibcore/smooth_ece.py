@@ -1,4 +1,4 @@
-"""Smooth ECE: reflected-Gaussian kernel smoothing on a grid (SPEC §4.1).
+"""Smooth ECE: reflected-Gaussian kernel smoothing on a grid.
 
 The smooth ECE of Błasiok & Nakkiran (2023) smooths the residuals
 ``r_i = v_i - o_i`` (score minus outcome) with a Gaussian kernel reflected at 0

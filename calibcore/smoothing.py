@@ -1,7 +1,7 @@
-"""LOESS: local quadratic regression with pointwise confidence bands (SPEC §4.2).
+"""LOESS: local quadratic regression with pointwise confidence bands.
 
 This is the smoother of Cleveland and Grosse (1991) that the variable-based
-calibration paper (003, Section 4 and Appendix B) uses for its calibration
+calibration paper (Kelly & Smyth 2023, Section 4 and Appendix B) uses for its calibration
 plots, i.e. R's ``loess(degree=2, family="gaussian")`` without robustness
 iterations, computed directly (no kd-tree interpolation) with exact statistics:
 

@@ -47,6 +47,15 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.smooth_ece import smooth_ece_rows
 from calibcore.views import score_outcome
 
+__all__ = [
+    "LEVEL",
+    "CalibrationTestResult",
+    "Statistic",
+    "TestView",
+    "consistency_resampling_test",
+    "scores_test",
+]
+
 Statistic = Literal["kce", "smooth_ece"]
 TestView = Literal["top_label", "positive"]
 

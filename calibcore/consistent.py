@@ -38,6 +38,23 @@ from calibcore.smooth_calibration import smooth_calibration_rows
 from calibcore.smooth_ece import smooth_ece_rows
 from calibcore.views import View, score_outcome
 
+__all__ = [
+    "INTERVAL_PRECISION",
+    "RowKernel",
+    "Vector",
+    "ViewProblem",
+    "binned_ece_plus_width",
+    "binned_rows",
+    "interval_calibration_error",
+    "interval_rows",
+    "laplace_kernel_calibration_error",
+    "laplace_kernel_rows",
+    "shifted_interval_rows",
+    "smooth_calibration_error",
+    "smooth_ece",
+    "view_problems",
+]
+
 Vector = NDArray[np.float64]
 #: A measure on sorted scores, residuals and a (b, n) weight matrix -> (b,) values.
 RowKernel = Callable[[Vector, Vector, Vector], Vector]

@@ -44,6 +44,22 @@ from calibcore._validation import (
 from calibcore.exceptions import CalibrationInputError
 from calibcore.neighbourhoods import hellinger_neighbourhoods, neighbour_counts
 
+__all__ = [
+    "AUTO_EXACT_ROWS",
+    "AUTO_GRID_PER_RADIUS",
+    "CCP_ALPHAS",
+    "MAX_NEIGHBOUR_PAIRS",
+    "CalibrationRecommendation",
+    "HiddenHeterogeneity",
+    "NeighbourhoodCache",
+    "ProgressCallback",
+    "check_calibration_rows",
+    "check_features",
+    "hidden_heterogeneity",
+    "hidden_heterogeneity_details",
+    "recommend_calibration",
+]
+
 #: The pruning grid of the reference: linspace(0, 0.03, 7).
 CCP_ALPHAS = np.linspace(0.0, 0.03, 7)
 N_TREES = 100

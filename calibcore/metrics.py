@@ -19,6 +19,23 @@ from calibcore.binning import Binning, bin_edges, bin_sums
 from calibcore.exceptions import CalibrationInputError
 from calibcore.views import View, score_outcome, top_class
 
+__all__ = [
+    "NLL_CLIP",
+    "accuracy",
+    "binary_brier_score",
+    "binned_ece_plus_width",
+    "brier_score",
+    "classwise_expected_calibration_error",
+    "ece_by_bin_count",
+    "expected_calibration_error",
+    "interval_calibration_error",
+    "laplace_kernel_calibration_error",
+    "maximum_calibration_error",
+    "negative_log_likelihood",
+    "smooth_calibration_error",
+    "smooth_ece",
+]
+
 #: Probabilities are clipped to [NLL_CLIP, 1] before taking logs, so NLL stays finite.
 NLL_CLIP = 1e-12
 
@@ -192,7 +209,7 @@ def accuracy(y_true: ArrayLike, y_prob: ArrayLike) -> float:
 
 # The consistent measures of Błasiok et al. 2023 live in calibcore.consistent; they are
 # re-exported here so every global measure is reachable from calibcore.metrics.
-from calibcore.consistent import (  # noqa: E402, F401
+from calibcore.consistent import (  # noqa: E402
     binned_ece_plus_width,
     interval_calibration_error,
     laplace_kernel_calibration_error,

@@ -14,6 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.neighbors import KDTree
 
+__all__ = ["group_identical_sets", "hellinger_neighbourhoods", "neighbour_counts"]
+
 #: The reference's NearestNeighbors switches from a k-d tree to brute force
 #: (rows in index order) above 15 probability columns or at <= 11 rows.
 _KD_TREE_MAX_COLUMNS = 15

@@ -32,6 +32,16 @@ from calibcore._forest_growth import grow_forest
 from calibcore._forest_traversal import forest_leaves, pack_nodes
 from calibcore._validation import check_positive_int
 
+__all__ = [
+    "ProximityForest",
+    "TreeEnsemble",
+    "fit_proximity_forest",
+    "forest_proximity",
+    "leaf_indicator",
+    "node_class_counts",
+    "shared_leaf_blocks",
+]
+
 #: Largest number of cells of a dense block of pairwise counts (32 MiB of int64).
 MAX_BLOCK_CELLS = 2**22
 _TRAVERSAL_BLOCK_ROWS = 16_384

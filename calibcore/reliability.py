@@ -23,6 +23,15 @@ from calibcore.smooth_ece import (
 )
 from calibcore.views import View, score_outcome
 
+__all__ = [
+    "BinnedReliability",
+    "SmoothReliability",
+    "binned_reliability",
+    "diagram_of_sums",
+    "smooth_reliability",
+    "smooth_reliability_of_groups",
+]
+
 
 @dataclass(frozen=True)
 class BinnedReliability:

@@ -18,6 +18,29 @@ import pandas as pd
 
 from calibcore.exceptions import RoleInferenceError
 
+__all__ = [
+    "BINARY_PROBABILITY_NAMES",
+    "BOOLEAN_LABELS",
+    "ID_NAMES",
+    "LABEL_NAMES",
+    "NO_LABEL",
+    "NO_PROBABILITIES",
+    "PROBABILITY_PREFIXES",
+    "PROBABILITY_SUFFIXES",
+    "SPLIT_NAMES",
+    "SPLIT_VALUES",
+    "ColumnRoles",
+    "RoleGuess",
+    "Split",
+    "column_class_parts",
+    "infer_roles",
+    "label_value_names",
+    "natural_order",
+    "normalize_name",
+    "role_problems",
+    "says_probability",
+]
+
 Split = Literal["calibration", "test"]
 
 LABEL_NAMES = ("y_true", "y", "label", "labels", "target", "class", "truth", "ground_truth",

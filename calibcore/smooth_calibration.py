@@ -36,6 +36,8 @@ import heapq
 import numpy as np
 from numpy.typing import NDArray
 
+__all__ = ["path_smooth_calibration", "smooth_calibration_rows"]
+
 
 def _remove_mass(heap: list[tuple[float, int]], masses: list[float], amount: float) -> float:
     """Remove ``amount`` of mass from the top of ``heap``; returns sum(removed mass * key).

@@ -26,6 +26,15 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
 
+__all__ = [
+    "DENSITY_EPS",
+    "KernelSmoother",
+    "grid_size",
+    "interpolate",
+    "reflected_gaussian_convolve",
+    "smooth_ece_rows",
+]
+
 #: Points of the mesh the smooth ECE integrates over (relplot ``smECE_mesh_pts``).
 MESH_POINTS = 200
 #: Added to the smoothed density before dividing (relplot's ``smooth`` eps).

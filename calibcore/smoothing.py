@@ -57,6 +57,17 @@ from calibcore._loess_moments import fit_by_moments, fit_only, intercept_rows
 from calibcore._validation import check_in_range, check_positive_int, describe_rows, first_rows
 from calibcore.exceptions import CalibrationInputError
 
+__all__ = [
+    "MAX_LEVERAGE",
+    "MIN_NEIGHBOURS",
+    "N_EXACT",
+    "LoessFit",
+    "loess",
+    "loess_fit",
+    "loess_leverage",
+    "loess_many",
+]
+
 #: Default largest number of rows smoothed exactly (with the n x n smoother matrix).
 N_EXACT = 1000
 #: Largest ``||l(x0)||^2`` of a fit worth drawing: above it the fit varies more than one

@@ -35,6 +35,8 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import check_calibration_rows, check_features
 from calibcore.recalibration.similarity import SWC
 
+__all__ = ["CalibrationSupport", "SupportShift", "calibration_support", "compare_support"]
+
 
 @dataclass(frozen=True)
 class CalibrationSupport:

@@ -41,6 +41,20 @@ from calibcore.recalibration._base import Recalibrator, register
 from calibcore.recalibration._binary_neighbours import binary_neighbour_sums, on_binary_curve
 from calibcore.recalibration.scaling import TemperatureScaling
 
+__all__ = [
+    "KL_CLIP",
+    "LECD",
+    "LECE",
+    "NEIGHBORHOOD_SIZE_GRID",
+    "THRESHOLD_GRID",
+    "Composed",
+    "apply_threshold",
+    "cross_validated_log_loss",
+    "kl_divergence_matrix",
+    "neighbour_count",
+    "neighbour_means",
+]
+
 #: The paper's cross-validation grid for the neighbourhood size q = k / n (Section 4.2.2).
 NEIGHBORHOOD_SIZE_GRID: tuple[float, ...] = (
     0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.1, 0.2, 1.0,

@@ -48,6 +48,8 @@ from calibcore.proximity import (
 )
 from calibcore.recalibration._base import Recalibrator, _to_simplex, register
 
+__all__ = ["SWC", "SWCHH"]
+
 
 @register
 class SWC(Recalibrator):

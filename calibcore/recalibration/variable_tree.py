@@ -24,6 +24,8 @@ from calibcore.recalibration._base import Recalibrator, register
 from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
 from calibcore.recalibration.scaling import TemperatureScaling
 
+__all__ = ["MulticlassMap", "SplitCriterion", "VariableTreeCalibration", "assign_regions"]
+
 SplitCriterion = Literal["label", "residual"]
 MulticlassMap = Literal["temperature", "dirichlet"]
 

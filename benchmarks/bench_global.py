@@ -1,4 +1,4 @@
-"""Global-measure benchmarks (SPEC §6, issue 3), run side by side with relplot 1.0.3.
+"""Global-measure benchmarks, run side by side with relplot 1.0.3.
 
 * Every global measure except smCE (ECE, MCE, classwise ECE, Brier, binary
   Brier, NLL, accuracy, binnedECE + width, intCE, exact kCE, smooth ECE) on
@@ -8,11 +8,11 @@
   ``laplace_calibration_approx`` (10 n random pairs): no slower.
 * smooth ECE against relplot's ``smECE`` on 1,000,000 rows: within 2x.
 * smCE on 100,000 rows: under 10 s.
-* The test of calibration (consistency resampling on kCE, 200 resamples, issue 15) on
+* The test of calibration (consistency resampling on kCE, 200 resamples) on
   1,500,000 rows of a miscalibrated model, validation and top-label view included: it
   rides on the overview's interval job, so it should add at most about 1 s there.
 
-The data are paper 001's synthetic family at b = 1 (uniform predictions,
+The data are the synthetic family of Błasiok et al. 2023 at b = 1 (uniform predictions,
 labels drawn from them): perfectly calibrated, so the smooth ECE bandwidth is
 small and its grids are the largest. Our functions take the raw (y, P(class 1))
 and do validation and the top-label view; relplot gets the confidences and
@@ -38,7 +38,7 @@ from calibcore.uncertainty import MEASURES, global_measures
 
 
 def calibrated_predictions(n_rows: int, *, random_state: int) -> tuple[NDArray[np.intp], NDArray]:
-    """Labels ~ Bernoulli(p) for p ~ U[0, 1] (paper 001, §10.1 at b = 1)."""
+    """Labels ~ Bernoulli(p) for p ~ U[0, 1] (Błasiok et al. 2023, §10.1 at b = 1)."""
     rng = np.random.default_rng(random_state)
     proba = rng.uniform(size=n_rows)
     return (rng.uniform(size=n_rows) < proba).astype(np.intp), proba

@@ -1,4 +1,4 @@
-"""What no peer has (issue 15), timed through a running server on 300k rows.
+"""What no peer has, timed through a running server on 300k rows.
 
 * The worst subgroups over 10 features (5 equal-mass bins per numeric feature, one and
   two conditions): ``POST /api/v1/datasets/{id}/subgroups`` from the request to the

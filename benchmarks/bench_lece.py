@@ -1,12 +1,12 @@
-"""LECE benchmarks (SPEC §6, issue 7): TS+LECE at CIFAR-100 size and LECE's grid search.
+"""LECE benchmarks: TS+LECE at CIFAR-100 size and LECE's grid search.
 
 * TS+LECE with fixed q and t, fit on 5,000 calibration rows and applied to
-  10,000 test rows with 100 classes: under 2 s (paper 002, Appendix A.3,
+  10,000 test rows with 100 classes: under 2 s (Valk & Kull 2023, Appendix A.3,
   reports 34.8 s for TS+LECE and 34.2 s for LECE on CIFAR-100 DenseNet-40).
 * LECE choosing q and t by 10-fold cross-validation over the paper's full
   10 x 10 grid on 5,000 rows with 10 classes: under 60 s.
-* Binary LECE as the Recalibrate page runs it on a 300,000-row file with a split
-  (issue 13): cross-validated on the 150,000 calibration rows, then correcting all
+* Binary LECE as the Recalibrate page runs it on a 300,000-row file with a split:
+  cross-validated on the 150,000 calibration rows, then correcting all
   300,000 rows: under 10 s (the LECE half of "LECE + SWC on 300k rows in 60 s").
   Binary rows are searched in sorted order (:mod:`calibcore.recalibration._binary_neighbours`);
   the matrix search took about 740 s of CPU for this.
@@ -63,7 +63,7 @@ def _ts_plus_lece(quick: bool) -> Row:
         f"(q={FIXED_NEIGHBORHOOD_SIZE}, t={FIXED_THRESHOLD})",
         seconds=seconds,
         target_seconds=None if quick else 2.0,
-        note="paper 002 (App. A.3): 34.8 s for TS+LECE on CIFAR-100",
+        note="Valk & Kull 2023 (App. A.3): 34.8 s for TS+LECE on CIFAR-100",
     )
 
 

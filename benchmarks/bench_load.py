@@ -1,4 +1,4 @@
-"""The running server under load (issue 12): /health latency and memory around a download.
+"""The running server under load: /health latency and memory around a download.
 
 Both through ``calibdash serve`` on loopback, as a user's browser would meet it:
 

@@ -7,7 +7,7 @@
   each row's 10 nearest sample rows, found by UMAP's own neighbour index, see
   :mod:`calibcore.embedding`) -> exact per-row signed LCE -> per-bin summaries
   and CDFs, i.e. everything the Local page draws: PCA under 60 s, UMAP under
-  20 s (issue 13). Two informational rows place the rest with UMAP's
+  20 s. Two informational rows place the rest with UMAP's
   membership-weighted start (``"graph"``, the default before) and with
   umap-learn's full ``transform``.
 * UMAP's approximate-neighbour placement in a fresh process: from 4,096 fitted rows

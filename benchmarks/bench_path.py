@@ -1,4 +1,4 @@
-"""The path a user walks, end to end through a running server (issue 13).
+"""The path a user walks, end to end through a running server.
 
 ``calibdash serve`` in a subprocess on loopback; every step goes through REST as the
 pages' callbacks do (the same services), timed from the request to the last byte or

@@ -1,4 +1,4 @@
-"""Recalibrator fits side by side with peers (issue 11): temperature scaling against
+"""Recalibrator fits side by side with peers: temperature scaling against
 scikit-learn's, on 327,000 rows.
 
 * Temperature scaling, 327,000 rows x 10 classes: ours (Newton steps on the inverse
@@ -10,7 +10,7 @@ scikit-learn's, on 327,000 rows.
   ``HistogramBinning(equal_intervals=False)`` (equal-mass too), within 1.5x. netcal
   needs PyTorch, so it is not a test dependency: ``pip install netcal torch==2.13.0``
   (the CPU build) to get this row's peer; without it the row is printed with no peer.
-* The real path (SPEC §6, issue 13): through ``calibdash serve``, temperature scaling
+* The real path: through ``calibdash serve``, temperature scaling
   on a 1.5M-row binary file with 6 features and no split column (so 5-fold
   cross-fitting), the job run to completion with the held-out comparison table
   (bootstrap intervals, MLCE, max VECE, the recommendation): under 8 s. The note
@@ -33,7 +33,7 @@ from benchmarks.table import Row, timed
 from calibcore.recalibration import HistogramBinning, TemperatureScaling
 from tests.live_server import live_server
 
-#: Rows of the real-path file and its target (SPEC §6).
+#: Rows of the real-path file and its target in seconds.
 SERVER_ROWS = 1_500_000
 SERVER_TARGET_SECONDS = 8.0
 

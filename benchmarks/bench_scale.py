@@ -1,4 +1,4 @@
-"""Past one machine (issue 14): ``calibdash report --engine dask`` on a generated Parquet set.
+"""Past one machine: ``calibdash report --engine dask`` on a generated Parquet set.
 
 * 50M rows (binary, 5 features, 50 files; generated here in chunks into a temporary
   folder, never committed) through ``calibdash report DIR/*.parquet --engine dask`` in a

@@ -1,4 +1,4 @@
-"""Upload and parse a 300,000-row CSV, then compute what the overview shows first (SPEC §6).
+"""Upload and parse a 300,000-row CSV, then compute what the overview shows first.
 
 The overview first renders the measures without intervals and both reliability
 diagrams; the bootstrap intervals follow from a background job (timed separately).

@@ -1,9 +1,9 @@
-"""Variable-based calibration benchmark (SPEC §6, issue 4).
+"""Variable-based calibration benchmark.
 
 * ``rank_variables`` on 300,000 rows and 10 numeric variables, with VECE, the
   LOESS curves of every variable (500 points, span 0.8, bands) for VCE(v*)
   and v*, and 200-permutation p-values: under 15 s.
-* The real path (issue 13): through ``calibdash serve``, the ranking job of a
+* The real path: through ``calibdash serve``, the ranking job of a
   1.5M-row binary file with 6 numeric features (the Variables page), polled to
   completion: under 30 s, its progress never still for more than 2 s. The note gives
   the server's CPU time and the load (other work shares the 2 cores); the LOESS

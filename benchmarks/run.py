@@ -1,7 +1,7 @@
 """Run every ``benchmarks/bench_*.py`` and print a table of timings, targets and peer ratios.
 
 Usage: ``python -m benchmarks.run [--quick] [--only NAME ...]``. ``--quick`` uses tiny
-sizes (a smoke test of the scripts themselves); without it the SPEC's sizes are used.
+sizes (a smoke test of the scripts themselves); without it the full sizes are used.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Timing jobs through the running server (``calibdash serve``), as the browser meets them.
 
-Shared by the benchmarks of the real path (issue 13): a prediction file uploaded once
+Shared by the benchmarks of the real path: a prediction file uploaded once
 through the staged upload (roles confirmed as a user would), then a job started over
 REST and polled to completion. A :class:`JobTiming` holds the wall time, the server's
 CPU time over the job (``/proc/<pid>/stat``: on a shared 2-core machine the wall time

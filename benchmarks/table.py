@@ -14,7 +14,7 @@ T = TypeVar("T")
 class Row:
     """One benchmark measurement.
 
-    ``target_seconds`` is the SPEC's limit (None when the point is a ratio);
+    ``target_seconds`` is the time limit the point must meet (None when the point is a ratio);
     ``peer``/``peer_seconds`` name a peer run side by side on the same data, and
     ``target_ratio`` (if set) is the largest acceptable ours/peer ratio
     (or, with ``speedup=True``, the smallest acceptable peer/ours speed-up).

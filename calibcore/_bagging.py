@@ -1,6 +1,7 @@
-"""Bagged full-feature trees along a cost-complexity pruning path (paper 004, Alg. 1).
+"""Bagged full-feature trees along a cost-complexity pruning path.
 
-Hidden heterogeneity fits, for every probability neighbourhood, the reference's
+Hidden heterogeneity (Wagstaff & Dietterich 2023, Algorithm 1) fits, for every
+probability neighbourhood, the reference's
 ``RandomForestClassifier(n_estimators=100, max_features=None, oob_score=True,
 ccp_alpha=a, random_state=seed)`` for seven values of ``a`` and keeps the best
 out-of-bag (OOB) accuracy. The seven forests share their bootstrap samples and

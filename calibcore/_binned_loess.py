@@ -1,4 +1,4 @@
-"""LOESS calibration curves from binned sufficient statistics (issue 14).
+"""LOESS calibration curves from binned sufficient statistics.
 
 :func:`calibcore.variable.loess_curves` smooths every row. A partitioned table
 (:mod:`calibcore.partitioned_variables`) only gives summaries of its rows, and from them

@@ -1,4 +1,4 @@
-"""Feature encoding and PCA as plain arrays: the serializable part of phi (SPEC §4.3).
+"""Feature encoding and PCA as plain arrays: the serializable part of phi.
 
 :class:`Representation` standardizes numeric columns, one-hot encodes
 categorical ones, imputes missing values (numeric: the fitted median;

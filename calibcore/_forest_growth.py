@@ -1,7 +1,7 @@
 """The trees of ``RandomForestClassifier(n_estimators, random_state)``, grown on our threads.
 
-SWC's proximity forest (paper 004, §4) is scikit-learn's random forest with its
-defaults. Its trees are grown here rather than by ``RandomForestClassifier.fit``
+SWC's proximity forest (Wagstaff & Dietterich 2023, §4) is scikit-learn's random forest
+with its defaults. Its trees are grown here rather than by ``RandomForestClassifier.fit``
 because that fit, with ``n_jobs`` > 1, runs each tree through
 ``sklearn.utils.parallel``, whose task wrapper enters ``warnings.catch_warnings()``
 and calls ``warnings.resetwarnings()`` in every worker thread. Without context-aware

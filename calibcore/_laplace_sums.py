@@ -1,7 +1,7 @@
-"""Exact sums of the L1 Laplace kernel, ``sum_j exp(-||x_i - x_j||_1) w_j`` (000, eq. 4 and 6).
+"""Exact sums of the L1 Laplace kernel, ``sum_j exp(-||x_i - x_j||_1) w_j``.
 
-The local calibration error (LCE) and LoRe both need, for every target row i,
-kernel-weighted sums over source rows j of the same confidence bin. Forming the
+The local calibration error (LCE) and LoRe (Luo et al. 2022, eqs. 4 and 6) both need, for
+every target row i, kernel-weighted sums over source rows j of the same confidence bin. Forming the
 n x n kernel matrix is out of the question for hundreds of thousands of rows, so
 two exact evaluators are provided; coordinates arrive already divided by the
 bandwidth ``d * gamma``.

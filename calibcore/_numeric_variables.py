@@ -1,4 +1,4 @@
-"""Numeric variables of a partitioned table, from their merged summaries (issue 14).
+"""Numeric variables of a partitioned table, from their merged summaries.
 
 Used by :mod:`calibcore.partitioned_variables`: after the second pass
 (:class:`calibcore._variable_summaries.CellCounts`), :func:`collect_plan` picks what the

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore.exceptions import CalibrationInputError
 
-#: Tolerance for rows of class probabilities summing to one (SPEC §2).
+#: Largest absolute difference from 1 allowed in a row sum of class probabilities.
 SUM_TOLERANCE = 1e-3
 _MAX_LISTED_ROWS = 5
 

@@ -163,7 +163,8 @@ def bin_labels(
 def binned_vece(index: NDArray[np.intp], size: int, residual: NDArray[np.float64]) -> float:
     """``(1/n) sum_b |sum_{i in b} residual_i|``, residual = predicted error - error.
 
-    Equal to ``sum_b (n_b / n) |mean predicted error_b - mean error_b|`` (003, eq. 7).
+    Equal to ``sum_b (n_b / n) |mean predicted error_b - mean error_b|``, the VECE of
+    Kelly & Smyth 2023, eq. 7.
     """
     if residual.size == 0:
         return float("nan")

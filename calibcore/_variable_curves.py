@@ -1,4 +1,5 @@
-"""The LOESS calibration curves of one variable (paper 003, Figure 1b), and what they need.
+"""The LOESS calibration curves of one variable (Kelly & Smyth 2023, Figure 1b), and what
+they need.
 
 :func:`calibcore.variable.loess_curves` and the ranking's largest gap use these on all rows;
 :mod:`calibcore._numeric_variables` on the rows of a partitioned table it can hold. The
@@ -39,7 +40,7 @@ MAX_INTEGER_BINS = 60
 
 @dataclass(frozen=True)
 class LoessCurves:
-    """LOESS error and predicted-error curves against a variable (Figure 1b of 003).
+    """LOESS error and predicted-error curves against a variable (Kelly & Smyth 2023, Figure 1b).
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""Mergeable per-partition summaries of feature columns (issue 14).
+"""Mergeable per-partition summaries of feature columns.
 
 Used by :mod:`calibcore.partitioned_variables`, which reads every partition three
 times; each pass reduces a partition to one summary per feature where it lies, and

@@ -7,6 +7,17 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+__all__ = [
+    "Binning",
+    "assign_bins",
+    "bin_edges",
+    "bin_sums",
+    "equal_mass_edges",
+    "equal_width_edges",
+    "sorted_weighted_equal_mass_edges",
+    "weighted_equal_mass_edges",
+]
+
 Binning = Literal["equal_width", "equal_mass"]
 
 

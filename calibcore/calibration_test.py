@@ -23,7 +23,7 @@ is evaluated on the same cells, with scores moved by less than one cell width. T
 result says which was done.
 
 The statistic is the Laplace kernel calibration error kCE by default: a consistent
-calibration measure (paper 001, §8: zero only for calibrated scores, within polynomial
+calibration measure (Błasiok et al. 2023, §8: zero only for calibrated scores, within polynomial
 factors of the distance to calibration), computed exactly, and its square is the
 (biased) squared kernel calibration error SKCE of Widmann, Lindsten & Zachariah (2019)
 with a Laplace kernel on the score, whose calibration tests it therefore shares. Its wide
@@ -46,6 +46,15 @@ from calibcore.consistent import RowKernel, laplace_kernel_rows
 from calibcore.exceptions import CalibrationInputError
 from calibcore.smooth_ece import smooth_ece_rows
 from calibcore.views import score_outcome
+
+__all__ = [
+    "LEVEL",
+    "CalibrationTestResult",
+    "Statistic",
+    "TestView",
+    "consistency_resampling_test",
+    "scores_test",
+]
 
 Statistic = Literal["kce", "smooth_ece"]
 TestView = Literal["top_label", "positive"]
@@ -257,7 +266,7 @@ def consistency_resampling_test(
     y_prob : array-like of shape (n,) or (n, K)
         P(class 1) for a binary problem, or class probabilities.
     statistic : {"kce", "smooth_ece"}, default="kce"
-        The Laplace kernel calibration error (exact; paper 001 §8; the SKCE of Widmann
+        The Laplace kernel calibration error (exact; Błasiok et al. 2023, §8; the SKCE of Widmann
         et al. 2019 squared) or the smooth ECE (relplot's smECE).
     view : {"top_label", "positive"}, default="top_label"
         Which scores are tested: the confidence against correctness, or P(class 1)

@@ -1,4 +1,5 @@
-"""Consistent calibration measures of "A Unifying Theory of Distance from Calibration" (001).
+"""Consistent calibration measures of Błasiok et al. 2023, "A Unifying Theory of Distance
+from Calibration".
 
 Public measures take ``(y_true, y_prob)`` like :mod:`calibcore.metrics` and a
 ``view`` (top-label by default; the classwise view averages over classes):
@@ -36,6 +37,23 @@ from calibcore.binning import (
 from calibcore.smooth_calibration import smooth_calibration_rows
 from calibcore.smooth_ece import smooth_ece_rows
 from calibcore.views import View, score_outcome
+
+__all__ = [
+    "INTERVAL_PRECISION",
+    "RowKernel",
+    "Vector",
+    "ViewProblem",
+    "binned_ece_plus_width",
+    "binned_rows",
+    "interval_calibration_error",
+    "interval_rows",
+    "laplace_kernel_calibration_error",
+    "laplace_kernel_rows",
+    "shifted_interval_rows",
+    "smooth_calibration_error",
+    "smooth_ece",
+    "view_problems",
+]
 
 Vector = NDArray[np.float64]
 #: A measure on sorted scores, residuals and a (b, n) weight matrix -> (b,) values.
@@ -217,7 +235,7 @@ def _mean_over_problems(
 def laplace_kernel_calibration_error(
     y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label"
 ) -> float:
-    """Laplace kernel calibration error, computed exactly (paper 001, §8, eq. 28).
+    """Laplace kernel calibration error, computed exactly (Błasiok et al. 2023, §8, eq. 28).
 
     kCE = sqrt((1/n^2) sum_{i,j} r_i r_j exp(-|v_i - v_j|)) with r = v - outcome.
     The full double sum is evaluated in O(n log n) (sort, then running sums of
@@ -244,7 +262,7 @@ def laplace_kernel_calibration_error(
 def smooth_calibration_error(
     y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label"
 ) -> float:
-    """Smooth calibration error smCE (paper 001, §7, Theorem 7.14), exactly.
+    """Smooth calibration error smCE (Błasiok et al. 2023, §7, Theorem 7.14), exactly.
 
     smCE = max over w 1-Lipschitz with |w| <= 1 of (1/n) sum_i w(v_i) (v_i - o_i).
     Solved through its LP dual, a convex path problem, by a slope-clipping
@@ -268,7 +286,7 @@ def interval_calibration_error(
     precision: float = INTERVAL_PRECISION,
     view: View = "top_label",
 ) -> float:
-    """Surrogate interval calibration error (paper 001, Definition 6.10), deterministic.
+    """Surrogate interval calibration error (Błasiok et al. 2023, Definition 6.10), deterministic.
 
     min over widths w = 1, 1/2, 1/4, ... (> ``precision``) of
     E_u[binnedECE with bins [(k - u) w, (k + 1 - u) w)] + w, the expectation over
@@ -334,10 +352,10 @@ def smooth_ece(
 def binned_ece_plus_width(
     y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, view: View = "top_label"
 ) -> float:
-    """binnedECE with ``n_bins`` equal-width bins plus the bin width 1 / n_bins (001, eq. 5).
+    """binnedECE with ``n_bins`` equal-width bins plus the bin width 1 / n_bins.
 
-    Adding the width turns the binned ECE into an upper bound on the distance
-    to calibration; it is not a consistent measure (it jumps with the bins).
+    Błasiok et al. 2023, eq. 5. Adding the width turns the binned ECE into an upper bound on
+    the distance to calibration; it is not a consistent measure (it jumps with the bins).
 
     Parameters
     ----------

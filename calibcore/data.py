@@ -2,7 +2,7 @@
 
 A prediction table has one row per example: the true label, the model's class
 probabilities (or logits), optionally a split column (calibration/test) and an
-id, and any number of feature columns (SPEC §2). Which column plays which role
+id, and any number of feature columns. Which column plays which role
 comes from the user or from :func:`calibcore.roles.infer_roles` (re-exported here).
 Reading files is the app's job; this module works on a :class:`pandas.DataFrame`.
 """

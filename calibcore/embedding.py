@@ -1,4 +1,4 @@
-"""The representation phi on which local calibration is measured (000 §3.2; SPEC §4.3).
+"""The representation phi on which local calibration is measured (Luo et al. 2022, §3.2).
 
 Chosen feature columns are encoded (numeric columns standardized, categorical
 columns one-hot, missing values imputed and counted; see

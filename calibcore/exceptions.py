@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = ["CalibrationInputError", "NotFittedError", "RoleInferenceError"]
+
 
 class CalibrationInputError(ValueError):
     """Input data or parameters that calibcore cannot use.

@@ -1,8 +1,7 @@
 """Hidden heterogeneity (HH) and the choice between local and global calibration.
 
-Paper 004 (Wagstaff & Dietterich, "Hidden Heterogeneity: When to Choose
-Similarity-Based Calibration"), Algorithm 1 and eqs. 1-4, as its reference
-code computes it (SPEC §4.4):
+Wagstaff & Dietterich 2023, "Hidden Heterogeneity: When to Choose Similarity-Based
+Calibration", Algorithm 1 and eqs. 1-4, as the paper's reference code computes it:
 
 1. the neighbourhood U_t of a test row is the calibration rows whose
    probabilities lie within Hellinger distance ``radius`` of p_t, inclusive
@@ -44,6 +43,22 @@ from calibcore._validation import (
 )
 from calibcore.exceptions import CalibrationInputError
 from calibcore.neighbourhoods import hellinger_neighbourhoods, neighbour_counts
+
+__all__ = [
+    "AUTO_EXACT_ROWS",
+    "AUTO_GRID_PER_RADIUS",
+    "CCP_ALPHAS",
+    "MAX_NEIGHBOUR_PAIRS",
+    "CalibrationRecommendation",
+    "HiddenHeterogeneity",
+    "NeighbourhoodCache",
+    "ProgressCallback",
+    "check_calibration_rows",
+    "check_features",
+    "hidden_heterogeneity",
+    "hidden_heterogeneity_details",
+    "recommend_calibration",
+]
 
 #: The pruning grid of the reference: linspace(0, 0.03, 7).
 CCP_ALPHAS = np.linspace(0.0, 0.03, 7)
@@ -116,7 +131,9 @@ class HiddenHeterogeneity:
 
 @dataclass(frozen=True)
 class CalibrationRecommendation:
-    """Local or global calibration, from mean HH and calibration-set size (paper 004, §5.3, §6).
+    """Local or global calibration, from mean HH and calibration-set size.
+
+    The rule of thumb of Wagstaff & Dietterich 2023, §5.3 and §6.
 
     Attributes
     ----------
@@ -153,7 +170,7 @@ def hidden_heterogeneity(
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
 ) -> NDArray[np.float64]:
-    """Hidden heterogeneity of each test row (paper 004, Algorithm 1, eq. 3).
+    """Hidden heterogeneity of each test row (Wagstaff & Dietterich 2023, Algorithm 1, eq. 3).
 
     Parameters
     ----------

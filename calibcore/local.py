@@ -1,8 +1,8 @@
-"""Local calibration error (LCE), MLCE and their bandwidth curves (000 §3; SPEC §4.3).
+"""Local calibration error (LCE), MLCE and their bandwidth curves (Luo et al. 2022, §3).
 
 For a row x in confidence bin B(x) (15 equal-width bins on [0, 1]) the signed
 local calibration error is the kernel-weighted mean of confidence minus
-correctness over the rows of the same bin, the row itself included (000, eq. 4
+correctness over the rows of the same bin, the row itself included (Luo et al. 2022, eq. 4
 without the absolute value; eq. 7 of its appendix)::
 
     SLCE(x) = sum_{i in B(x)} k(x, x_i) (conf_i - correct_i) / sum_{i in B(x)} k(x, x_i)
@@ -42,7 +42,7 @@ from calibcore.exceptions import CalibrationInputError
 
 Approximation = Literal["auto", "exact", "sampled"]
 
-#: Log grid of bandwidths for MLCE curves (000, Figures 1 and 3).
+#: Log grid of bandwidths for MLCE curves (Luo et al. 2022, Figures 1 and 3).
 DEFAULT_GAMMAS: NDArray[np.float64] = np.logspace(-3.0, 2.0, 21)
 #: Sources per bin of the sampled approximation.
 DEFAULT_N_SOURCES = 5_000
@@ -98,12 +98,12 @@ class LocalCalibration:
 
     @property
     def lce(self) -> NDArray[np.float64]:
-        """Absolute LCE per row (000, eq. 4)."""
+        """Absolute LCE per row (Luo et al. 2022, eq. 4)."""
         return np.abs(self.signed_lce)
 
     @property
     def mlce(self) -> float:
-        """Maximum LCE over rows (000, eq. 5)."""
+        """Maximum LCE over rows (Luo et al. 2022, eq. 5)."""
         return float(np.abs(self.signed_lce).max())
 
     @property
@@ -128,7 +128,7 @@ def local_calibration(
     random_state: int = 0,
     progress: Progress | None = None,
 ) -> LocalCalibration:
-    """Signed and absolute LCE of every row at bandwidth ``gamma`` (000, eq. 4).
+    """Signed and absolute LCE of every row at bandwidth ``gamma`` (Luo et al. 2022, eq. 4).
 
     Parameters
     ----------
@@ -169,7 +169,7 @@ def local_calibration(
 def local_calibration_error(
     embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
 ) -> NDArray[np.float64]:
-    """Per-row LCE_gamma (000, eq. 4), shape (n,); see :func:`local_calibration`."""
+    """Per-row LCE_gamma (Luo et al. 2022, eq. 4), shape (n,); see :func:`local_calibration`."""
     return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).lce
 
 
@@ -183,7 +183,7 @@ def signed_local_calibration_error(
 def maximum_local_calibration_error(
     embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
 ) -> float:
-    """MLCE_gamma, the largest LCE over rows (000, eq. 5)."""
+    """MLCE_gamma, the largest LCE over rows (Luo et al. 2022, eq. 5)."""
     return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).mlce
 
 
@@ -196,7 +196,7 @@ def mean_local_calibration_error(
 
 @dataclass(frozen=True, eq=False)
 class MLCECurve:
-    """MLCE and mean LCE against the bandwidth (000, Figures 1, 3 and 16-19).
+    """MLCE and mean LCE against the bandwidth (Luo et al. 2022, Figures 1, 3 and 16-19).
 
     Attributes
     ----------
@@ -267,7 +267,7 @@ def mlce_curve(
 
 @dataclass(frozen=True, eq=False)
 class LCEDistribution:
-    """Empirical CDF of the LCE in one confidence bin (000, Figure 2).
+    """Empirical CDF of the LCE in one confidence bin (Luo et al. 2022, Figure 2).
 
     Attributes
     ----------
@@ -295,7 +295,7 @@ class LCEDistribution:
 
 @dataclass(frozen=True, eq=False)
 class LCEBinSummary:
-    """Per confidence bin: global gap against local errors (000 §3.3).
+    """Per confidence bin: global gap against local errors (Luo et al. 2022, §3.3).
 
     Arrays have one entry per bin; empty bins have count 0 and NaN statistics.
 
@@ -327,12 +327,12 @@ class LCEBinSummary:
 
     @property
     def best_bin(self) -> int:
-        """Non-empty bin with the smallest |conf - acc| (000, Figure 2 top)."""
+        """Non-empty bin with the smallest |conf - acc| (Luo et al. 2022, Figure 2 top)."""
         return int(np.nanargmin(self.gap))
 
     @property
     def worst_bin(self) -> int:
-        """Non-empty bin with the largest |conf - acc| (000, Figure 2 bottom)."""
+        """Non-empty bin with the largest |conf - acc| (Luo et al. 2022, Figure 2 bottom)."""
         return int(np.nanargmax(self.gap))
 
     def distribution(self, bin_index: int) -> LCEDistribution:

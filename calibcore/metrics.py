@@ -1,4 +1,4 @@
-"""Global calibration measures (SPEC §4.1).
+"""Global calibration measures.
 
 Every measure takes ``(y_true, y_prob)``: ``y_true`` holds class indices
 ``0..K-1`` and ``y_prob`` is either P(class 1) of shape (n,) or class
@@ -19,7 +19,24 @@ from calibcore.binning import Binning, bin_edges, bin_sums
 from calibcore.exceptions import CalibrationInputError
 from calibcore.views import View, score_outcome, top_class
 
-#: Probabilities are clipped here before taking logs (SPEC §4.1).
+__all__ = [
+    "NLL_CLIP",
+    "accuracy",
+    "binary_brier_score",
+    "binned_ece_plus_width",
+    "brier_score",
+    "classwise_expected_calibration_error",
+    "ece_by_bin_count",
+    "expected_calibration_error",
+    "interval_calibration_error",
+    "laplace_kernel_calibration_error",
+    "maximum_calibration_error",
+    "negative_log_likelihood",
+    "smooth_calibration_error",
+    "smooth_ece",
+]
+
+#: Probabilities are clipped to [NLL_CLIP, 1] before taking logs, so NLL stays finite.
 NLL_CLIP = 1e-12
 
 _BINNINGS: tuple[Binning, ...] = ("equal_width", "equal_mass")
@@ -154,7 +171,7 @@ def classwise_expected_calibration_error(
 def brier_score(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     """Multiclass Brier score, (1/n) sum_i sum_k (p_ik - 1[y_i = k])^2, in [0, 2].
 
-    This sums over classes, as in the hidden-heterogeneity paper (004); for a
+    This sums over classes, as Wagstaff & Dietterich 2023 do; for a
     binary problem it is twice :func:`binary_brier_score`.
     """
     labels, proba = check_predictions(y_true, y_prob)
@@ -190,9 +207,9 @@ def accuracy(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     return float(np.mean(top_class(proba)[0] == labels))
 
 
-# The consistent measures of paper 001 live in calibcore.consistent; they are
+# The consistent measures of Błasiok et al. 2023 live in calibcore.consistent; they are
 # re-exported here so every global measure is reachable from calibcore.metrics.
-from calibcore.consistent import (  # noqa: E402, F401
+from calibcore.consistent import (  # noqa: E402
     binned_ece_plus_width,
     interval_calibration_error,
     laplace_kernel_calibration_error,

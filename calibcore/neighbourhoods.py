@@ -1,4 +1,6 @@
-"""Hellinger neighbourhoods in the probability simplex (paper 004, Algorithm 1, step 1).
+"""Hellinger neighbourhoods in the probability simplex.
+
+Step 1 of hidden heterogeneity (Wagstaff & Dietterich 2023, Algorithm 1).
 
 Many query rows share the same neighbourhood; :func:`group_identical_sets`
 finds them exactly so that each distinct neighbourhood is processed once.
@@ -11,6 +13,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.neighbors import KDTree
+
+__all__ = ["group_identical_sets", "hellinger_neighbourhoods", "neighbour_counts"]
 
 #: The reference's NearestNeighbors switches from a k-d tree to brute force
 #: (rows in index order) above 15 probability columns or at <= 11 rows.
@@ -28,7 +32,7 @@ def hellinger_neighbourhoods(
 ) -> tuple[list[NDArray[np.intp]], NDArray[np.intp]]:
     """Calibration rows within Hellinger distance ``radius`` of each query row (inclusive).
 
-    Hellinger distance H(p, q) = ||sqrt(p) - sqrt(q)||_2 / sqrt(2) (paper 004,
+    Hellinger distance H(p, q) = ||sqrt(p) - sqrt(q)||_2 / sqrt(2) (Wagstaff & Dietterich 2023,
     eq. 2), so the neighbours are found by a k-d tree on sqrt(p) with radius
     ``radius * sqrt(2)``, as the reference does.
 

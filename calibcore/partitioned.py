@@ -1,4 +1,4 @@
-"""Exact global measures of a partitioned table on Dask (issue 14).
+"""Exact global measures of a partitioned table on Dask.
 
 Each partition of a ``dask.dataframe.DataFrame`` is reduced where it lies to a
 :class:`calibcore.summaries.BinnedSummary` (O(K x bins) numbers) and the summaries

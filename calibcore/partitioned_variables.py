@@ -1,4 +1,4 @@
-"""Variable-based calibration of a partitioned table on Dask (issue 14; paper 003).
+"""Variable-based calibration of a partitioned table on Dask (Kelly & Smyth 2023).
 
 :func:`partitioned_variables` gives, for every feature of a ``dask.dataframe.DataFrame``,
 what :func:`calibcore.variable.rank_variables` gives on all its rows (bar the
@@ -185,7 +185,7 @@ def partitioned_variables(
     curves: bool = True,
     progress: Callable[[float], None] | None = None,
 ) -> PartitionedVariables:
-    """VECE, kind, VCE(v*) and LOESS curves of every feature of a Dask table (003).
+    """VECE, kind, VCE(v*) and LOESS curves of every feature of a Dask table.
 
     Three Dask passes (one computation each, over delayed per-partition summaries merged
     pairwise), the last two only when there are numeric variables.

@@ -1,4 +1,6 @@
-"""Random-forest proximity in the augmented space [features, probabilities] (paper 004, §4).
+"""Random-forest proximity in the augmented space [features, probabilities].
+
+The similarity behind SWC (Wagstaff & Dietterich 2023, §4).
 
 The similarity of two rows is the fraction of trees in which they reach the
 same leaf (Breiman, 2001). With ``A`` the (n, n_nodes) leaf-indicator matrix of
@@ -29,6 +31,16 @@ from sklearn.preprocessing import StandardScaler
 from calibcore._forest_growth import grow_forest
 from calibcore._forest_traversal import forest_leaves, pack_nodes
 from calibcore._validation import check_positive_int
+
+__all__ = [
+    "ProximityForest",
+    "TreeEnsemble",
+    "fit_proximity_forest",
+    "forest_proximity",
+    "leaf_indicator",
+    "node_class_counts",
+    "shared_leaf_blocks",
+]
 
 #: Largest number of cells of a dense block of pairwise counts (32 MiB of int64).
 MAX_BLOCK_CELLS = 2**22
@@ -239,7 +251,7 @@ def fit_proximity_forest(
     n_jobs: int | None = None,
     heartbeat: Callable[[float], None] | None = None,
 ) -> ProximityForest:
-    """Fit the proximity forest of SWC on calibration rows (paper 004, §4).
+    """Fit the proximity forest of SWC on calibration rows (Wagstaff & Dietterich 2023, §4).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Reliability diagrams (SPEC §4.1): binned with per-bin 95% intervals, and smooth
+"""Reliability diagrams: binned with per-bin 95% intervals, and smooth
 (kernel-smoothed, relplot's construction) with a bootstrap band."""
 
 from __future__ import annotations
@@ -22,6 +22,15 @@ from calibcore.smooth_ece import (
     smooth_ece_rows,
 )
 from calibcore.views import View, score_outcome
+
+__all__ = [
+    "BinnedReliability",
+    "SmoothReliability",
+    "binned_reliability",
+    "diagram_of_sums",
+    "smooth_reliability",
+    "smooth_reliability_of_groups",
+]
 
 
 @dataclass(frozen=True)

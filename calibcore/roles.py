@@ -2,7 +2,7 @@
 
 A prediction table has one row per example: the true label, the model's class
 probabilities (or logits), optionally a split column (calibration/test) and an
-id, and any number of feature columns (SPEC §2). :func:`infer_roles` guesses which
+id, and any number of feature columns. :func:`infer_roles` guesses which
 column plays which role; :mod:`calibcore.data` validates a table under given roles.
 """
 
@@ -17,6 +17,29 @@ import numpy as np
 import pandas as pd
 
 from calibcore.exceptions import RoleInferenceError
+
+__all__ = [
+    "BINARY_PROBABILITY_NAMES",
+    "BOOLEAN_LABELS",
+    "ID_NAMES",
+    "LABEL_NAMES",
+    "NO_LABEL",
+    "NO_PROBABILITIES",
+    "PROBABILITY_PREFIXES",
+    "PROBABILITY_SUFFIXES",
+    "SPLIT_NAMES",
+    "SPLIT_VALUES",
+    "ColumnRoles",
+    "RoleGuess",
+    "Split",
+    "column_class_parts",
+    "infer_roles",
+    "label_value_names",
+    "natural_order",
+    "normalize_name",
+    "role_problems",
+    "says_probability",
+]
 
 Split = Literal["calibration", "test"]
 
@@ -236,7 +259,7 @@ class _ValueClues:
         return tuple(sorted(names, key=natural_order))
 
     def boolean(self, column: str) -> bool:
-        """Two values, spelled as 0/1, false/true, no/yes (SPEC §2's binary labels)."""
+        """Two values, spelled as 0/1, false/true, no/yes (the spellings of binary labels)."""
         names = self.class_names(column, at_most=2)
         codes = {BOOLEAN_LABELS.get(name.lower()) for name in names or ()}
         return codes == {0, 1}
@@ -259,7 +282,7 @@ class _Found(NamedTuple):
 
 
 def infer_roles(frame: pd.DataFrame) -> RoleGuess:
-    """Guess the role of every column from names and values (SPEC §2).
+    """Guess the role of every column from names and values.
 
     The label and probability columns are looked for in turn as:
 

@@ -1,4 +1,4 @@
-"""Exact smooth calibration error on a path: an O(n log n) dual solver (paper 001, §7).
+"""Exact smooth calibration error on a path: an O(n log n) dual solver (Błasiok et al. 2023, §7).
 
 The smooth calibration error of n scores v_i with residuals r_i = v_i - o_i is
 
@@ -35,6 +35,8 @@ import heapq
 
 import numpy as np
 from numpy.typing import NDArray
+
+__all__ = ["path_smooth_calibration", "smooth_calibration_rows"]
 
 
 def _remove_mass(heap: list[tuple[float, int]], masses: list[float], amount: float) -> float:

@@ -1,4 +1,4 @@
-"""Smooth ECE: reflected-Gaussian kernel smoothing on a grid (SPEC §4.1).
+"""Smooth ECE: reflected-Gaussian kernel smoothing on a grid.
 
 The smooth ECE of Błasiok & Nakkiran (2023) smooths the residuals
 ``r_i = v_i - o_i`` (score minus outcome) with a Gaussian kernel reflected at 0
@@ -25,6 +25,15 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
+
+__all__ = [
+    "DENSITY_EPS",
+    "KernelSmoother",
+    "grid_size",
+    "interpolate",
+    "reflected_gaussian_convolve",
+    "smooth_ece_rows",
+]
 
 #: Points of the mesh the smooth ECE integrates over (relplot ``smECE_mesh_pts``).
 MESH_POINTS = 200

@@ -1,7 +1,7 @@
-"""LOESS: local quadratic regression with pointwise confidence bands (SPEC §4.2).
+"""LOESS: local quadratic regression with pointwise confidence bands.
 
 This is the smoother of Cleveland and Grosse (1991) that the variable-based
-calibration paper (003, Section 4 and Appendix B) uses for its calibration
+calibration paper (Kelly & Smyth 2023, Section 4 and Appendix B) uses for its calibration
 plots, i.e. R's ``loess(degree=2, family="gaussian")`` without robustness
 iterations, computed directly (no kd-tree interpolation) with exact statistics:
 
@@ -56,6 +56,17 @@ from scipy.stats import t as student_t
 from calibcore._loess_moments import fit_by_moments, fit_only, intercept_rows
 from calibcore._validation import check_in_range, check_positive_int, describe_rows, first_rows
 from calibcore.exceptions import CalibrationInputError
+
+__all__ = [
+    "MAX_LEVERAGE",
+    "MIN_NEIGHBOURS",
+    "N_EXACT",
+    "LoessFit",
+    "loess",
+    "loess_fit",
+    "loess_leverage",
+    "loess_many",
+]
 
 #: Default largest number of rows smoothed exactly (with the n x n smoother matrix).
 N_EXACT = 1000

@@ -9,7 +9,7 @@ in-memory functions of :mod:`calibcore.metrics` on all the rows, whatever the pa
 (up to the order of additions, about 1e-15 relative): accuracy, NLL, Brier, binary
 Brier, ECE, MCE and binnedECE + width (top-label and positive views), classwise ECE.
 
-This is the reduction a partitioned table needs (issue 14): each partition is
+This is the reduction a partitioned table needs: each partition is
 summarized where it lies and only the summaries, O(K x bins) numbers each, travel.
 """
 

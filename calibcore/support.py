@@ -1,4 +1,6 @@
-"""Calibration support and a covariate-shift check built on it (paper 004, §5.5, eq. 6).
+"""Calibration support and a covariate-shift check built on it.
+
+Wagstaff & Dietterich 2023, §5.5 and eq. 6.
 
 S_t = sum_i s(t, i), the proximity mass the calibration rows lend to row t:
 roughly how many calibration rows share its leaves in the SWC forest. Low
@@ -32,6 +34,8 @@ from calibcore._validation import check_in_range, check_positive_int, check_prob
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import check_calibration_rows, check_features
 from calibcore.recalibration.similarity import SWC
+
+__all__ = ["CalibrationSupport", "SupportShift", "calibration_support", "compare_support"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,9 @@ def calibration_support(
     n_jobs: int | None = None,
     progress: Callable[[float, int], None] | None = None,
 ) -> CalibrationSupport:
-    """Calibration support S_t of rows (X, p) and of the calibration rows (paper 004, eq. 6).
+    """Calibration support S_t of rows (X, p) and of the calibration rows.
+
+    Wagstaff & Dietterich 2023, eq. 6.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Bootstrap intervals for global calibration measures (SPEC §4.1).
+"""Bootstrap intervals for global calibration measures.
 
 :func:`global_measures` computes every global measure of one view with its
 percentile bootstrap interval in one pass; there a resample is a row of count
@@ -51,7 +51,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MeasureInfo:
-    """How a measure is shown: display name, consistency (001) and a one-line meaning."""
+    """How a measure is shown: display name, consistency and a one-line meaning.
+
+    ``consistent``: a consistent calibration measure in the sense of Błasiok et al. 2023.
+    """
 
     name: str
     consistent: bool
@@ -216,7 +219,7 @@ def global_measures(
 
     ECE, MCE, classwise ECE, Brier (summed over classes), binary Brier (binary
     only), NLL, accuracy, binnedECE + width, and the consistent measures of
-    paper 001 (intCE, kCE, smCE) and the smooth ECE. Values equal the
+    Błasiok et al. 2023 (intCE, kCE, smCE) and the smooth ECE. Values equal the
     corresponding functions of :mod:`calibcore.metrics`; bootstrap resamples
     are rows of count weights evaluated in blocks.
 

@@ -90,7 +90,7 @@ def variable_ece(
     kind: VariableKind = "auto",
     view: VariableView = "top_label",
 ) -> float:
-    """Variable-based expected calibration error, VECE (paper 003, eq. 7).
+    """Variable-based expected calibration error, VECE (Kelly & Smyth 2023, eq. 7).
 
     Parameters
     ----------
@@ -259,7 +259,7 @@ def loess_curves(
 ) -> LoessCurves:
     """LOESS curves of error and predicted error against a numeric variable.
 
-    The paper's variable-based calibration plot (003, Figure 1b and Appendix
+    The paper's variable-based calibration plot (Kelly & Smyth 2023, Figure 1b and Appendix
     B): local quadratic LOESS (:func:`calibcore.smoothing.loess_many`) of
     ``1[y != argmax]`` and of ``1 - confidence`` on V, evaluated at
     ``n_points`` equally spaced values between the 5th and 95th percentiles of
@@ -324,7 +324,9 @@ def rank_variables(
     progress: Callable[[int, int], None] | None = None,
     view: VariableView = "top_label",
 ) -> pd.DataFrame:
-    """Rank variables by VECE, with VCE(v*), v* and a permutation p-value (003, Table 1).
+    """Rank variables by VECE, with VCE(v*), v* and a permutation p-value.
+
+    As in Kelly & Smyth 2023, Table 1.
 
     Parameters
     ----------

@@ -24,6 +24,18 @@ from numpy.typing import NDArray
 
 from calibcore.exceptions import CalibrationInputError
 
+__all__ = [
+    "VIEWS",
+    "ScoreOutcome",
+    "View",
+    "classwise",
+    "default_view",
+    "positive",
+    "score_outcome",
+    "top_class",
+    "top_label",
+]
+
 View = Literal["top_label", "positive", "classwise"]
 VIEWS: tuple[View, ...] = ("top_label", "positive", "classwise")
 

@@ -1,4 +1,4 @@
-"""The numeric core stays free of the web stack (STYLE rule 1)."""
+"""The numeric core stays free of the web stack: calibcore imports no web or plotting library."""
 
 from __future__ import annotations
 

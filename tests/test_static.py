@@ -1,4 +1,4 @@
-"""The code stays lint-clean (ruff) and type-clean (mypy), as STYLE.md asks."""
+"""The code stays lint-clean (ruff) and type-clean (mypy)."""
 
 from __future__ import annotations
 

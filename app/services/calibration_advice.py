@@ -1,7 +1,8 @@
 """Local or global calibration: advice that says what it rests on.
 
 Hidden heterogeneity only predicts whether a local (feature-based) recalibrator could
-help (paper 004's rule of thumb, :func:`calibcore.heterogeneity.recommend_calibration`).
+help (the rule of thumb of Wagstaff & Dietterich 2023,
+:func:`calibcore.heterogeneity.recommend_calibration`).
 Once recalibrators have been fitted on a dataset, their held-out NLL is evidence of
 what did help, and the advice rests on it instead: the best method on held-out NLL,
 with the HH rule of thumb kept beside it (and said to disagree when it does).

@@ -4,10 +4,10 @@ Every row of the table is scored on the same held-out rows (test rows of the
 split, or every row under cross-fitting, each by a model fitted without it):
 ECE, smooth ECE, kCE, Brier, NLL and accuracy with bootstrap 95% intervals
 (:func:`calibcore.uncertainty.global_measures`, the same seeded resamples for
-every row), MLCE (paper 000; on a seeded sample of :data:`MLCE_MAX_ROWS` rows
+every row), MLCE (Luo et al. 2022; on a seeded sample of :data:`MLCE_MAX_ROWS` rows
 when there are more, the same rows for every method) and the largest VECE over
 all variables, numeric and categorical, by the Variables ranking's rule
-(paper 003; :func:`app.services.variables.variable_kind`; the bins of each
+(Kelly & Smyth 2023; :func:`app.services.variables.variable_kind`; the bins of each
 variable are found once and shared by every method) as point estimates, and
 VECE along the variable of each variable-based tree with an interval.
 
@@ -38,7 +38,7 @@ from calibcore.uncertainty import MeasureName, global_measures, subsample_plan
 from calibcore.variable import variable_ece, variable_eces
 from calibcore.views import View
 
-#: Bandwidth and representation of the MLCE column (paper 000 uses gamma = 0.4 on PCA-20).
+#: Bandwidth and representation of the MLCE column (Luo et al. 2022 use gamma = 0.4 on PCA-20).
 MLCE_GAMMA = 0.4
 MLCE_COMPONENTS = 20
 #: Above this many held-out rows MLCE is computed on a seeded sample of this many (the

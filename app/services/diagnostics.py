@@ -82,7 +82,7 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     ``metrics`` maps each measure to its plug-in value (the measure on the data, as
     :mod:`calibcore.metrics` and peers compute it); ``measures`` gives the value shown
     (bias-corrected for calibration errors, see :data:`INTERVAL_NOTE`) with its interval,
-    the plug-in value, whether it is a consistent calibration measure (paper 001), a
+    the plug-in value, whether it is a consistent calibration measure (Błasiok et al. 2023), a
     one-line meaning and any note. ``calibration_test`` is the test of calibration
     (:func:`calibration_test`) with as many resamples as the bootstrap, or None when no
     resampling is asked for (``n_bootstrap=0``).
@@ -155,7 +155,7 @@ def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
     """Binned ECE for many bin counts beside the bin-free consistent measures.
 
     Shows users that binned ECE depends on an arbitrary choice while smooth ECE, smCE
-    and intCE (paper 001) do not. ``bin_free`` takes those values from a measures
+    and intCE (Błasiok et al. 2023) do not. ``bin_free`` takes those values from a measures
     result of the same view and subset (:func:`global_metrics`) instead of computing
     them again.
     """

@@ -2,7 +2,7 @@
 
 Recalibrators that use features want different things:
 
-* ``"variable"`` (the variable-based tree, paper 003): one numeric column as it is;
+* ``"variable"`` (the variable-based tree, Kelly & Smyth 2023): one numeric column as it is;
   missing values stay missing (the tree sends them to its global fit);
 * ``"table"`` (LoRe): the chosen columns as a table, which LoRe encodes itself
   (its fitted encoding is part of its own JSON);

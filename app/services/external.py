@@ -1,4 +1,4 @@
-"""Datasets registered by reference (issue 14): files of any size that stay where they are.
+"""Datasets registered by reference: files of any size that stay where they are.
 
 ``POST /api/v1/datasets/external`` names Parquet or CSV files by path, glob or fsspec
 URL, or the folder that holds them (plain or hive-partitioned). A job reads them on Dask

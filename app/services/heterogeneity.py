@@ -1,4 +1,4 @@
-"""Hidden heterogeneity (HH) of a stored dataset, as a background job (SPEC §4.4, paper 004).
+"""Hidden heterogeneity (HH) of a stored dataset, as a background job (Wagstaff & Dietterich 2023).
 
 HH_t is computed for test rows (a seeded sample of them by default: it grows
 100 trees x 7 pruning levels per distinct probability neighbourhood) against

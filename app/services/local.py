@@ -1,4 +1,4 @@
-"""Local calibration of a stored dataset: LCE landscapes and MLCE curves (paper 000, SPEC §4.3).
+"""Local calibration of a stored dataset: LCE landscapes and MLCE curves (Luo et al. 2022).
 
 Two jobs share one representation phi of the chosen rows (features -> encoding
 -> reducer, :func:`calibcore.embedding.embed`):

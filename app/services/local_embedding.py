@@ -1,4 +1,4 @@
-"""The representation phi behind the Local page, validated and cached (paper 000, SPEC §4.3).
+"""The representation phi behind the Local page, validated and cached (Luo et al. 2022, §3.2).
 
 Chosen rows and feature columns -> :func:`calibcore.embedding.embed` (encoding,
 reducer fitted on a seeded sample, the other rows placed). The result is cached

@@ -1,4 +1,4 @@
-"""Prediction files of any size read by reference on Dask (issue 14): the report's and the
+"""Prediction files of any size read by reference on Dask: the report's and the
 recalibration's shared parts, and recalibration at scale.
 
 A recalibrator is fitted in memory on the calibration rows (a seeded uniform sample of

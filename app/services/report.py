@@ -80,7 +80,7 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
 def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,
                              scheduler: str | None = None, n_bins: int = 15,
                              n_bootstrap: int = 200) -> dict[str, Any]:
-    """The exact measures and diagrams of files of any size on Dask (issue 14).
+    """The exact measures and diagrams of files of any size on Dask.
 
     ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files,
     or a folder of them (plain or hive-partitioned).

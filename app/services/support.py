@@ -1,6 +1,6 @@
-"""Calibration support of a stored dataset, optionally against a new batch (SPEC §4.4).
+"""Calibration support of a stored dataset, optionally against a new batch.
 
-S_t (paper 004, eq. 6) comes from the SWC proximity forest on the calibration
+S_t (Wagstaff & Dietterich 2023, eq. 6) comes from the SWC proximity forest on the calibration
 rows (features encoded as for HH, see :mod:`app.services.heterogeneity`). The
 calibration rows' own support is cross-fitted; test rows (and a batch: another
 stored dataset with the same feature columns) get their support against all

@@ -1,4 +1,4 @@
-"""Variable-based calibration of a stored dataset (paper 003, SPEC §4.2).
+"""Variable-based calibration of a stored dataset (Kelly & Smyth 2023).
 
 The VECE ranking of every feature (cached per parameter set, run as a job when
 large), the calibration curves of one variable (LOESS error and predicted

@@ -1,4 +1,4 @@
-"""Component ids of the Dash UI, in one place (STYLE rule 12)."""
+"""Component ids of the Dash UI, in one place."""
 
 # shell
 URL = "url"

@@ -1,4 +1,4 @@
-"""The recalibrator contract shared by every family (SPEC §4.5).
+"""The recalibrator contract shared by every family.
 
 A recalibrator maps class probabilities (and, for local methods, features) to
 corrected class probabilities. It is a scikit-learn estimator:

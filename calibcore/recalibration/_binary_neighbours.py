@@ -1,7 +1,7 @@
 """The k nearest calibration rows by KL on the binary simplex: a window of the sorted rows.
 
-Paper 002's neighbourhoods (see :mod:`calibcore.recalibration.lece`) in the binary
-case. When every calibration row is exactly ``(1 - b, b)``, the quantity that
+The neighbourhoods of Valk & Kull 2023 (see :mod:`calibcore.recalibration.lece`) in the
+binary case. When every calibration row is exactly ``(1 - b, b)``, the quantity that
 ranks them for a query (a0, a1),
 
     CE(b) = -a0 log(1 - b) - a1 log b      (KL(a || (1 - b, b)) minus a constant),

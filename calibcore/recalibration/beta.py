@@ -31,6 +31,8 @@ from calibcore.recalibration._base import (
 )
 from calibcore.recalibration.scaling import platt_targets
 
+__all__ = ["BetaCalibration", "DirichletCalibration"]
+
 _BETA_FLOOR = 1e-12
 _OPTIMIZER_OPTIONS = {"maxiter": 1000, "ftol": 1e-11, "gtol": 1e-7}
 # Many cheap iterations on small matrices: BLAS threads cost more than they save

@@ -30,6 +30,8 @@ from calibcore.recalibration._base import (
 )
 from calibcore.recalibration.scaling import fit_sigmoid, logit, platt_targets
 
+__all__ = ["HistogramBinning", "ScalingBinning", "equal_mass_bins"]
+
 
 def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
     """Edges of at most ``n_bins`` equal-mass bins of ``scores``, none of them empty.

@@ -15,6 +15,8 @@ from calibcore.recalibration._base import (
 )
 from calibcore.recalibration.scaling import platt_targets
 
+__all__ = ["IsotonicCalibration"]
+
 
 @register
 class IsotonicCalibration(Recalibrator):

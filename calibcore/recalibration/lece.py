@@ -1,4 +1,4 @@
-"""Neighbourhood recalibration on the simplex: LECE and LECD (paper 002), and composition.
+"""Neighbourhood recalibration on the simplex: LECE and LECD (Valk & Kull 2023), and composition.
 
 Valk & Kull, "Assuming Locally Equal Calibration Errors for Non-Parametric
 Multiclass Calibration" (TMLR 2023), Section 3.2 and Algorithm 1. For a
@@ -41,6 +41,20 @@ from calibcore.recalibration._base import Recalibrator, register
 from calibcore.recalibration._binary_neighbours import binary_neighbour_sums, on_binary_curve
 from calibcore.recalibration.scaling import TemperatureScaling
 
+__all__ = [
+    "KL_CLIP",
+    "LECD",
+    "LECE",
+    "NEIGHBORHOOD_SIZE_GRID",
+    "THRESHOLD_GRID",
+    "Composed",
+    "apply_threshold",
+    "cross_validated_log_loss",
+    "kl_divergence_matrix",
+    "neighbour_count",
+    "neighbour_means",
+]
+
 #: The paper's cross-validation grid for the neighbourhood size q = k / n (Section 4.2.2).
 NEIGHBORHOOD_SIZE_GRID: tuple[float, ...] = (
     0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.1, 0.2, 1.0,
@@ -72,7 +86,7 @@ def kl_divergence_matrix(query: FloatArray, reference: FloatArray) -> FloatArray
     -------
     ndarray of shape (n_query, n_reference)
         sum_c q_c log q_c - q . log r, with both clipped at :data:`KL_CLIP`
-        (paper 002, Section 3.2: d_KL(p, p') = sum_i p_i log(p_i / p'_i)).
+        (Valk & Kull 2023, Section 3.2: d_KL(p, p') = sum_i p_i log(p_i / p'_i)).
     """
     query = np.clip(query, KL_CLIP, 1.0)
     entropy_term = np.einsum("ij,ij->i", query, np.log(query))
@@ -369,7 +383,7 @@ def _search_grid(
 class LECE(_NeighbourhoodRecalibrator):
     """LECE calibration: subtract the mean calibration error of the k nearest calibration rows.
 
-    Paper 002, Algorithm 1: c(p) = p - (1/k) sum_{i in N_k(p)} (p_i - y_i), with
+    Valk & Kull 2023, Algorithm 1: c(p) = p - (1/k) sum_{i in N_k(p)} (p_i - y_i), with
     N_k(p) the k calibration rows nearest to p in KL(p || p_i); classes with
     p_j <= t or c_j(p) <= t keep p_j, and rows are renormalized.
 
@@ -406,7 +420,7 @@ class LECE(_NeighbourhoodRecalibrator):
 class LECD(_NeighbourhoodRecalibrator):
     """LECD calibration: the mean one-hot label of the k nearest calibration rows.
 
-    Paper 002, Section 3.2: c(p) = (1/k) sum_{i in N_k(p)} y_i, with the same
+    Valk & Kull 2023, Section 3.2: c(p) = (1/k) sum_{i in N_k(p)} y_i, with the same
     KL neighbourhood, thresholding and renormalization as :class:`LECE`; the
     parameters and attributes are those of :class:`LECE`.
     """

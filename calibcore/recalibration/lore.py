@@ -1,4 +1,4 @@
-"""LoRe: local recalibration by kernel-weighted accuracy (000 §4, eq. 6; SPEC §4.3).
+"""LoRe: local recalibration by kernel-weighted accuracy (Luo et al. 2022, §4, eq. 6).
 
 For a row x with top-label confidence in bin B, the new confidence is the
 kernel-weighted accuracy of the calibration rows in the same bin::

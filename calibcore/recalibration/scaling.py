@@ -19,6 +19,15 @@ from calibcore.recalibration._base import (
     softmax,
 )
 
+__all__ = [
+    "PlattScaling",
+    "TemperatureScaling",
+    "fit_sigmoid",
+    "fit_temperature",
+    "logit",
+    "platt_targets",
+]
+
 _LOGIT_FLOOR = 1e-12
 
 

@@ -1,4 +1,6 @@
-"""Similarity-weighted calibration: SWC and SWC-HH (paper 004, §4, Algorithm 2, eq. 5).
+"""Similarity-weighted calibration: SWC and SWC-HH.
+
+Wagstaff & Dietterich 2023, §4, Algorithm 2 and eq. 5.
 
 q_t[k] = sum_i s(t, i) 1[y_i = k] / sum_i s(t, i), with s the random-forest
 proximity in the augmented space [features, standardized probabilities]
@@ -45,6 +47,8 @@ from calibcore.proximity import (
     shared_leaf_blocks,
 )
 from calibcore.recalibration._base import Recalibrator, _to_simplex, register
+
+__all__ = ["SWC", "SWCHH"]
 
 
 @register
@@ -170,7 +174,9 @@ class SWC(Recalibrator):
         return self._normalize_votes(shared.astype(float) / forest.trees.n_trees, proba)
 
     def calibration_support(self, y_prob: ArrayLike, features: ArrayLike) -> NDArray[np.float64]:
-        """S_t = sum_i s(t, i) over all calibration rows, per row (paper 004, eq. 6).
+        """S_t = sum_i s(t, i) over all calibration rows, per row.
+
+        The calibration support of Wagstaff & Dietterich 2023, eq. 6.
 
         Parameters
         ----------
@@ -237,10 +243,10 @@ class SWC(Recalibrator):
 
 @register
 class SWCHH(SWC):
-    """SWC restricted to calibration rows with similarity >= HH_t / 2 (paper 004, §4).
+    """SWC restricted to calibration rows with similarity >= HH_t / 2.
 
-    HH_t is computed on the calibration rows stored at fit time, with the
-    same ``random_state`` (as the reference, which seeds both with 0).
+    SWC-HH of Wagstaff & Dietterich 2023, §4. HH_t is computed on the calibration rows
+    stored at fit time, with the same ``random_state`` (as the reference, which seeds both with 0).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
-"""Variable-based recalibration with a decision tree over one variable (paper 003).
+"""Variable-based recalibration with a decision tree over one variable (Kelly & Smyth 2023).
 
-Kelly and Smyth (2022), "Variable-Based Calibration for Machine Learning
+Kelly & Smyth (2023), "Variable-Based Calibration for Machine Learning
 Classifiers", Section 6: a shallow decision tree trained on the variable of
 interest v alone (minimum leaf size one tenth of the calibration rows) splits
 v into regions, and each region gets its own recalibration map — beta
@@ -23,6 +23,8 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration._base import Recalibrator, register
 from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
 from calibcore.recalibration.scaling import TemperatureScaling
+
+__all__ = ["MulticlassMap", "SplitCriterion", "VariableTreeCalibration", "assign_regions"]
 
 SplitCriterion = Literal["label", "residual"]
 MulticlassMap = Literal["temperature", "dirichlet"]

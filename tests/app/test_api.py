@@ -324,7 +324,7 @@ def test_api_token_is_enforced_when_configured(settings_factory) -> None:
 
 
 def test_a_malformed_file_reports_every_problem_at_once(client) -> None:
-    """Issue 16.7: every problem of the label and probability columns, with rows and
+    """Every problem of the label and probability columns, with rows and
     counts, in one 422 (not one problem per attempt)."""
     content = b"y_true,y_prob\n0,0.2\n,0.7\n1,abc\n0,1.5\n1,\n"
     error = assert_error(upload(client, content), 422)

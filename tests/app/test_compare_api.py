@@ -1,4 +1,4 @@
-"""Models compared on the same rows through REST (issue 15.1): inferred from the column
+"""Models compared on the same rows through REST: inferred from the column
 names, each model's measures equal the core's on its columns, differences paired."""
 
 from __future__ import annotations

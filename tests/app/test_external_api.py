@@ -1,4 +1,4 @@
-"""Datasets registered by reference (issue 14) through REST, read on a Dask LocalCluster of
+"""Datasets registered by reference through REST, read on a Dask LocalCluster of
 two worker processes named by CALIBDASH_DASK_SCHEDULER."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ def _segments(xs: list, ys: list) -> list[tuple[list[float], list[float]]]:
 def test_smooth_band_is_drawn_only_where_the_curve_is() -> None:
     """Scores with no rows in [0.4, 0.5) and above 0.8: the curve is blank there, and the
     band is one closed outline per stretch of the curve, each holding the curve inside
-    it (a band with null values would be filled against its own chord, issue 16.3)."""
+    it (a band with null values would be filled against its own chord)."""
     grid = np.linspace(0, 1, 101)
     density = np.where(((grid >= 0.4) & (grid < 0.5)) | (grid > 0.8), 0.0, 1.5)
     curve = 0.2 + 0.6 * grid
@@ -52,8 +52,7 @@ def test_smooth_band_is_drawn_only_where_the_curve_is() -> None:
 
 
 def test_a_measure_skipped_on_a_large_file_keeps_its_row_with_the_reason() -> None:
-    """smCE is not computed above 200,000 rows: the table says so instead of dropping it
-    (issue 16.8)."""
+    """smCE is not computed above 200,000 rows: the table says so instead of dropping it."""
     from app.ui.pages.overview import measures_table
 
     note = "not computed on 250,000 rows, above smce_max_rows=200,000"
@@ -77,7 +76,7 @@ def test_a_measure_skipped_on_a_large_file_keeps_its_row_with_the_reason() -> No
 
 
 def test_overlaid_reliability_draws_the_best_two_and_the_rest_on_demand() -> None:
-    """Issue 16.7: with many methods the overlaid curves tangle; the uncalibrated and the
+    """With many methods the overlaid curves tangle; the uncalibrated and the
     best two by held-out NLL are drawn, the others are in the legend only."""
     from app.ui.figures.recalibration import overlaid_reliability_figure
 

@@ -1,4 +1,4 @@
-"""REST round trips for LCE landscapes and MLCE curves (paper 000) against the real core."""
+"""REST round trips for LCE landscapes and MLCE curves (Luo et al. 2022) against the real core."""
 
 from __future__ import annotations
 

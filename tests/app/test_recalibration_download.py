@@ -1,4 +1,4 @@
-"""What a recalibration's download holds and what it is called (issue 16, items 2 and 7).
+"""What a recalibration's download holds and what it is called.
 
 Without a split column the comparison scores five cross-fitting models; the download a
 user takes away must still be what the exported model gives on those rows, so that

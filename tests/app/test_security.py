@@ -1,6 +1,6 @@
 """The gate in front of everything: token, sign-in session, origin, host and body limits.
 
-The attacks come from the security review of issue 12: a Dash callback that listed
+The attacks come from a security review of the app: a Dash callback that listed
 every dataset without the token, uploads accepted from another site's page, and a
 body read in full before its size was checked.
 """
@@ -21,7 +21,7 @@ from tests.app.test_api import assert_error
 TOKEN = "correct-horse-battery-staple"
 SMALL_CSV = b"y_true,y_prob,x\n0,0.2,1\n1,0.7,2\n0,0.4,3\n1,0.9,4\n"
 
-#: The dataset picker's callback: it lists every dataset (the leak of issue 12).
+#: The dataset picker's callback: it lists every dataset (the leak that review found).
 PICKER_CALLBACK = {
     "output": "..dataset-picker.options...dataset-picker.value..",
     "outputs": [{"id": "dataset-picker", "property": "options"},

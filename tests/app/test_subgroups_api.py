@@ -1,4 +1,4 @@
-"""The worst subgroups through REST (issue 15.3): the job's result is the core's audit of
+"""The worst subgroups through REST: the job's result is the core's audit of
 the stored rows, with diagrams; bad requests are refused before any job."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Calibration over time (issue 15.2): a planted shift is flagged at the shift and not
+"""Calibration over time: a planted shift is flagged at the shift and not
 before; windows equal a by-hand grouping; the rolling recalibration is fitted on each
 window and scored on the next."""
 

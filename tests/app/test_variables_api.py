@@ -1,4 +1,4 @@
-"""REST round trips of variable-based calibration (paper 003) against the real core."""
+"""REST round trips of variable-based calibration (Kelly & Smyth 2023) against the real core."""
 
 from __future__ import annotations
 

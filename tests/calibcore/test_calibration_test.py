@@ -1,4 +1,4 @@
-"""The test of calibration by consistency resampling (calibcore.calibration_test, issue 15):
+"""The test of calibration by consistency resampling (calibcore.calibration_test):
 golden values against a plain-loop reference written here, its size by simulation on
 calibrated data, its power on the tempered family, and properties."""
 
@@ -21,7 +21,8 @@ Generate = Callable[[float, int, np.random.Generator], tuple[np.ndarray, np.ndar
 
 
 def binary(temper: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Paper 001 §10.1: f ~ U[0, 1], y ~ Bernoulli(f), prediction f^t / (f^t + (1 - f)^t)."""
+    """Błasiok et al. 2023, §10.1: f ~ U[0, 1], y ~ Bernoulli(f), prediction
+    f^t / (f^t + (1 - f)^t)."""
     f = rng.uniform(size=n)
     y = (rng.uniform(size=n) < f).astype(int)
     return y, f**temper / (f**temper + (1.0 - f) ** temper)

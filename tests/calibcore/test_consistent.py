@@ -1,4 +1,4 @@
-"""Consistent calibration measures (calibcore.consistent, paper 001) against
+"""Consistent calibration measures (calibcore.consistent, Błasiok et al. 2023) against
 brute-force references written here, relplot 1.0.3 as the peer, and the
 paper's tempered synthetic family."""
 
@@ -27,7 +27,8 @@ TEMPERATURES = (0.5, 1.0, 2.0)
 
 
 def tempered_family(beta: float, n: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Paper 001 §10.1: f ~ U[0, 1], y ~ Bernoulli(f), prediction f^b / (f^b + (1 - f)^b)."""
+    """Błasiok et al. 2023, §10.1: f ~ U[0, 1], y ~ Bernoulli(f), prediction
+    f^b / (f^b + (1 - f)^b)."""
     rng = np.random.default_rng(seed)
     f = rng.uniform(size=n)
     y = (rng.uniform(size=n) < f).astype(int)
@@ -254,7 +255,8 @@ def test_measures_respect_the_paper_bounds(sample) -> None:
     # |w| = 1 constant is feasible, and no w beats |w_i| = 1 everywhere.
     assert abs(residual.mean()) - 1e-9 <= smce <= np.abs(residual).mean() + 1e-9
     assert 0.0 <= kce <= np.abs(residual).mean() + 1e-9
-    # smCE <= lower distance <= upper distance <= intCE, binnedECE + width (001, §5-7).
+    # smCE <= lower distance <= upper distance <= intCE, binnedECE + width
+    # (Błasiok et al. 2023, §5-7).
     assert smce <= interval_calibration_error(labels, scores, view="positive") + 1e-9
     assert smce <= binned_ece_plus_width(labels, scores, view="positive", n_bins=7) + 1e-9
 

@@ -1,4 +1,4 @@
-"""Equal-mass edges of scores in parts (issue 14): two passes over the parts give
+"""Equal-mass edges of scores in parts: two passes over the parts give
 numpy's quantile edges of all the scores, bit for bit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hidden heterogeneity (paper 004, Algorithm 1): the bagged-tree machinery against
+"""Hidden heterogeneity (Wagstaff & Dietterich 2023, Algorithm 1): the bagged-tree machinery against
 scikit-learn's forest, HH against the reference's per-row loop, exact grouping of
 neighbourhoods, properties, and the paper's moons experiment."""
 

@@ -1,4 +1,4 @@
-"""Tests of LECE / LECD / Composed (paper 002) against brute-force references."""
+"""Tests of LECE / LECD / Composed (Valk & Kull 2023) against brute-force references."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def brute_force_predict(
     threshold: float,
     lece: bool = True,
 ) -> NDArray[np.float64]:
-    """Algorithm 1 of paper 002, one test row and one class at a time.
+    """Valk & Kull 2023, Algorithm 1, one test row and one class at a time.
 
     Distances are the direct sum of p log(p / p') over a broadcast (n_test,
     n_cal, K) array, not the matrix product the implementation uses.
@@ -88,7 +88,7 @@ def overconfident(rng: np.random.Generator, n: int, n_classes: int, sharpness: f
 
 
 def true_calibration(p: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Paper 002, Section 4.1.1: the chosen true calibration map c(p)."""
+    """Valk & Kull 2023, Section 4.1.1: the chosen true calibration map c(p)."""
     c = np.column_stack(
         [
             p[:, 0] ** 0.8 + p[:, 0] * p[:, 1] / 5,

@@ -1,4 +1,4 @@
-"""LCE / MLCE (paper 000, eqs. 4-5, Lemma 1) against brute-force references."""
+"""LCE / MLCE (Luo et al. 2022, eqs. 4-5, Lemma 1) against brute-force references."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def test_default_gamma_grid(rng: np.random.Generator) -> None:
     assert curve.gammas[0] == pytest.approx(1e-3) and curve.gammas[-1] == pytest.approx(1e2)
     np.testing.assert_allclose(np.diff(np.log10(curve.gammas)), 0.25)
     np.testing.assert_array_equal(curve.gammas, DEFAULT_GAMMAS)
-    # Small neighbourhoods see individual errors: MLCE >= the MCE (0000, Figure 1).
+    # Small neighbourhoods see individual errors: MLCE >= the MCE (Luo et al. 2022, Figure 1).
     assert curve.mlce[0] >= curve.mce and curve.mlce[0] > 0.9
 
 

@@ -1,4 +1,4 @@
-"""LoRe (paper 000, eq. 6) against brute-force references, its limits and its JSON form."""
+"""LoRe (Luo et al. 2022, eq. 6) against brute-force references, its limits and its JSON form."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def locally_miscalibrated(rng: np.random.Generator, n: int):  # type: ignore[no-
 
 
 def test_lore_lowers_local_error_on_held_out_rows() -> None:
-    """000 §5.2 / Figure 3 in miniature: MLCE and mean LCE on held-out rows drop over a
+    """Luo et al. 2022, §5.2 / Figure 3 in miniature: MLCE and mean LCE on held-out rows drop over a
     range of bandwidths. (At the smallest bandwidths every method's MLCE is ~1, and with
     few rows a recalibrated confidence alone in its bin can set the MLCE; 8 seeds of
     this setting keep the ratio after/before below 0.75 for gamma >= 0.1.)"""

@@ -1,4 +1,4 @@
-"""Comparing models on the same rows (issue 15.1) against a paired bootstrap written out
+"""Comparing models on the same rows against a paired bootstrap written out
 by hand: the same resample counts expanded into rows, the measures of calibcore.metrics
 on them, differences, intervals and p-values computed here."""
 

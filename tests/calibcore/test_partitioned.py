@@ -1,4 +1,4 @@
-"""Exact measures of a partitioned table on a Dask cluster (issue 14): a LocalCluster of
+"""Exact measures of a partitioned table on a Dask cluster: a LocalCluster of
 two worker processes, tables of 1, 3 and 17 partitions, the same measures as in memory."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Variable-based calibration of a partitioned table (issue 14): on a LocalCluster of two
+"""Variable-based calibration of a partitioned table: on a LocalCluster of two
 worker processes and tables of 1, 3 and 17 partitions, the same kinds and VECE as
 rank_variables / variable_ece on all rows, pandas.qcut's edges bit for bit, and LOESS
 curves within the stated bound of loess_curves. Golden values come from the in-memory

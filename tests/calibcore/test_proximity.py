@@ -1,5 +1,6 @@
-"""Random-forest proximity (paper 004, §4): our traversal against scikit-learn's, the
-sparse co-occurrence products against pairwise loops, and the augmented space."""
+"""Random-forest proximity (Wagstaff & Dietterich 2023, §4): our traversal against
+scikit-learn's, the sparse co-occurrence products against pairwise loops, and the
+augmented space."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Role inference from the names and values people use (issue 16, item 1)."""
+"""Role inference from the names and values people use."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SWC and SWC-HH (paper 004, Algorithm 2, eq. 5): against the reference's pairwise
+"""SWC and SWC-HH (Wagstaff & Dietterich 2023, Algorithm 2, eq. 5): against the reference's pairwise
 computation, the fallbacks, exact JSON round trips, and the paper's moons numbers."""
 
 from __future__ import annotations

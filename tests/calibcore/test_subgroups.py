@@ -1,4 +1,4 @@
-"""The worst subgroups (issue 15.3) against a by-hand audit written here: every slice's
+"""The worst subgroups against a by-hand audit written here: every slice's
 rows found with pandas, its gap and t test with scipy.stats.ttest_1samp, and
 Benjamini-Hochberg written out."""
 

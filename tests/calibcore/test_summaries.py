@@ -1,4 +1,4 @@
-"""Mergeable summaries (issue 14): measures of merged partition summaries equal the
+"""Mergeable summaries: measures of merged partition summaries equal the
 in-memory measures of all rows, whatever the partitioning."""
 
 from __future__ import annotations

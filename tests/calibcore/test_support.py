@@ -1,5 +1,6 @@
-"""Calibration support (paper 004, eq. 6): the definition, the cross-fitted reference,
-and the covariate-shift comparison (the paper's rotated-batch experiment, in 2-D)."""
+"""Calibration support (Wagstaff & Dietterich 2023, eq. 6): the definition, the
+cross-fitted reference, and the covariate-shift comparison (the paper's rotated-batch
+experiment, in 2-D)."""
 
 from __future__ import annotations
 

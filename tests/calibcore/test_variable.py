@@ -127,7 +127,7 @@ def test_vece_binary_probability_column_and_missing_values():
 
 @pytest.mark.parametrize("n_bins", [3, 5, 7, 9, 11])
 def test_theorem_5_1_ece_zero_while_vece_is_half_minus_half_over_bins(n_bins):
-    """Paper 003, Theorem 5.1: p = 0.5 everywhere, error = 1[v > 1/2]."""
+    """Kelly & Smyth 2023, Theorem 5.1: p = 0.5 everywhere, error = 1[v > 1/2]."""
     n = 13_860  # n / n_bins is even for every K here, so the middle bin splits evenly
     v = (np.arange(n) + 0.5) / n
     y_true = (v > 0.5).astype(int)  # argmax of (0.5, 0.5) is class 0: wrong iff v > 1/2

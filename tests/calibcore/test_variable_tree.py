@@ -1,4 +1,4 @@
-"""VariableTreeCalibration (paper 003, Section 6): regions from a tree on v alone,
+"""VariableTreeCalibration (Kelly & Smyth 2023, Section 6): regions from a tree on v alone,
 a map per region, the global map where a region cannot carry its own."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from calibcore.recalibration.variable_tree import VariableTreeCalibration, assig
 
 
 def brute_force_vece(v, labels, proba, n_bins=10):
-    """VECE of paper 003: equal-mass bins over v (pandas.qcut, duplicate edges dropped),
-    sum over bins of (n_b / n) |mean predicted error - mean error|, top-label view."""
+    """VECE of Kelly & Smyth 2023, eq. 7: equal-mass bins over v (pandas.qcut, duplicate
+    edges dropped), sum over bins of (n_b / n) |mean predicted error - mean error|,
+    top-label view."""
     frame = pd.DataFrame(
         {
             "bin": pd.qcut(v, n_bins, duplicates="drop"),

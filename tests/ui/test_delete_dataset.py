@@ -1,4 +1,4 @@
-"""Deleting a dataset from the Data page (issue 16.8), in real headless Chromium: the
+"""Deleting a dataset from the Data page, in real headless Chromium: the
 browser asks to confirm, then the dataset and its results are gone."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_delete_asks_then_removes_the_dataset(server, browser, shared_data) -> N
 
 def test_heterogeneity_says_which_rows_each_section_uses_without_a_split(
         server, browser, shared_data, tmp_path) -> None:
-    """Issue 16.8: without a split column HH evaluates a seeded half of the rows and
+    """Without a split column HH evaluates a seeded half of the rows and
     support uses every row; the page says so, with the half's size."""
     import pandas as pd
 

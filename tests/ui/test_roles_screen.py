@@ -1,4 +1,4 @@
-"""The roles screen in headless Chromium against a real server (issue 16, item 1): roles
+"""The roles screen in headless Chromium against a real server: roles
 inferred from unusual names, and a role picked by hand updating the rest of the screen."""
 
 from __future__ import annotations

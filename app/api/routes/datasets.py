@@ -152,7 +152,7 @@ def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
     """Every global measure of one view on all, calibration or test rows, with 95% intervals.
 
     ``metrics`` maps measure -> value; ``measures`` adds the basic-bootstrap interval,
-    whether the measure is a consistent calibration measure (paper 001) and its meaning.
+    whether the measure is a consistent calibration measure (Błasiok et al. 2023) and its meaning.
     ``calibration_test`` tests whether the probabilities are calibrated at all
     (consistency resampling on kCE, with ``n_bootstrap`` resamples; null when it is 0) in
     the default view, and checks the verdict in a second view (``other_views``).

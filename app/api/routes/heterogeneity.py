@@ -27,7 +27,7 @@ Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description="seeds every random 
 
 
 class HeterogeneityRequest(BaseModel):
-    """Parameters of hidden heterogeneity (paper 004, Algorithm 1)."""
+    """Parameters of hidden heterogeneity (Wagstaff & Dietterich 2023, Algorithm 1)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -59,7 +59,8 @@ class HeterogeneityRequest(BaseModel):
 
 
 class SupportRequest(BaseModel):
-    """Parameters of calibration support (paper 004, eq. 6) and the batch to compare."""
+    """Parameters of calibration support (Wagstaff & Dietterich 2023, eq. 6) and the batch to
+    compare."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 

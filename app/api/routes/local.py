@@ -1,4 +1,4 @@
-"""Local calibration routes (paper 000): LCE landscapes and MLCE curves, both as jobs."""
+"""Local calibration routes (Luo et al. 2022): LCE landscapes and MLCE curves, both as jobs."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ Gamma = Annotated[float, Field(gt=0.0, le=1e6, allow_inf_nan=False)]
 
 
 class RepresentationRequest(BaseModel):
-    """How the kernel space phi is built (SPEC §4.3), and on which rows."""
+    """How the kernel space phi is built (encoding, then an optional reducer), and on which rows."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -91,7 +91,7 @@ def _accepted(job_id: str, snapshot: dict[str, Any]) -> JSONResponse:
 @router.post("/datasets/{dataset_id}/lce", status_code=202, responses=_ACCEPTED)
 def create_landscape(services: ServicesDep, dataset_id: str,
                      request: LandscapeRequest | None = None) -> JSONResponse:
-    """Per-row local calibration error (000, eq. 4) on a 2-D map, as a job.
+    """Per-row local calibration error (Luo et al. 2022, eq. 4) on a 2-D map, as a job.
 
     Progress runs through encoding, fitting the reducer on a seeded sample,
     placing the other rows, the LCE and the summaries. The job's result:
@@ -122,7 +122,7 @@ def create_landscape(services: ServicesDep, dataset_id: str,
 @router.post("/datasets/{dataset_id}/lce/curve", status_code=202, responses=_ACCEPTED)
 def create_curve(services: ServicesDep, dataset_id: str,
                  request: CurveRequest | None = None) -> JSONResponse:
-    """MLCE and mean LCE against gamma (000, Figures 1 and 16), as a job.
+    """MLCE and mean LCE against gamma (Luo et al. 2022, Figures 1 and 16), as a job.
 
     Same representation parameters as ``POST .../lce`` (and the same cached
     embedding). The job's result: ``gammas``, ``mlce``, ``mean_lce``, and ``mce``

@@ -83,7 +83,7 @@ def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQu
                  n_points: PointsQuery = 500, n_bins: BinsQuery = 10,
                  subset: SubsetQuery = "all", curve_range: RangeQuery = "5-95",
                  view: VariableViewQuery = "top_label") -> dict[str, Any]:
-    """Calibration of one variable (003, Figure 1b).
+    """Calibration of one variable (Kelly & Smyth 2023, Figure 1b).
 
     Numeric: LOESS curves of the error rate and the predicted error
     (1 - confidence, top label) against the variable with 95% pointwise bands,

@@ -1,4 +1,9 @@
-"""Writing tables for download without spreadsheet formula injection (SPEC §7)."""
+"""Writing tables for download without spreadsheet formula injection.
+
+Text cells (and column names) that start with ``=``, ``+``, ``-`` or ``@`` (or a tab or
+carriage return) would run as formulas when the download is opened in a spreadsheet, so
+they are escaped with a leading quote.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     """Prefix text cells and column names that a spreadsheet would read as a formula with a
-    quote (SPEC §7)."""
+    quote."""
     out = frame.copy()
     for column in out.columns:
         values = out[column]

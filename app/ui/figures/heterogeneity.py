@@ -1,4 +1,5 @@
-"""Hidden heterogeneity and calibration support results -> plotly figures (paper 004)."""
+"""Hidden heterogeneity and calibration support results -> plotly figures
+(Wagstaff & Dietterich 2023)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Local calibration results -> plotly figures (paper 000): the LCE landscape, the CDF of
+"""Local calibration results -> plotly figures (Luo et al. 2022): the LCE landscape, the CDF of
 the LCE in a confidence bin (its Figure 2) and MLCE / mean LCE against gamma (Figures 1, 16)."""
 
 from __future__ import annotations

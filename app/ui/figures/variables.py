@@ -1,4 +1,5 @@
-"""Variable-based calibration figures (paper 003): VECE by variable, curves along a variable.
+"""Variable-based calibration figures (Kelly & Smyth 2023): VECE by variable, curves along
+a variable.
 
 ``scale`` chooses what the curves show: ``"error"`` (error rate and predicted
 error, as in the paper's Figure 1b) or ``"accuracy"`` (accuracy and
@@ -139,7 +140,10 @@ def _band_trace(x: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[
 
 
 def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
-    """Figure 1b of paper 003: both LOESS curves with bands, v* marked, histogram of v beneath."""
+    """Both LOESS curves with bands, v* marked, histogram of v beneath.
+
+    The variable-based calibration plot of Kelly & Smyth 2023, Figure 1b.
+    """
     curves = detail["curves"]
     name = detail["variable"]
     observed_name, predicted_name = _names(detail, scale)

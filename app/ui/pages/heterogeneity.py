@@ -1,4 +1,5 @@
-"""Heterogeneity page: hidden heterogeneity (HH) and calibration support (paper 004).
+"""Heterogeneity page: hidden heterogeneity (HH) and calibration support
+(Wagstaff & Dietterich 2023).
 
 Both computations run as jobs (:mod:`app.services.heterogeneity`,
 :mod:`app.services.support`); the page starts them, polls their progress, can

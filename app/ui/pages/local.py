@@ -1,4 +1,4 @@
-"""Local page: LCE landscapes, the CDF of the LCE per confidence bin, MLCE curves (paper 000).
+"""Local page: LCE landscapes, the CDF of the LCE per confidence bin, MLCE curves (Luo et al. 2022).
 
 "Compute" starts the landscape job (:func:`app.services.local.start_landscape`);
 when it succeeds the page starts the MLCE-curve job for the same representation
@@ -38,7 +38,8 @@ from app.ui.shell_helpers import register_folded_note
 from calibcore.embedding import DEFAULT_SAMPLE_SIZE
 from calibcore.exceptions import CalibrationInputError
 
-#: Slider default per reducer (SPEC §4.3; "none" usually has many dimensions).
+#: Slider default per reducer: 0.2 on 2-D/3-D maps, 0.4 on feature spaces ("none" usually
+#: has many dimensions), the bandwidths Luo et al. 2022 use.
 _DEFAULT_GAMMA = {"pca": local.DEFAULT_GAMMA_FEATURES, "none": local.DEFAULT_GAMMA_FEATURES,
                   "umap": local.DEFAULT_GAMMA_MAP, "tsne": local.DEFAULT_GAMMA_MAP,
                   "columns": local.DEFAULT_GAMMA_MAP}

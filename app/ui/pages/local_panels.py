@@ -146,7 +146,7 @@ def summary_panel(result: dict[str, Any]) -> html.Div:
         measure_card("MLCE", result["mlce"],
                      f"γ = {result['params']['gamma']:g}, φ = {representation_words(result)}; "
                      f"{n}; at {where}",
-                     title="largest LCE over rows (000, eq. 5). " + MLCE_VARIANCE),
+                     title="largest LCE over rows (Luo et al. 2022, eq. 5). " + MLCE_VARIANCE),
         measure_card("Mean LCE", result["mean_lce"], n),
         measure_card("MCE", result["mce"], "γ → ∞ limit of the MLCE",
                      title="largest |conf − acc| over the confidence bins"),

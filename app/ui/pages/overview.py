@@ -176,7 +176,10 @@ def _start_interval_job(services: Services, dataset_id: str,
 
 
 def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
-    """Every measure: value, 95% interval, whether it is consistent (paper 001), meaning."""
+    """Every measure: value, 95% interval, whether it is consistent, meaning.
+
+    Consistent calibration measures in the sense of Błasiok et al. 2023.
+    """
     header = html.Tr([html.Th(h) for h in ("measure", "estimate", "95% interval", "plug-in",
                                            "consistent", "what it says")])
     rows = []

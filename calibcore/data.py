@@ -47,6 +47,7 @@ __all__ = [
     "PROBABILITY_SUFFIXES",
     "SPLIT_NAMES",
     "SPLIT_VALUES",
+    "SUM_TOLERANCE",
     "ColumnRoles",
     "FeatureKind",
     "PredictionSet",
@@ -54,7 +55,9 @@ __all__ = [
     "Split",
     "build_prediction_set",
     "class_names_of",
+    "describe_rows",
     "feature_kind",
+    "first_rows",
     "infer_roles",
     "label_value_names",
 ]

@@ -343,6 +343,7 @@ def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str]
 
 
 __all__ = [
+    "compute_reporting",
     "measures_with_intervals",
     "partition_cells",
     "partition_classes",

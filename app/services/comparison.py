@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from app.services.jsonable import jsonable
 from app.services.variables import VariableKind, variable_kind
-from calibcore._encoding import fit_representation
+from calibcore.embedding import fit_representation
 from calibcore.exceptions import CalibrationInputError
 from calibcore.local import local_calibration
 from calibcore.metrics import NLL_CLIP

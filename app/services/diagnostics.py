@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,6 +13,7 @@ from app.jobs import Progress
 from app.services.cache import cache_key, cached
 from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
+from app.services.shared import ServiceContext
 from calibcore import metrics
 from calibcore.binning import Binning
 from calibcore.calibration_test import CalibrationTestResult
@@ -22,9 +23,6 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.reliability import binned_reliability, smooth_reliability
 from calibcore.uncertainty import MeasureName, global_measures
 from calibcore.views import View, default_view
-
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 Subset = Literal["all", "calibration", "test"]
 
@@ -53,7 +51,7 @@ _METRICS_CACHE_VERSION = 3
 _RELIABILITY_CACHE_VERSION = 1
 
 
-def dataset_view(services: Services, dataset_id: str, view: View | None) -> View:
+def dataset_view(services: ServiceContext, dataset_id: str, view: View | None) -> View:
     """``view``, or the dataset's default: the positive view for two classes (the top-label
     view folds a binary problem and can hide its miscalibration), top label for more."""
     if view is not None:
@@ -226,13 +224,13 @@ class MetricsRequest:
     n_bootstrap: int = 200
 
 
-def _metrics_key(services: Services, dataset_id: str, request: MetricsRequest) -> str:
+def _metrics_key(services: ServiceContext, dataset_id: str, request: MetricsRequest) -> str:
     return cache_key(dataset_id, "metrics", **asdict(request),
                      random_state=services.settings.random_state,
                      version=_METRICS_CACHE_VERSION)
 
 
-def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
+def metrics_for(services: ServiceContext, dataset_id: str, request: MetricsRequest,
                 progress: Progress | None = None) -> dict[str, Any]:
     """:func:`global_metrics` of a stored dataset, cached per parameter set."""
 
@@ -263,13 +261,13 @@ def metrics_for(services: Services, dataset_id: str, request: MetricsRequest,
     return dict(cached(services.store, _metrics_key(services, dataset_id, request), compute))
 
 
-def _sampled(services: Services, dataset_id: str) -> dict[str, str]:
+def _sampled(services: ServiceContext, dataset_id: str) -> dict[str, str]:
     """``{"sample_note": ...}`` for a sampled external dataset, else nothing."""
     note = sample_note(services.datasets.record(dataset_id).meta)
     return {} if note is None else {"sample_note": note}
 
 
-def _exact_report(services: Services, dataset_id: str,
+def _exact_report(services: ServiceContext, dataset_id: str,
                   request: MetricsRequest) -> dict[str, Any] | None:
     """The exact report of every row of an external dataset when it answers ``request``
     (top-label view, equal-width bins, its bin count and resamples), else None."""
@@ -282,7 +280,7 @@ def _exact_report(services: Services, dataset_id: str,
     return dict(report)
 
 
-def _external_metrics(services: Services, dataset_id: str,
+def _external_metrics(services: ServiceContext, dataset_id: str,
                       request: MetricsRequest) -> dict[str, Any] | None:
     """The measures table of every row of an external dataset, from its exact report."""
     report = _exact_report(services, dataset_id, request)
@@ -305,7 +303,7 @@ def _external_metrics(services: Services, dataset_id: str,
             "exact_note": f"every one of the {result['n']:,} rows ({result['note']})"}
 
 
-def reliability_for(services: Services, dataset_id: str,
+def reliability_for(services: ServiceContext, dataset_id: str,
                     request: MetricsRequest) -> dict[str, Any]:
     """:func:`reliability` of a stored dataset, cached per parameter set."""
     key = cache_key(dataset_id, "reliability", **asdict(request),
@@ -334,7 +332,7 @@ def reliability_for(services: Services, dataset_id: str,
     return dict(cached(services.store, key, compute))
 
 
-def bin_sensitivity_for(services: Services, dataset_id: str, *, view: View, subset: Subset,
+def bin_sensitivity_for(services: ServiceContext, dataset_id: str, *, view: View, subset: Subset,
                         bin_free: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`bin_sensitivity` of a stored dataset, cached per view and subset."""
     key = cache_key(dataset_id, "bins", view=view, subset=subset)
@@ -348,7 +346,7 @@ def bin_sensitivity_for(services: Services, dataset_id: str, *, view: View, subs
     return dict(cached(services.store, key, compute))
 
 
-def cached_metrics(services: Services, dataset_id: str,
+def cached_metrics(services: ServiceContext, dataset_id: str,
                    request: MetricsRequest) -> dict[str, Any] | None:
     """The cached result of :func:`metrics_for`, if it was computed before."""
     key = _metrics_key(services, dataset_id, request)

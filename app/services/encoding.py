@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore._encoding import Representation, fit_representation
+from calibcore.embedding import Representation, fit_representation
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import Recalibrator
 

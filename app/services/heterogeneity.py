@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +29,7 @@ from app.services.calibration_advice import advise
 from app.services.cost import CostEstimate, duration
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
+from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.embedding import Representation, embed, fit_representation
@@ -40,9 +41,6 @@ from calibcore.heterogeneity import (
     recommend_calibration,
 )
 from calibcore.neighbourhoods import neighbour_counts
-
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 #: Bump when the result document changes shape, so stale caches are not served.
 RESULT_VERSION = 1
@@ -218,7 +216,7 @@ def confidence_bins(confidence: NDArray[np.float64], hh: NDArray[np.float64],
     return bins
 
 
-def estimate_heterogeneity(services: Services, dataset_id: str,
+def estimate_heterogeneity(services: ServiceContext, dataset_id: str,
                            params: HeterogeneityParams) -> CostEstimate:
     """Rough seconds of the local forests, before starting (no forest is grown).
 
@@ -284,7 +282,7 @@ def forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
     return float(centres.shape[0] * per_forest), int(centres.shape[0]), float(counts.mean())
 
 
-def start_heterogeneity(services: Services, dataset_id: str,
+def start_heterogeneity(services: ServiceContext, dataset_id: str,
                         params: HeterogeneityParams) -> Job:
     """Validate the request now (unknown dataset or features fail at once), then submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)

@@ -30,7 +30,7 @@ in increasing |LCE| so the largest errors are drawn on top.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,7 @@ from app.services.local_embedding import (
     start_warm_up,
 )
 from app.services.row_columns import save_row_column
+from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.binning import assign_bins, equal_width_edges
 from calibcore.embedding import Reducer
@@ -67,9 +68,6 @@ from calibcore.local import (
     summarize_bins,
 )
 from calibcore.views import top_label
-
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 __all__ = ["CDF_POINTS", "DEFAULT_GAMMA_FEATURES", "DEFAULT_GAMMA_MAP", "MAX_DISPLAY_POINTS",
            "PREPARING_UMAP", "CurveParams", "LandscapeParams", "RepresentationParams",
@@ -121,7 +119,7 @@ class CurveParams:
         return np.logspace(np.log10(self.gamma_min), np.log10(self.gamma_max), self.n_gammas)
 
 
-def estimate_landscape(services: Services, dataset_id: str,
+def estimate_landscape(services: ServiceContext, dataset_id: str,
                        params: RepresentationParams) -> CostEstimate:
     """Rough seconds of a landscape before it starts: the representation phi dominates
     (the LCE on a cached phi takes seconds)."""
@@ -158,7 +156,7 @@ class _Task:
     representation: RepresentationParams
 
     @classmethod
-    def prepare(cls, services: Services, dataset_id: str,
+    def prepare(cls, services: ServiceContext, dataset_id: str,
                 params: RepresentationParams) -> _Task:
         prediction_set = services.datasets.prediction_set(dataset_id)
         representation, rows = choose_rows(prediction_set, params)
@@ -176,7 +174,7 @@ class _Task:
                                 gamma=gamma, dimension=dimension, exact=True)
 
 
-def start_landscape(services: Services, dataset_id: str, params: LandscapeParams) -> Job:
+def start_landscape(services: ServiceContext, dataset_id: str, params: LandscapeParams) -> Job:
     """Validate now (unknown dataset, features or bad combinations fail at once), then
     submit the landscape job; its result is :func:`landscape_result`."""
     task = _Task.prepare(services, dataset_id, params.representation)
@@ -214,7 +212,7 @@ def start_landscape(services: Services, dataset_id: str, params: LandscapeParams
     return services.jobs.submit("lce", run, params={"dataset_id": dataset_id, **asdict(params)})
 
 
-def landscape_result(services: Services, dataset_id: str,
+def landscape_result(services: ServiceContext, dataset_id: str,
                      params: LandscapeParams) -> dict[str, Any]:
     """A computed landscape read back from the caches (e.g. to draw another bin).
 
@@ -400,7 +398,7 @@ def _reducer_words(params: RepresentationParams, about: dict[str, Any]) -> str:
 
 
 # -- the curve -----------------------------------------------------------------------------
-def start_curve(services: Services, dataset_id: str, params: CurveParams) -> Job:
+def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) -> Job:
     """Validate now, then submit the MLCE-curve job (result: gammas, mlce, mean_lce, mce, ece)."""
     task = _Task.prepare(services, dataset_id, params.representation)
     gammas = params.grid()

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ from app.services.cache import cache_key
 from app.services.cost import CostEstimate, duration
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
+from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.embedding import (
@@ -41,9 +42,6 @@ from calibcore.embedding import (
     warm_up,
 )
 from calibcore.exceptions import CalibrationInputError
-
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 #: Bump when a cached document or table changes meaning, so stale caches are not served.
 CACHE_VERSION = 1
@@ -94,7 +92,7 @@ class _WarmUp:
 _UMAP = _WarmUp()
 
 
-def start_warm_up(services: Services) -> Job | None:
+def start_warm_up(services: ServiceContext) -> Job | None:
     """Compile UMAP in a background job at server start (about a minute on 2 cores).
 
     A UMAP landscape requested meanwhile waits for it, saying "preparing UMAP (first

@@ -51,8 +51,7 @@ from typing_extensions import TypeAliasType
 
 from app.services.methods import check_params
 from calibcore.exceptions import CalibrationInputError
-from calibcore.recalibration import REGISTRY
-from calibcore.recalibration._base import JSON_FORMAT_VERSION
+from calibcore.recalibration import JSON_FORMAT_VERSION, REGISTRY
 
 #: Deepest nesting of objects and lists accepted (exported documents reach 9).
 MAX_DEPTH = 32

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
+from app.services.shared import ServiceContext
 from calibcore.data import PredictionSet, build_prediction_set
 from calibcore.exceptions import CalibrationInputError
 from calibcore.model_comparison import ModelComparison, compare_models
 from calibcore.reliability import binned_reliability
 from calibcore.views import View, default_view
-
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 
 def model_probabilities(prediction_set: PredictionSet, frame: Any,
@@ -72,7 +70,7 @@ def comparison_document(prediction_set: PredictionSet, probabilities: dict[str, 
                 "20,000-row subsample, scaled), p-value of no difference"})
 
 
-def compare_for(services: Services, dataset_id: str, *, reference: str | None = None,
+def compare_for(services: ServiceContext, dataset_id: str, *, reference: str | None = None,
                 n_bootstrap: int = 200, view: View | None = None) -> dict[str, Any]:
     """:func:`comparison_document` of a stored dataset, cached per reference, view and
     resamples."""

@@ -22,7 +22,7 @@ from app.services.lake_layouts import is_directory, read_lake
 from app.services.methods import MethodSpec
 from app.services.recalibration import recalibrate_table
 from app.services.saved_models import LoadedModel, apply_model, load_model
-from calibcore._dask_progress import compute_reporting
+from calibcore.partitioned import compute_reporting
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

@@ -15,10 +15,10 @@ from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import read_table
-from calibcore._dask_progress import compute_reporting
 from calibcore.data import SPLIT_VALUES, ColumnRoles, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
+    compute_reporting,
     measures_with_intervals,
     partition_classes,
     partitioned_equal_mass,

@@ -39,8 +39,7 @@ from app.services.encoding import FeatureEncoder, check_columns
 from app.services.model_document import validate_document
 from app.services.tables import read_table
 from app.store import Record, Store, new_id, now
-from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
-from calibcore.data import PredictionSet, infer_roles
+from calibcore.data import SUM_TOLERANCE, PredictionSet, describe_rows, first_rows, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import Recalibrator
 from calibcore.roles import column_class_parts

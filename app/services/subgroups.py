@@ -9,7 +9,7 @@ caches the result per dataset and settings.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,11 +18,9 @@ from app.services.datasets import sample_note
 from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
+from app.services.shared import ServiceContext
 from calibcore.reliability import binned_reliability
 from calibcore.subgroups import Subgroup, SubgroupView, worst_subgroups
-
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 #: Slices listed in a result (the worst first); the count tried is always given.
 MAX_LISTED = 200
@@ -61,7 +59,7 @@ class SubgroupParams:
     view: SubgroupView | None = None
 
 
-def start_subgroups(services: Services, dataset_id: str, params: SubgroupParams) -> Job:
+def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupParams) -> Job:
     """Check the request now (unknown dataset, features or subset fail at once), then
     submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)

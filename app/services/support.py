@@ -14,7 +14,7 @@ cross-fitted one and there is no test comparison.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,7 @@ from app.services.heterogeneity import (
 )
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
+from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -40,8 +41,6 @@ from calibcore.support import CalibrationSupport, calibration_support, compare_s
 #: Calibration rows a proximity forest is grown on at most (SWC's default sample).
 SWC_MAX_ROWS = 20_000
 
-if TYPE_CHECKING:
-    from app.services.context import Services
 
 MAX_HISTOGRAM_BINS = 40
 #: Cost model of one proximity forest (100 trees; measured on 2 cores: 20,000 rows of 4
@@ -61,7 +60,7 @@ class SupportParams:
     features: tuple[str, ...] | None = None
 
 
-def estimate_support(services: Services, dataset_id: str,
+def estimate_support(services: ServiceContext, dataset_id: str,
                      params: SupportParams) -> CostEstimate:
     """Rough seconds of the proximity forests (one per fold, one on every calibration row
     when there are test or batch rows to score), before starting."""
@@ -96,7 +95,7 @@ def estimate_support(services: Services, dataset_id: str,
     return CostEstimate(estimate, basis, cheaper)
 
 
-def start_support(services: Services, dataset_id: str, params: SupportParams) -> Job:
+def start_support(services: ServiceContext, dataset_id: str, params: SupportParams) -> Job:
     """Validate the request now (dataset, features, batch compatibility), then submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
     batch, batch_name = None, None

@@ -8,26 +8,24 @@ fitted on each window and scored on the next one (``rolling``).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
+from app.services.shared import ServiceContext
 from calibcore import metrics
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import REGISTRY
 from calibcore.timeline import MIN_WINDOW_ROWS, Frequency, TimelineView, calibration_timeline
 
-if TYPE_CHECKING:
-    from app.services.context import Services
-
 #: Recalibrators the rolling comparison may fit (global ones: no features needed).
 ROLLING_METHODS = ("temperature", "platt", "isotonic", "beta", "histogram")
 
 
-def timeline_for(services: Services, dataset_id: str, *, freq: Frequency = "auto",
+def timeline_for(services: ServiceContext, dataset_id: str, *, freq: Frequency = "auto",
                  reference: int = 0, method: str = "temperature",
                  time: str | None = None, view: TimelineView | None = None) -> dict[str, Any]:
     """The timeline of ``dataset_id`` on its time column (or ``time``), cached; on

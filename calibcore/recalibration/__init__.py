@@ -5,7 +5,7 @@ the app and the JSON loader use; see :mod:`calibcore.recalibration._base` for
 the contract.
 """
 
-from calibcore.recalibration._base import REGISTRY, Recalibrator
+from calibcore.recalibration._base import JSON_FORMAT_VERSION, REGISTRY, Recalibrator
 from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
 from calibcore.recalibration.binning import HistogramBinning, ScalingBinning
 from calibcore.recalibration.isotonic import IsotonicCalibration
@@ -16,6 +16,7 @@ from calibcore.recalibration.similarity import SWC, SWCHH
 from calibcore.recalibration.variable_tree import VariableTreeCalibration
 
 __all__ = [
+    "JSON_FORMAT_VERSION",
     "LECD",
     "LECE",
     "REGISTRY",

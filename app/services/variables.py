@@ -26,6 +26,7 @@ from app.services.cache import cache_key
 from app.services.datasets import DatasetService
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
+from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -177,13 +178,14 @@ def ranking_work(prediction_set: PredictionSet, params: RankingParams) -> int:
     return prediction_set.features.shape[1] * (VARIABLE_OVERHEAD_ROWS + n_rows)
 
 
-def request_ranking(store: Store, datasets: DatasetService, jobs: JobRunner, dataset_id: str,
-                    params: RankingParams, *, as_job: bool = False) -> RankingRequest:
+def request_ranking(services: ServiceContext, dataset_id: str, params: RankingParams, *,
+                    as_job: bool = False) -> RankingRequest:
     """The cached ranking, a freshly computed one when fast, or a job computing it.
 
     A job already running for the same dataset and parameters is reused rather
     than started again. The finished ranking is cached in the store.
     """
+    store, datasets, jobs = services.store, services.datasets, services.jobs
     prediction_set = datasets.prediction_set(dataset_id)
     key = params.cache_key(dataset_id)
     if store.has_document(key):

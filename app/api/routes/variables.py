@@ -70,8 +70,7 @@ def get_ranking(
     params = variables.RankingParams(n_bins=n_bins, n_permutations=n_permutations, span=span,
                                      n_points=n_points, subset=subset,
                                      random_state=services.settings.random_state, view=view)
-    outcome = variables.request_ranking(services.store, services.datasets, services.jobs,
-                                        dataset_id, params, as_job=run_async)
+    outcome = variables.request_ranking(services, dataset_id, params, as_job=run_async)
     if outcome.job is not None:
         return JSONResponse(status_code=202, content={"job_id": outcome.job.id,
                                                       **outcome.job.snapshot()})

@@ -210,8 +210,7 @@ def register(app: Dash, services: Services) -> None:
                                          random_state=services.settings.random_state)
         try:
             outcome = await asyncio.to_thread(
-                variables.request_ranking, services.store, services.datasets, services.jobs,
-                dataset_id, params)
+                variables.request_ranking, services, dataset_id, params)
         except (CalibrationInputError, NotFound) as exc:
             return None, None, True, error_note(str(exc)), _HIDDEN, no_update
         if outcome.job is None:

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+
 from fastapi import APIRouter, Depends
 from fastapi.security import HTTPBearer
 
 from app.api.errors import ApiError
-from app.api.routes import (
-    datasets,
-    heterogeneity,
-    insights,
-    jobs,
-    local,
-    meta,
-    models,
-    recalibrations,
-    variables,
-)
+from app.diagnostics import router_modules
 
 
 def build_router() -> APIRouter:
@@ -25,9 +17,8 @@ def build_router() -> APIRouter:
     # enforcement is app.security's, before the body is read.
     bearer = HTTPBearer(auto_error=False, description="CALIBDASH_API_TOKEN, when it is set")
     router = APIRouter(prefix="/api/v1", dependencies=[Depends(bearer)])
-    for module in (meta, datasets, variables, local, heterogeneity, insights,
-                   recalibrations, models, jobs):
-        router.include_router(module.router)
+    for name in router_modules():  # each diagnostic's routers, from the registry
+        router.include_router(importlib.import_module(f"app.api.routes.{name}").router)
 
     @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                       include_in_schema=False)

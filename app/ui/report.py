@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import plotly.graph_objects as go
 
+from app.diagnostics import DIAGNOSTICS
 from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
 from app.ui.figures.reliability import models_figure
 from app.ui.figures.variables import ranking_figure
@@ -111,8 +113,9 @@ def _comparison(report: dict[str, Any]) -> str:
             + _figure(models_figure(comparison), False))
 
 
-def render_html(report: dict[str, Any]) -> str:
-    """The report as one HTML page with interactive figures and no external resources."""
+def _global_section(report: dict[str, Any]) -> str:
+    """The measures with the test of calibration, then the reliability diagrams (the first
+    figure carries plotly.js, inlined once)."""
     metrics = report["metrics"]
     figures = [reliability_figure(report["reliability"])]
     if "smooth" in report["reliability"]:  # absent on the dask engine above MAX_CELLS
@@ -120,8 +123,36 @@ def render_html(report: dict[str, Any]) -> str:
     if "bin_sensitivity" in report:
         figures.append(bin_sensitivity_figure(report["bin_sensitivity"], metrics["n_bins"]))
     plots = "".join(_figure(figure, number == 0) for number, figure in enumerate(figures))
+    return f"""<h2>Global measures</h2>
+{_calibration_test(metrics)}
+{_measures_table(metrics)}
+<p class="muted">n = {metrics['n']:,}. Estimates: {html.escape(metrics['interval'])},
+{metrics['n_bootstrap']} resamples ({html.escape(metrics.get('resampling') or 'rows')}).</p>
+<h2>Reliability</h2>
+{plots}
+"""
+
+
+def _variables_section(report: dict[str, Any]) -> str:
     ranking = report.get("variables")
     ranking_plot = _figure(ranking_figure(ranking), False) if ranking else ""
+    return f"""<h2>Variables ranked by VECE</h2>
+{ranking_plot}
+{_variables_table(report)}
+"""
+
+
+#: Each report key of the registry of diagnostics, and how its section is drawn.
+SECTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "metrics": _global_section, "comparison": _comparison, "variables": _variables_section}
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The report as one HTML page with interactive figures and no external resources: the
+    sections of the diagnostics that have one (:data:`app.diagnostics.DIAGNOSTICS`), in
+    their order."""
+    metrics = report["metrics"]
+    sections = "".join(SECTIONS[d.report](report) for d in DIAGNOSTICS if d.report is not None)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     title = html.escape(f"calibdash report: {report['file']}")
     return f"""<!doctype html>
@@ -131,16 +162,5 @@ def render_html(report: dict[str, Any]) -> str:
 <p class="muted">{html.escape(report['file'])} · {report['n_rows']:,} rows ·
 classes {html.escape(', '.join(report['classes'][:12]))} · {metrics['view'].replace('_', '-')}
 view · generated {stamp} by calibdash</p>
-<h2>Global measures</h2>
-{_calibration_test(metrics)}
-{_measures_table(metrics)}
-<p class="muted">n = {metrics['n']:,}. Estimates: {html.escape(metrics['interval'])},
-{metrics['n_bootstrap']} resamples ({html.escape(metrics.get('resampling') or 'rows')}).</p>
-<h2>Reliability</h2>
-{plots}
-{_comparison(report)}
-<h2>Variables ranked by VECE</h2>
-{ranking_plot}
-{_variables_table(report)}
-</body></html>
+{sections}</body></html>
 """

@@ -10,33 +10,15 @@ from urllib.parse import parse_qs
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
+from app.diagnostics import DIAGNOSTICS
 from app.services.context import Services
 from app.services.datasets import sample_note
 from app.ui import ids
-from app.ui.pages import (
-    compare,
-    data,
-    heterogeneity,
-    local,
-    overview,
-    recalibrate,
-    subgroups,
-    timeline,
-    variables,
-)
 
-#: path -> (navigation label, page module with ``layout`` and ``register``)
+#: path -> (navigation label, page module with ``layout`` and ``register``), from the
+#: registry of diagnostics
 PAGES: dict[str, tuple[str, ModuleType]] = {
-    "/": ("Data", data),
-    "/overview": ("Overview", overview),
-    "/compare": ("Compare", compare),
-    "/variables": ("Variables", variables),
-    "/local": ("Local", local),
-    "/heterogeneity": ("Heterogeneity", heterogeneity),
-    "/subgroups": ("Subgroups", subgroups),
-    "/over-time": ("Over time", timeline),
-    "/recalibrate": ("Recalibrate", recalibrate),
-}
+    diagnostic.path: (diagnostic.label, diagnostic.page_module()) for diagnostic in DIAGNOSTICS}
 
 
 def shell_layout(sign_out: bool = False) -> html.Div:

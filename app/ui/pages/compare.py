@@ -21,6 +21,13 @@ from app.ui.figures.reliability import models_figure
 from app.ui.shell_helpers import dataset_summary, view_options
 from calibcore.exceptions import CalibrationInputError
 
+#: Component ids of this page (the shared ones are in app.ui.ids).
+COMPARE_REFERENCE = "compare-reference"
+COMPARE_VIEW = "compare-view"
+COMPARE_STATUS = "compare-status"
+COMPARE_GRID = "compare-grid"
+COMPARE_GRAPH = "compare-graph"
+
 #: The measures listed, in order (every one has a paired difference but kCE and smCE).
 _SHOWN = ("nll", "brier", "accuracy", "ece", "smooth_ece", "laplace_kernel_calibration_error")
 
@@ -34,27 +41,27 @@ def layout(services: Services) -> html.Div:
                "every model, which makes the difference far more precise than two separate "
                "intervals suggest). A file holds several models when each one's columns "
                "share a prefix: gbm_proba_0, gbm_proba_1, lr_proba_0, …"),
-        html.Div([control("Reference model", ids.COMPARE_REFERENCE,
-                          dcc.Dropdown(id=ids.COMPARE_REFERENCE, clearable=False)),
-                  control("View", ids.COMPARE_VIEW,
-                          dcc.RadioItems(id=ids.COMPARE_VIEW, inline=True, className="radio"))],
+        html.Div([control("Reference model", COMPARE_REFERENCE,
+                          dcc.Dropdown(id=COMPARE_REFERENCE, clearable=False)),
+                  control("View", COMPARE_VIEW,
+                          dcc.RadioItems(id=COMPARE_VIEW, inline=True, className="radio"))],
                  className="controls"),
         dcc.Loading(html.Div([
-            html.Div(id=ids.COMPARE_STATUS),
-            dag.AgGrid(id=ids.COMPARE_GRID, columnDefs=[], rowData=[],
+            html.Div(id=COMPARE_STATUS),
+            dag.AgGrid(id=COMPARE_GRID, columnDefs=[], rowData=[],
                        defaultColDef={"resizable": True, "sortable": True, "flex": 1,
                                       "minWidth": 110},
                        dashGridOptions={"domLayout": "autoHeight", "tooltipShowDelay": 300},
                        className="ag-theme-alpine"),
-            dcc.Graph(id=ids.COMPARE_GRAPH, figure=empty_figure("")),
+            dcc.Graph(id=COMPARE_GRAPH, figure=empty_figure("")),
         ])),
     ])
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.COMPARE_REFERENCE, "options"),
-                  Output(ids.COMPARE_REFERENCE, "value"), Output(ids.COMPARE_VIEW, "options"),
-                  Output(ids.COMPARE_VIEW, "value"), Input(ids.DATASET_PICKER, "value"))
+    @app.callback(Output(COMPARE_REFERENCE, "options"),
+                  Output(COMPARE_REFERENCE, "value"), Output(COMPARE_VIEW, "options"),
+                  Output(COMPARE_VIEW, "value"), Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         summary = await dataset_summary(services, dataset_id)
         views, view = view_options(summary, ("positive", "top_label", "classwise"))
@@ -63,10 +70,10 @@ def register(app: Dash, services: Services) -> None:
         names = [name for name, _ in summary["roles"].get("models", [])]
         return names, names[0] if names else None, views, view
 
-    @app.callback(Output(ids.COMPARE_STATUS, "children"), Output(ids.COMPARE_GRID, "rowData"),
-                  Output(ids.COMPARE_GRID, "columnDefs"), Output(ids.COMPARE_GRAPH, "figure"),
-                  Input(ids.DATASET_PICKER, "value"), Input(ids.COMPARE_REFERENCE, "value"),
-                  Input(ids.COMPARE_VIEW, "value"))
+    @app.callback(Output(COMPARE_STATUS, "children"), Output(COMPARE_GRID, "rowData"),
+                  Output(COMPARE_GRID, "columnDefs"), Output(COMPARE_GRAPH, "figure"),
+                  Input(ids.DATASET_PICKER, "value"), Input(COMPARE_REFERENCE, "value"),
+                  Input(COMPARE_VIEW, "value"))
     async def draw(dataset_id: str | None, reference: str | None,
                    view: str | None) -> tuple[Any, ...]:
         blank = empty_figure("")

@@ -14,6 +14,31 @@ from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from calibcore.exceptions import CalibrationInputError
 
+#: Component ids of this page (the shared ones are in app.ui.ids).
+UPLOAD_DROPZONE = "upload-dropzone"  # also used by assets/upload.js
+UPLOAD_BROWSE = "upload-browse"  # also used by assets/upload.js
+UPLOAD_PROGRESS = "upload-progress"  # also used by assets/upload.js
+UPLOAD_PROGRESS_BAR = "upload-progress-bar"  # also used by assets/upload.js
+UPLOAD_RESPONSE = "upload-response"  # set by assets/upload.js via dash_clientside.set_props
+UPLOAD_STATUS = "upload-status"
+ROLES_PANEL = "roles-panel"
+ROLE_LABEL = "role-label"
+ROLE_PROBABILITIES = "role-probabilities"
+ROLE_FEATURES = "role-features"
+ROLE_SPLIT = "role-split"
+ROLE_TIME = "role-time"
+ROLE_MODELS = "role-models"
+ROLE_ID = "role-id"
+ROLE_OPTIONS = "role-options"
+ROLE_NAME = "role-name"
+ROLE_MESSAGES = "role-messages"  # what still stops the dataset, and the inference's guesses
+ROLE_ASSIGNED = "role-assigned"  # columns holding a role other than feature, before a change
+PREVIEW_TABLE = "preview-table"
+CONFIRM_BUTTON = "confirm-roles"
+CONFIRM_STATUS = "confirm-status"
+DATASET_LIST = "dataset-list"
+DELETE_DATASET = "delete-dataset"
+
 
 def layout(services: Services) -> html.Div:
     datasets = services.datasets.list()
@@ -25,15 +50,15 @@ def layout(services: Services) -> html.Div:
         html.Div([
             html.Div("Drop a CSV or Parquet file here", className="dropzone-title"),
             html.Div("or", className="dropzone-or"),
-            html.Button("choose a file", id=ids.UPLOAD_BROWSE, className="button button-secondary",
+            html.Button("choose a file", id=UPLOAD_BROWSE, className="button button-secondary",
                         title="CSV, TSV, gzip-compressed CSV or Parquet"),
-        ], id=ids.UPLOAD_DROPZONE, className="dropzone"),
-        progress_bar(ids.UPLOAD_PROGRESS_BAR, ids.UPLOAD_PROGRESS),
-        dcc.Store(id=ids.UPLOAD_RESPONSE),
-        html.Div(id=ids.UPLOAD_STATUS),
-        html.Div(id=ids.ROLES_PANEL),
+        ], id=UPLOAD_DROPZONE, className="dropzone"),
+        progress_bar(UPLOAD_PROGRESS_BAR, UPLOAD_PROGRESS),
+        dcc.Store(id=UPLOAD_RESPONSE),
+        html.Div(id=UPLOAD_STATUS),
+        html.Div(id=ROLES_PANEL),
         html.H2("Stored datasets"),
-        html.Div(_dataset_list(datasets), id=ids.DATASET_LIST),
+        html.Div(_dataset_list(datasets), id=DATASET_LIST),
     ])
 
 
@@ -48,7 +73,7 @@ def _dataset_list(datasets: list[dict[str, Any]]) -> Any:
         html.Td(dcc.ConfirmDialogProvider(
             html.Button("Delete", className="button button-secondary button-small",
                         title=f"delete {d['name']} and everything computed from it"),
-            id={"type": ids.DELETE_DATASET, "index": d["id"]},
+            id={"type": DELETE_DATASET, "index": d["id"]},
             message=f"Delete the dataset {d['name']!r} ({d['n_rows']:,} rows) and every "
                     "result, recalibration and download computed from it? This cannot be "
                     "undone.")),
@@ -73,7 +98,7 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
                                "by prefix). The first is the probabilities below; the Compare "
                                "page compares the ticked ones on the same rows."))
     preview = dag.AgGrid(
-        id=ids.PREVIEW_TABLE, rowData=response["preview"],
+        id=PREVIEW_TABLE, rowData=response["preview"],
         # column names are the file's: read as plain keys, never as paths or code
         columnDefs=[{"headerName": c, "field": c} for c in columns],
         defaultColDef={"resizable": True, "minWidth": 110, "sortable": False},
@@ -82,41 +107,41 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     return html.Div([
         html.H2(f"Confirm the column roles of {response['filename']} "
                 f"({response['n_rows']:,} rows, {len(columns)} columns)"),
-        html.Div(messages, id=ids.ROLE_MESSAGES),
-        dcc.Store(id=ids.ROLE_ASSIGNED, data=assigned),
+        html.Div(messages, id=ROLE_MESSAGES),
+        dcc.Store(id=ROLE_ASSIGNED, data=assigned),
         *notes,
         html.Div([
-            _field("Label (true class)", dcc.Dropdown(id=ids.ROLE_LABEL, options=options,
+            _field("Label (true class)", dcc.Dropdown(id=ROLE_LABEL, options=options,
                                                       value=inferred.get("label"))),
             _field("Probability columns (one per class, or P(positive) for binary)",
-                   dcc.Dropdown(id=ids.ROLE_PROBABILITIES, options=options, multi=True,
+                   dcc.Dropdown(id=ROLE_PROBABILITIES, options=options, multi=True,
                                 value=inferred.get("probabilities"))),
             _field("Split (calibration / test), optional",
-                   dcc.Dropdown(id=ids.ROLE_SPLIT, options=options, value=inferred.get("split"),
+                   dcc.Dropdown(id=ROLE_SPLIT, options=options, value=inferred.get("split"),
                                 placeholder="none: cross-fitting")),
-            _field("Id, optional", dcc.Dropdown(id=ids.ROLE_ID, options=options,
+            _field("Id, optional", dcc.Dropdown(id=ROLE_ID, options=options,
                                                 value=inferred.get("id"), placeholder="none")),
             _field("Time (dates or an ordered number), optional",
-                   dcc.Dropdown(id=ids.ROLE_TIME, options=options, value=inferred.get("time"),
+                   dcc.Dropdown(id=ROLE_TIME, options=options, value=inferred.get("time"),
                                 placeholder="none: no calibration timeline")),
-            _field("Features", dcc.Dropdown(id=ids.ROLE_FEATURES, options=options, multi=True,
+            _field("Features", dcc.Dropdown(id=ROLE_FEATURES, options=options, multi=True,
                                             value=inferred.get("features"))),
             html.Div(_field("Models to compare (untick a wrongly grouped one)", dcc.Checklist(
-                id=ids.ROLE_MODELS, className="checklist",
+                id=ROLE_MODELS, className="checklist",
                 options=[{"label": f" {name}: {', '.join(group)}", "value": name}
                          for name, group in models],
                 value=[name for name, _ in models])), hidden=not models),
-            _field("Name", dcc.Input(id=ids.ROLE_NAME, value=response["filename"], type="text",
+            _field("Name", dcc.Input(id=ROLE_NAME, value=response["filename"], type="text",
                                      className="text-input")),
-            dcc.Checklist(id=ids.ROLE_OPTIONS, options=[
+            dcc.Checklist(id=ROLE_OPTIONS, options=[
                 {"label": " probability columns hold logits", "value": "logits"},
                 {"label": " renormalize rows that do not sum to 1", "value": "renormalize"},
                 {"label": " no labels: an unlabeled batch (for the calibration-support shift "
                           "check)", "value": "unlabeled"}],
                 value=[], className="checklist"),
         ], className="roles-grid"),
-        html.Button("Create dataset", id=ids.CONFIRM_BUTTON, className="button"),
-        html.Div(id=ids.CONFIRM_STATUS),
+        html.Button("Create dataset", id=CONFIRM_BUTTON, className="button"),
+        html.Div(id=CONFIRM_STATUS),
         html.H3("First rows"),
         preview,
     ], className="panel")
@@ -145,8 +170,8 @@ def _field(label: str, control: Any) -> html.Div:
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.UPLOAD_STATUS, "children"), Output(ids.ROLES_PANEL, "children"),
-                  Input(ids.UPLOAD_RESPONSE, "data"), prevent_initial_call=True)
+    @app.callback(Output(UPLOAD_STATUS, "children"), Output(ROLES_PANEL, "children"),
+                  Input(UPLOAD_RESPONSE, "data"), prevent_initial_call=True)
     def show_upload(response: dict[str, Any] | None) -> tuple[Any, Any]:
         if not response:
             return no_update, no_update
@@ -157,13 +182,13 @@ def register(app: Dash, services: Services) -> None:
         return info_note(f"Uploaded {body['filename']}: {body['n_rows']:,} rows. Check the "
                          "roles below, then create the dataset."), _roles_editor(body)
 
-    @app.callback(Output(ids.ROLE_MESSAGES, "children"), Output(ids.ROLE_FEATURES, "value"),
-                  Output(ids.ROLE_ASSIGNED, "data"),
-                  Input(ids.ROLE_LABEL, "value"), Input(ids.ROLE_PROBABILITIES, "value"),
-                  Input(ids.ROLE_SPLIT, "value"), Input(ids.ROLE_ID, "value"),
-                  Input(ids.ROLE_TIME, "value"),
-                  Input(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_FEATURES, "value"),
-                  State(ids.ROLE_ASSIGNED, "data"), State(ids.UPLOAD_RESPONSE, "data"),
+    @app.callback(Output(ROLE_MESSAGES, "children"), Output(ROLE_FEATURES, "value"),
+                  Output(ROLE_ASSIGNED, "data"),
+                  Input(ROLE_LABEL, "value"), Input(ROLE_PROBABILITIES, "value"),
+                  Input(ROLE_SPLIT, "value"), Input(ROLE_ID, "value"),
+                  Input(ROLE_TIME, "value"),
+                  Input(ROLE_OPTIONS, "value"), State(ROLE_FEATURES, "value"),
+                  State(ROLE_ASSIGNED, "data"), State(UPLOAD_RESPONSE, "data"),
                   prevent_initial_call=True)
     def change_role(label: str | None, probabilities: list[str] | None, split: str | None,
                     id_column: str | None, time: str | None, options: list[str] | None,
@@ -180,9 +205,9 @@ def register(app: Dash, services: Services) -> None:
         return (_role_messages(choice.problems, body["inferred"], label, probabilities),
                 list(choice.features), list(choice.assigned))
 
-    @app.callback(Output(ids.DATASET_LIST, "children"),
+    @app.callback(Output(DATASET_LIST, "children"),
                   Output(ids.URL, "href", allow_duplicate=True),
-                  Input({"type": ids.DELETE_DATASET, "index": ALL}, "submit_n_clicks"),
+                  Input({"type": DELETE_DATASET, "index": ALL}, "submit_n_clicks"),
                   prevent_initial_call=True)
     async def delete(clicks: list[int | None]) -> tuple[Any, Any]:
         """Delete the confirmed dataset, then list the rest (and refresh the picker)."""
@@ -196,13 +221,13 @@ def register(app: Dash, services: Services) -> None:
         listed = await asyncio.to_thread(services.datasets.list)
         return _dataset_list(listed), "/"
 
-    @app.callback(Output(ids.CONFIRM_STATUS, "children"), Output(ids.URL, "href"),
-                  Input(ids.CONFIRM_BUTTON, "n_clicks"),
-                  State(ids.UPLOAD_RESPONSE, "data"), State(ids.ROLE_LABEL, "value"),
-                  State(ids.ROLE_PROBABILITIES, "value"), State(ids.ROLE_SPLIT, "value"),
-                  State(ids.ROLE_ID, "value"), State(ids.ROLE_TIME, "value"),
-                  State(ids.ROLE_MODELS, "value"), State(ids.ROLE_FEATURES, "value"),
-                  State(ids.ROLE_OPTIONS, "value"), State(ids.ROLE_NAME, "value"),
+    @app.callback(Output(CONFIRM_STATUS, "children"), Output(ids.URL, "href"),
+                  Input(CONFIRM_BUTTON, "n_clicks"),
+                  State(UPLOAD_RESPONSE, "data"), State(ROLE_LABEL, "value"),
+                  State(ROLE_PROBABILITIES, "value"), State(ROLE_SPLIT, "value"),
+                  State(ROLE_ID, "value"), State(ROLE_TIME, "value"),
+                  State(ROLE_MODELS, "value"), State(ROLE_FEATURES, "value"),
+                  State(ROLE_OPTIONS, "value"), State(ROLE_NAME, "value"),
                   prevent_initial_call=True)
     async def confirm(clicks: int | None, response: dict[str, Any] | None, label: str | None,
                       probabilities: list[str] | None, split: str | None,

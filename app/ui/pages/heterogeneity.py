@@ -43,11 +43,40 @@ from app.ui.job_panel import (
 )
 from calibcore.exceptions import CalibrationInputError
 
-HH_PANEL = JobPanel(run=ids.HH_RUN, job=ids.HH_JOB, poll=ids.HH_POLL, progress=ids.HH_PROGRESS,
-                    status=ids.HH_STATUS, cancel=ids.HH_CANCEL, results=ids.HH_RESULTS)
-SUPPORT_PANEL = JobPanel(run=ids.SUPPORT_RUN, job=ids.SUPPORT_JOB, poll=ids.SUPPORT_POLL,
-                         progress=ids.SUPPORT_PROGRESS, status=ids.SUPPORT_STATUS,
-                         cancel=ids.SUPPORT_CANCEL, results=ids.SUPPORT_RESULTS)
+#: Component ids of this page (the shared ones are in app.ui.ids).
+HH_RADIUS = "hh-radius"
+HH_SAMPLE = "hh-sample"
+HH_ALL_ROWS = "hh-all-rows"
+HH_SEED = "hh-seed"
+HH_CALIBRATION = "hh-calibration-sample"
+HH_FEATURES = "hh-features"
+HH_RUN = "hh-run"
+HH_CANCEL = "hh-cancel"
+HH_JOB = "hh-job"
+HH_POLL = "hh-poll"
+HH_PROGRESS = "hh-progress"
+HH_STATUS = "hh-status"
+HH_RESULTS = "hh-results"
+HH_CARDS = "hh-cards"
+HH_MAP_GRAPH = "hh-map-graph"
+HH_CONFIDENCE_GRAPH = "hh-confidence-graph"
+SUPPORT_BATCH = "support-batch"
+SUPPORT_RUN = "support-run"
+SUPPORT_CANCEL = "support-cancel"
+SUPPORT_JOB = "support-job"
+SUPPORT_POLL = "support-poll"
+SUPPORT_PROGRESS = "support-progress"
+SUPPORT_STATUS = "support-status"
+SUPPORT_RESULTS = "support-results"
+SUPPORT_SHIFT = "support-shift"
+SUPPORT_HISTOGRAM = "support-histogram"
+SUPPORT_TABLE = "support-table"
+
+HH_PANEL = JobPanel(run=HH_RUN, job=HH_JOB, poll=HH_POLL, progress=HH_PROGRESS,
+                    status=HH_STATUS, cancel=HH_CANCEL, results=HH_RESULTS)
+SUPPORT_PANEL = JobPanel(run=SUPPORT_RUN, job=SUPPORT_JOB, poll=SUPPORT_POLL,
+                         progress=SUPPORT_PROGRESS, status=SUPPORT_STATUS,
+                         cancel=SUPPORT_CANCEL, results=SUPPORT_RESULTS)
 
 def _number(label: str, component_id: str, value: float, **limits: Any) -> html.Div:
     return html.Div([html.Label(label, className="field-label", htmlFor=component_id),
@@ -68,30 +97,30 @@ def layout(services: Services) -> html.Div:
                "the calibration set does not represent it (Wagstaff & Dietterich)."),
         html.H2("Hidden heterogeneity"),
         html.Div([
-            _number("Hellinger radius r", ids.HH_RADIUS, 0.1, min=0.01, max=1, step=0.01),
+            _number("Hellinger radius r", HH_RADIUS, 0.1, min=0.01, max=1, step=0.01),
             html.Div([html.Label("Test rows to evaluate (seeded sample)",
-                                 className="field-label", htmlFor=ids.HH_SAMPLE),
-                      dcc.Input(id=ids.HH_SAMPLE, type="number", value=DEFAULT_SAMPLE, min=1,
+                                 className="field-label", htmlFor=HH_SAMPLE),
+                      dcc.Input(id=HH_SAMPLE, type="number", value=DEFAULT_SAMPLE, min=1,
                                 step=1, debounce=True, className="text-input"),
-                      dcc.Checklist(id=ids.HH_ALL_ROWS, className="checklist",
+                      dcc.Checklist(id=HH_ALL_ROWS, className="checklist",
                                     options=[{"label": "all test rows (the default up to "
                                                        f"{ALL_ROWS_DEFAULT_MAX:,}; with "
                                                        "two classes up to "
                                                        f"{BINARY_ALL_ROWS_DEFAULT_MAX:,})",
                                               "value": "all"}], value=[])],
                      className="control"),
-            _number("Random seed", ids.HH_SEED, 0, min=0, step=1),
+            _number("Random seed", HH_SEED, 0, min=0, step=1),
             html.Div([html.Label("Calibration rows for the forests (seeded sample)",
-                                 className="field-label", htmlFor=ids.HH_CALIBRATION),
-                      dcc.Input(id=ids.HH_CALIBRATION, type="number",
+                                 className="field-label", htmlFor=HH_CALIBRATION),
+                      dcc.Input(id=HH_CALIBRATION, type="number",
                                 value=MAX_CALIBRATION_ROWS, min=1, step=1, debounce=True,
                                 placeholder="all", className="text-input"),
                       html.Div("empty: every calibration row (slower on large files)",
                                className="card-note")],
                      className="control"),
             html.Div([html.Label("Feature columns", className="field-label",
-                                 htmlFor=ids.HH_FEATURES),
-                      dcc.Dropdown(id=ids.HH_FEATURES, multi=True,
+                                 htmlFor=HH_FEATURES),
+                      dcc.Dropdown(id=HH_FEATURES, multi=True,
                                    placeholder="all feature columns")],
                      className="control control-wide"),
         ], className="controls"),
@@ -100,8 +129,8 @@ def layout(services: Services) -> html.Div:
         html.Div([
             html.Div([html.Label("Compare a batch (another stored dataset with the same "
                                  "feature columns)", className="field-label",
-                                 htmlFor=ids.SUPPORT_BATCH),
-                      dcc.Dropdown(id=ids.SUPPORT_BATCH, placeholder="no batch: calibration "
+                                 htmlFor=SUPPORT_BATCH),
+                      dcc.Dropdown(id=SUPPORT_BATCH, placeholder="no batch: calibration "
                                    "and test rows only"),
                       html.Div(["Upload a batch on the ", dcc.Link("Data page", href="/"),
                                 " first; labels are optional (tick 'no labels')."],
@@ -121,11 +150,11 @@ BINARY_ALL_ROWS_DEFAULT_MAX = 50_000
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.HH_FEATURES, "options"), Output(ids.HH_FEATURES, "value"),
-                  Output(ids.SUPPORT_BATCH, "options"), Output(ids.SUPPORT_BATCH, "value"),
-                  Output(ids.HH_RESULTS, "children"), Output(ids.SUPPORT_RESULTS, "children"),
-                  Output(ids.HH_JOB, "data"), Output(ids.SUPPORT_JOB, "data"),
-                  Output(ids.HH_ALL_ROWS, "value"),
+    @app.callback(Output(HH_FEATURES, "options"), Output(HH_FEATURES, "value"),
+                  Output(SUPPORT_BATCH, "options"), Output(SUPPORT_BATCH, "value"),
+                  Output(HH_RESULTS, "children"), Output(SUPPORT_RESULTS, "children"),
+                  Output(HH_JOB, "data"), Output(SUPPORT_JOB, "data"),
+                  Output(HH_ALL_ROWS, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         if not dataset_id:
@@ -170,11 +199,11 @@ def _dataset_choices(services: Services,
 
 
 def _register_hh(app: Dash, services: Services) -> None:
-    @app.callback(*start_outputs(HH_PANEL), Input(ids.HH_RUN, "n_clicks"),
+    @app.callback(*start_outputs(HH_PANEL), Input(HH_RUN, "n_clicks"),
                   State(ids.DATASET_PICKER, "value"),
-                  State(ids.HH_RADIUS, "value"), State(ids.HH_SAMPLE, "value"),
-                  State(ids.HH_ALL_ROWS, "value"), State(ids.HH_SEED, "value"),
-                  State(ids.HH_FEATURES, "value"), State(ids.HH_CALIBRATION, "value"),
+                  State(HH_RADIUS, "value"), State(HH_SAMPLE, "value"),
+                  State(HH_ALL_ROWS, "value"), State(HH_SEED, "value"),
+                  State(HH_FEATURES, "value"), State(HH_CALIBRATION, "value"),
                   prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, radius: float | None,
                     sample: float | None, all_rows: list[str] | None, seed: float | None,
@@ -197,9 +226,9 @@ def _register_hh(app: Dash, services: Services) -> None:
     register_job_panel(app, services, HH_PANEL, what="HH", done=_hh_done, render=_hh_results)
 
     @app.callback(Output(HH_PANEL.cost, "children"), Input(ids.DATASET_PICKER, "value"),
-                  Input(ids.HH_RADIUS, "value"), Input(ids.HH_SAMPLE, "value"),
-                  Input(ids.HH_ALL_ROWS, "value"), Input(ids.HH_SEED, "value"),
-                  Input(ids.HH_FEATURES, "value"), Input(ids.HH_CALIBRATION, "value"))
+                  Input(HH_RADIUS, "value"), Input(HH_SAMPLE, "value"),
+                  Input(HH_ALL_ROWS, "value"), Input(HH_SEED, "value"),
+                  Input(HH_FEATURES, "value"), Input(HH_CALIBRATION, "value"))
     async def estimate(dataset_id: str | None, radius: float | None, sample: float | None,
                        all_rows: list[str] | None, seed: float | None,
                        features: list[str] | None, calibration: float | None) -> Any:
@@ -216,15 +245,15 @@ def _register_hh(app: Dash, services: Services) -> None:
             return cost_note(None, str(exc))
         return cost_note(cost)
 
-    @app.callback(Output(ids.HH_SAMPLE, "disabled"), Input(ids.HH_ALL_ROWS, "value"))
+    @app.callback(Output(HH_SAMPLE, "disabled"), Input(HH_ALL_ROWS, "value"))
     def grey_out_sample(all_rows: list[str] | None) -> bool:
         return bool(all_rows)
 
 
 def _register_support(app: Dash, services: Services) -> None:
-    @app.callback(*start_outputs(SUPPORT_PANEL), Input(ids.SUPPORT_RUN, "n_clicks"),
+    @app.callback(*start_outputs(SUPPORT_PANEL), Input(SUPPORT_RUN, "n_clicks"),
                   State(ids.DATASET_PICKER, "value"),
-                  State(ids.SUPPORT_BATCH, "value"), State(ids.HH_FEATURES, "value"),
+                  State(SUPPORT_BATCH, "value"), State(HH_FEATURES, "value"),
                   prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, batch_id: str | None,
                     features: list[str] | None) -> tuple[Any, ...]:
@@ -243,7 +272,7 @@ def _register_support(app: Dash, services: Services) -> None:
                        render=_support_results)
 
     @app.callback(Output(SUPPORT_PANEL.cost, "children"), Input(ids.DATASET_PICKER, "value"),
-                  Input(ids.SUPPORT_BATCH, "value"), Input(ids.HH_FEATURES, "value"))
+                  Input(SUPPORT_BATCH, "value"), Input(HH_FEATURES, "value"))
     async def estimate(dataset_id: str | None, batch_id: str | None,
                        features: list[str] | None) -> Any:
         if not dataset_id:
@@ -296,7 +325,7 @@ def _hh_results(result: dict[str, Any]) -> html.Div:
         measure_card("Neighbourhoods", result["n_neighbourhoods"],
                      f"{result['n_forests']:,} with a local forest",
                      title="distinct neighbour sets (rows sharing one share their HH)"),
-    ], className="cards", id=ids.HH_CARDS)
+    ], className="cards", id=HH_CARDS)
     warning = html.Div(result["warning"], className="note note-warning") \
         if result.get("warning") else None
     return html.Div([
@@ -304,9 +333,9 @@ def _hh_results(result: dict[str, Any]) -> html.Div:
         warning,
         _recommendation(result["recommendation"]),
         html.Div([
-            dcc.Graph(id=ids.HH_MAP_GRAPH, figure=hh_map_figure(result),
+            dcc.Graph(id=HH_MAP_GRAPH, figure=hh_map_figure(result),
                       config={"displaylogo": False}),
-            dcc.Graph(id=ids.HH_CONFIDENCE_GRAPH, figure=hh_confidence_figure(result),
+            dcc.Graph(id=HH_CONFIDENCE_GRAPH, figure=hh_confidence_figure(result),
                       config={"displaylogo": False}),
         ], className="hh-graphs"),
         _notes(result["notes"]),
@@ -369,13 +398,13 @@ def _support_results(result: dict[str, Any]) -> html.Div:
     if batch:
         shifts.append(_shift_note(f"Batch “{batch['name']}” ({batch['n_rows']:,} rows) vs "
                                   "calibration rows", batch["shift"]))
-    tables = [html.H3("Lowest-support rows"), _lowest_table(result["lowest"], ids.SUPPORT_TABLE)]
+    tables = [html.H3("Lowest-support rows"), _lowest_table(result["lowest"], SUPPORT_TABLE)]
     if batch:
         tables += [html.H3("Lowest-support batch rows"),
                    _lowest_table(batch["lowest"], "support-batch-table")]
     return html.Div([
-        html.Div(shifts, id=ids.SUPPORT_SHIFT),
-        dcc.Graph(id=ids.SUPPORT_HISTOGRAM, figure=support_histogram_figure(result),
+        html.Div(shifts, id=SUPPORT_SHIFT),
+        dcc.Graph(id=SUPPORT_HISTOGRAM, figure=support_histogram_figure(result),
                   config={"displaylogo": False}),
         *tables,
         _notes([f"Rows: {result['scheme']}.", *result["notes"]]),

@@ -27,6 +27,35 @@ from app.ui.figures.local import landscape_figure, lce_cdf_figure, mlce_curve_fi
 from app.ui.job_panel import cost_note, running_status
 from app.ui.pages.local_panels import (
     HIDDEN,
+    LOCAL_BIN,
+    LOCAL_BINS,
+    LOCAL_CANCEL,
+    LOCAL_CDF,
+    LOCAL_COLOUR,
+    LOCAL_COMPONENTS,
+    LOCAL_COST,
+    LOCAL_CURVE,
+    LOCAL_CURVES,
+    LOCAL_EMBEDDING_COLUMNS,
+    LOCAL_EMBEDDING_CONTROL,
+    LOCAL_FEATURES,
+    LOCAL_GAMMA,
+    LOCAL_GAMMA_HINT,
+    LOCAL_GAMMA_TEXT,
+    LOCAL_JOB,
+    LOCAL_MAP,
+    LOCAL_POLL,
+    LOCAL_PROGRESS,
+    LOCAL_REDUCER,
+    LOCAL_RESULT,
+    LOCAL_RESULTS,
+    LOCAL_RUN,
+    LOCAL_SAMPLE,
+    LOCAL_SELECTION,
+    LOCAL_STATUS,
+    LOCAL_SUBSET,
+    LOCAL_SUMMARY,
+    LOCAL_VIEW_NOTE,
     bin_options,
     controls,
     gamma_hint,
@@ -71,19 +100,19 @@ def layout(services: Services) -> html.Div:
                "confidence bin, which a single |conf − acc| per bin hides (Luo et al., "
                "“Local Calibration: Metrics and Recalibration”). LoRe, the matching "
                "recalibrator, is on the Recalibrate page."),
-        html.Div(id=ids.LOCAL_VIEW_NOTE),
+        html.Div(id=LOCAL_VIEW_NOTE),
         controls(),
-        html.Div(id=ids.LOCAL_COST, className="cost-line"),
-        html.Div([html.Button("Compute landscape", id=ids.LOCAL_RUN, className="button"),
-                  html.Button("Cancel", id=ids.LOCAL_CANCEL, disabled=True,
+        html.Div(id=LOCAL_COST, className="cost-line"),
+        html.Div([html.Button("Compute landscape", id=LOCAL_RUN, className="button"),
+                  html.Button("Cancel", id=LOCAL_CANCEL, disabled=True,
                               className="button button-secondary")],
                  className="local-buttons"),
-        progress_bar(ids.LOCAL_PROGRESS, f"{ids.LOCAL_PROGRESS}-wrapper"),
-        html.Div(id=ids.LOCAL_STATUS, role="status"),
-        dcc.Store(id=ids.LOCAL_JOB),
-        dcc.Store(id=ids.LOCAL_RESULT),
-        dcc.Store(id=ids.LOCAL_CURVE),
-        dcc.Interval(id=ids.LOCAL_POLL, interval=400, disabled=True),
+        progress_bar(LOCAL_PROGRESS, f"{LOCAL_PROGRESS}-wrapper"),
+        html.Div(id=LOCAL_STATUS, role="status"),
+        dcc.Store(id=LOCAL_JOB),
+        dcc.Store(id=LOCAL_RESULT),
+        dcc.Store(id=LOCAL_CURVE),
+        dcc.Interval(id=LOCAL_POLL, interval=400, disabled=True),
         results_panel(),
     ])
 
@@ -138,18 +167,18 @@ def _curve_key(request: dict[str, Any]) -> dict[str, Any]:
 
 # -- callbacks -----------------------------------------------------------------------------
 def register(app: Dash, services: Services) -> None:
-    register_folded_note(app, services, ids.LOCAL_VIEW_NOTE,
+    register_folded_note(app, services, LOCAL_VIEW_NOTE,
                          "LCE is defined on the top label (confidence against correctness), "
                          "so read the positive-class ECE on the Overview")
-    app.clientside_callback(_GAMMA_TEXT_JS, Output(ids.LOCAL_GAMMA_TEXT, "children"),
-                            Input(ids.LOCAL_GAMMA, "drag_value"))
+    app.clientside_callback(_GAMMA_TEXT_JS, Output(LOCAL_GAMMA_TEXT, "children"),
+                            Input(LOCAL_GAMMA, "drag_value"))
 
-    @app.callback(Output(ids.LOCAL_FEATURES, "options"), Output(ids.LOCAL_FEATURES, "value"),
-                  Output(ids.LOCAL_EMBEDDING_COLUMNS, "options"),
-                  Output(ids.LOCAL_EMBEDDING_COLUMNS, "value"),
-                  Output(ids.LOCAL_STATUS, "children"), Output(ids.LOCAL_RESULTS, "style"),
-                  Output(ids.LOCAL_RESULT, "data"), Output(ids.LOCAL_CURVE, "data"),
-                  Output(ids.LOCAL_JOB, "data"), Input(ids.DATASET_PICKER, "value"))
+    @app.callback(Output(LOCAL_FEATURES, "options"), Output(LOCAL_FEATURES, "value"),
+                  Output(LOCAL_EMBEDDING_COLUMNS, "options"),
+                  Output(LOCAL_EMBEDDING_COLUMNS, "value"),
+                  Output(LOCAL_STATUS, "children"), Output(LOCAL_RESULTS, "style"),
+                  Output(LOCAL_RESULT, "data"), Output(LOCAL_CURVE, "data"),
+                  Output(LOCAL_JOB, "data"), Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         if not dataset_id:
             return [], [], [], [], info_note("Choose or upload a dataset."), HIDDEN, \
@@ -168,10 +197,10 @@ def register(app: Dash, services: Services) -> None:
 
     # gamma is the user's: changing the representation keeps it (an MLCE that moved with a
     # silently changed gamma could not be compared); the hint names the reducer's default
-    @app.callback(Output(ids.LOCAL_GAMMA_HINT, "children"),
-                  Output(ids.LOCAL_EMBEDDING_CONTROL, "style"),
-                  Output(ids.LOCAL_COMPONENTS, "value"),
-                  Input(ids.LOCAL_REDUCER, "value"), State(ids.LOCAL_COMPONENTS, "value"),
+    @app.callback(Output(LOCAL_GAMMA_HINT, "children"),
+                  Output(LOCAL_EMBEDDING_CONTROL, "style"),
+                  Output(LOCAL_COMPONENTS, "value"),
+                  Input(LOCAL_REDUCER, "value"), State(LOCAL_COMPONENTS, "value"),
                   prevent_initial_call=True)
     def choose_reducer(reducer: str, components: float | None) -> tuple[Any, ...]:
         default = _DEFAULT_GAMMA.get(reducer, local.DEFAULT_GAMMA_MAP)
@@ -180,11 +209,11 @@ def register(app: Dash, services: Services) -> None:
             components = 2
         return gamma_hint(default), shown, components
 
-    @app.callback(Output(ids.LOCAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
-                  Input(ids.LOCAL_FEATURES, "value"), Input(ids.LOCAL_REDUCER, "value"),
-                  Input(ids.LOCAL_COMPONENTS, "value"),
-                  Input(ids.LOCAL_EMBEDDING_COLUMNS, "value"), Input(ids.LOCAL_SAMPLE, "value"),
-                  Input(ids.LOCAL_SUBSET, "value"), State(ids.LOCAL_BINS, "value"))
+    @app.callback(Output(LOCAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(LOCAL_FEATURES, "value"), Input(LOCAL_REDUCER, "value"),
+                  Input(LOCAL_COMPONENTS, "value"),
+                  Input(LOCAL_EMBEDDING_COLUMNS, "value"), Input(LOCAL_SAMPLE, "value"),
+                  Input(LOCAL_SUBSET, "value"), State(LOCAL_BINS, "value"))
     async def estimate(dataset_id: str | None, features: list[str] | None, reducer: str,
                        components: float | None, embedding_columns: list[str] | None,
                        sample: float | None, subset: str, n_bins: float | None) -> Any:
@@ -205,24 +234,24 @@ def register(app: Dash, services: Services) -> None:
 
 
 def _register_jobs(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.LOCAL_JOB, "data", allow_duplicate=True),
-                  Output(ids.LOCAL_POLL, "disabled"), Output(ids.LOCAL_CANCEL, "disabled"),
-                  Output(ids.LOCAL_STATUS, "children", allow_duplicate=True),
-                  Output(ids.LOCAL_PROGRESS, "style", allow_duplicate=True),
-                  Output(f"{ids.LOCAL_PROGRESS}-wrapper", "style", allow_duplicate=True),
-                  Input(ids.LOCAL_RUN, "n_clicks"), Input(ids.LOCAL_GAMMA, "value"),
-                  State(ids.DATASET_PICKER, "value"), State(ids.LOCAL_FEATURES, "value"),
-                  State(ids.LOCAL_REDUCER, "value"), State(ids.LOCAL_COMPONENTS, "value"),
-                  State(ids.LOCAL_EMBEDDING_COLUMNS, "value"), State(ids.LOCAL_SAMPLE, "value"),
-                  State(ids.LOCAL_SUBSET, "value"), State(ids.LOCAL_BINS, "value"),
-                  State(ids.LOCAL_RESULT, "data"), State(ids.LOCAL_JOB, "data"),
+    @app.callback(Output(LOCAL_JOB, "data", allow_duplicate=True),
+                  Output(LOCAL_POLL, "disabled"), Output(LOCAL_CANCEL, "disabled"),
+                  Output(LOCAL_STATUS, "children", allow_duplicate=True),
+                  Output(LOCAL_PROGRESS, "style", allow_duplicate=True),
+                  Output(f"{LOCAL_PROGRESS}-wrapper", "style", allow_duplicate=True),
+                  Input(LOCAL_RUN, "n_clicks"), Input(LOCAL_GAMMA, "value"),
+                  State(ids.DATASET_PICKER, "value"), State(LOCAL_FEATURES, "value"),
+                  State(LOCAL_REDUCER, "value"), State(LOCAL_COMPONENTS, "value"),
+                  State(LOCAL_EMBEDDING_COLUMNS, "value"), State(LOCAL_SAMPLE, "value"),
+                  State(LOCAL_SUBSET, "value"), State(LOCAL_BINS, "value"),
+                  State(LOCAL_RESULT, "data"), State(LOCAL_JOB, "data"),
                   prevent_initial_call=True)
     async def start(clicks: int | None, gamma_position: float | None, dataset_id: str | None,
                     features: list[str] | None, reducer: str, components: float | None,
                     embedding_columns: list[str] | None, sample: float | None, subset: str,
                     n_bins: float | None, shown: dict[str, Any] | None,
                     running: dict[str, Any] | None) -> tuple[Any, ...]:
-        by_slider = ctx.triggered_id == ids.LOCAL_GAMMA
+        by_slider = ctx.triggered_id == LOCAL_GAMMA
         if not dataset_id:
             return no_update, True, True, error_note("Choose a dataset first."), \
                 no_update, no_update
@@ -249,19 +278,19 @@ def _register_jobs(app: Dash, services: Services) -> None:
                  "shown": False}
         return state, False, False, info_note("Computing the landscape…"), {"width": "0%"}, {}
 
-    @app.callback(Output(ids.LOCAL_PROGRESS, "style"),
-                  Output(f"{ids.LOCAL_PROGRESS}-wrapper", "style"),
-                  Output(ids.LOCAL_STATUS, "children", allow_duplicate=True),
-                  Output(ids.LOCAL_POLL, "disabled", allow_duplicate=True),
-                  Output(ids.LOCAL_CANCEL, "disabled", allow_duplicate=True),
-                  Output(ids.LOCAL_JOB, "data", allow_duplicate=True),
-                  Output(ids.LOCAL_RESULT, "data", allow_duplicate=True),
-                  Output(ids.LOCAL_CURVE, "data", allow_duplicate=True),
-                  Output(ids.LOCAL_SUMMARY, "children"),
-                  Output(ids.LOCAL_BIN, "options"), Output(ids.LOCAL_BIN, "value"),
-                  Output(ids.LOCAL_RESULTS, "style", allow_duplicate=True),
-                  Input(ids.LOCAL_POLL, "n_intervals"), State(ids.LOCAL_JOB, "data"),
-                  State(ids.LOCAL_CURVE, "data"), State(ids.LOCAL_BIN, "value"),
+    @app.callback(Output(LOCAL_PROGRESS, "style"),
+                  Output(f"{LOCAL_PROGRESS}-wrapper", "style"),
+                  Output(LOCAL_STATUS, "children", allow_duplicate=True),
+                  Output(LOCAL_POLL, "disabled", allow_duplicate=True),
+                  Output(LOCAL_CANCEL, "disabled", allow_duplicate=True),
+                  Output(LOCAL_JOB, "data", allow_duplicate=True),
+                  Output(LOCAL_RESULT, "data", allow_duplicate=True),
+                  Output(LOCAL_CURVE, "data", allow_duplicate=True),
+                  Output(LOCAL_SUMMARY, "children"),
+                  Output(LOCAL_BIN, "options"), Output(LOCAL_BIN, "value"),
+                  Output(LOCAL_RESULTS, "style", allow_duplicate=True),
+                  Input(LOCAL_POLL, "n_intervals"), State(LOCAL_JOB, "data"),
+                  State(LOCAL_CURVE, "data"), State(LOCAL_BIN, "value"),
                   prevent_initial_call=True)
     async def poll(_: int, state: dict[str, Any] | None,
                    curve: dict[str, Any] | None, bin_value: str | None) -> list[Any]:
@@ -296,8 +325,8 @@ def _register_jobs(app: Dash, services: Services) -> None:
         outputs[7] = {"key": _curve_key(state["request"]), "result": snapshot["result"]}
         return outputs
 
-    @app.callback(Output(ids.LOCAL_STATUS, "children", allow_duplicate=True),
-                  Input(ids.LOCAL_CANCEL, "n_clicks"), State(ids.LOCAL_JOB, "data"),
+    @app.callback(Output(LOCAL_STATUS, "children", allow_duplicate=True),
+                  Input(LOCAL_CANCEL, "n_clicks"), State(LOCAL_JOB, "data"),
                   prevent_initial_call=True)
     def cancel(clicks: int | None, state: dict[str, Any] | None) -> Any:
         if not clicks or not state:
@@ -371,9 +400,9 @@ def _done(state: dict[str, Any]) -> str:
 
 
 def _register_views(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.LOCAL_MAP, "figure"), Output(ids.LOCAL_CDF, "figure"),
-                  Input(ids.LOCAL_RESULT, "data"), Input(ids.LOCAL_BIN, "value"),
-                  Input(ids.LOCAL_COLOUR, "value"), prevent_initial_call=True)
+    @app.callback(Output(LOCAL_MAP, "figure"), Output(LOCAL_CDF, "figure"),
+                  Input(LOCAL_RESULT, "data"), Input(LOCAL_BIN, "value"),
+                  Input(LOCAL_COLOUR, "value"), prevent_initial_call=True)
     async def draw(shown: dict[str, Any] | None, bin_value: str | None,
                    colour: str) -> tuple[Any, Any]:
         if not shown:
@@ -390,8 +419,8 @@ def _register_views(app: Dash, services: Services) -> None:
         return (landscape_figure(result, "signed" if colour == "signed" else "lce"),
                 lce_cdf_figure(result, bin_index))
 
-    @app.callback(Output(ids.LOCAL_CURVES, "figure"), Input(ids.LOCAL_CURVE, "data"),
-                  Input(ids.LOCAL_RESULT, "data"), prevent_initial_call=True)
+    @app.callback(Output(LOCAL_CURVES, "figure"), Input(LOCAL_CURVE, "data"),
+                  Input(LOCAL_RESULT, "data"), prevent_initial_call=True)
     def draw_curve(curve: dict[str, Any] | None, shown: dict[str, Any] | None) -> Any:
         if not curve:
             return empty_figure("The MLCE curve follows the landscape.")
@@ -400,8 +429,8 @@ def _register_views(app: Dash, services: Services) -> None:
             current = {key: shown[key] for key in ("gamma", "mlce", "mean_lce")}
         return mlce_curve_figure(curve["result"], current)
 
-    @app.callback(Output(ids.LOCAL_SELECTION, "children"),
-                  Input(ids.LOCAL_MAP, "selectedData"), Input(ids.LOCAL_MAP, "clickData"),
+    @app.callback(Output(LOCAL_SELECTION, "children"),
+                  Input(LOCAL_MAP, "selectedData"), Input(LOCAL_MAP, "clickData"),
                   prevent_initial_call=True)
     def select(selected: dict[str, Any] | None, clicked: dict[str, Any] | None) -> Any:
         triggered = ctx.triggered[0]["prop_id"] if ctx.triggered else ""

@@ -9,11 +9,43 @@ from typing import Any
 from dash import dcc, html
 
 from app.services import local
-from app.ui import ids
 from app.ui.components import info_note, measure_card
 from app.ui.figures import empty_figure
 from app.ui.figures.local import bin_label
 from calibcore.embedding import DEFAULT_SAMPLE_SIZE
+
+#: Component ids of this page (the shared ones are in app.ui.ids).
+LOCAL_FEATURES = "local-features"
+LOCAL_REDUCER = "local-reducer"
+LOCAL_COMPONENTS = "local-components"
+LOCAL_EMBEDDING_COLUMNS = "local-embedding-columns"
+LOCAL_EMBEDDING_CONTROL = "local-embedding-control"
+LOCAL_GAMMA = "local-gamma"  # log10 of the bandwidth
+LOCAL_GAMMA_TEXT = "local-gamma-text"
+LOCAL_GAMMA_HINT = "local-gamma-hint"
+LOCAL_COST = "local-cost"  # the cost estimate of the chosen representation
+LOCAL_VIEW_NOTE = "local-view-note"
+LOCAL_BINS = "local-bins"
+LOCAL_SUBSET = "local-subset"
+LOCAL_SAMPLE = "local-sample"
+LOCAL_RUN = "local-run"
+LOCAL_CANCEL = "local-cancel"
+LOCAL_PROGRESS = "local-progress"
+LOCAL_STATUS = "local-status"
+LOCAL_JOB = "local-job"
+LOCAL_POLL = "local-poll"
+LOCAL_RESULT = "local-result"  # dcc.Store: the parameters and headline numbers shown
+LOCAL_CURVE = "local-curve"  # dcc.Store: the MLCE curve shown
+LOCAL_RESULTS = "local-results"
+LOCAL_SUMMARY = "local-summary"
+LOCAL_CARDS = "local-cards"
+LOCAL_COLOUR = "local-colour"
+LOCAL_BIN = "local-bin"
+LOCAL_MAP = "local-map"
+LOCAL_CDF = "local-cdf"
+LOCAL_CURVES = "local-curves"
+LOCAL_SELECTION = "local-selection"
+LOCAL_SELECTION_TABLE = "local-selection-table"
 
 HIDDEN = {"display": "none"}
 _REDUCERS = [{"label": "PCA", "value": "pca"}, {"label": "UMAP", "value": "umap"},
@@ -40,69 +72,69 @@ def _number(component_id: str, value: float, **limits: Any) -> dcc.Input:
 def controls() -> html.Div:
     """Features, representation, bandwidth (log slider), bins, rows, reducer sample."""
     return html.Div([
-        _control("Feature columns", dcc.Dropdown(id=ids.LOCAL_FEATURES, multi=True,
+        _control("Feature columns", dcc.Dropdown(id=LOCAL_FEATURES, multi=True,
                                                  placeholder="all feature columns"),
-                 ids.LOCAL_FEATURES, wide=True),
-        _control("Representation φ", dcc.Dropdown(id=ids.LOCAL_REDUCER, options=_REDUCERS,
+                 LOCAL_FEATURES, wide=True),
+        _control("Representation φ", dcc.Dropdown(id=LOCAL_REDUCER, options=_REDUCERS,
                                                   value="pca", clearable=False),
-                 ids.LOCAL_REDUCER),
+                 LOCAL_REDUCER),
         _control("Dimensions (PCA: k; t-SNE, UMAP: 2 or 3)",
-                 _number(ids.LOCAL_COMPONENTS, 2, min=1, max=200, step=1),
-                 ids.LOCAL_COMPONENTS),
+                 _number(LOCAL_COMPONENTS, 2, min=1, max=200, step=1),
+                 LOCAL_COMPONENTS),
         _control("Embedding columns (numeric)",
-                 dcc.Dropdown(id=ids.LOCAL_EMBEDDING_COLUMNS, multi=True,
+                 dcc.Dropdown(id=LOCAL_EMBEDDING_COLUMNS, multi=True,
                               placeholder="choose 2 or 3 columns"),
-                 ids.LOCAL_EMBEDDING_COLUMNS, wide=True, id=ids.LOCAL_EMBEDDING_CONTROL,
+                 LOCAL_EMBEDDING_COLUMNS, wide=True, id=LOCAL_EMBEDDING_CONTROL,
                  style=HIDDEN),
         html.Div([html.Label([html.Span("Kernel bandwidth "),
-                              html.Span("γ = 0.4", id=ids.LOCAL_GAMMA_TEXT,
+                              html.Span("γ = 0.4", id=LOCAL_GAMMA_TEXT,
                                         className="local-gamma-value")],
-                             className="field-label", htmlFor=ids.LOCAL_GAMMA),
-                  dcc.Slider(id=ids.LOCAL_GAMMA, min=-3, max=2, step=0.01,
+                             className="field-label", htmlFor=LOCAL_GAMMA),
+                  dcc.Slider(id=LOCAL_GAMMA, min=-3, max=2, step=0.01,
                              value=math.log10(local.DEFAULT_GAMMA_FEATURES),
                              marks=_GAMMA_MARKS, updatemode="mouseup",
                              allow_direct_input=False),
-                  html.Div(gamma_hint(local.DEFAULT_GAMMA_FEATURES), id=ids.LOCAL_GAMMA_HINT,
+                  html.Div(gamma_hint(local.DEFAULT_GAMMA_FEATURES), id=LOCAL_GAMMA_HINT,
                            className="field-hint")],
                  className="control control-wide local-gamma"),
-        _control("Confidence bins", _number(ids.LOCAL_BINS, 15, min=1, max=100, step=1),
-                 ids.LOCAL_BINS),
-        _control("Rows", dcc.RadioItems(id=ids.LOCAL_SUBSET, value="all", className="radio",
+        _control("Confidence bins", _number(LOCAL_BINS, 15, min=1, max=100, step=1),
+                 LOCAL_BINS),
+        _control("Rows", dcc.RadioItems(id=LOCAL_SUBSET, value="all", className="radio",
                                         options=[{"label": s, "value": s}
                                                  for s in ("all", "calibration", "test")])),
         _control("Fit the reducer on at most (rows, seeded)",
-                 _number(ids.LOCAL_SAMPLE, DEFAULT_SAMPLE_SIZE, min=10, step=1),
-                 ids.LOCAL_SAMPLE),
+                 _number(LOCAL_SAMPLE, DEFAULT_SAMPLE_SIZE, min=10, step=1),
+                 LOCAL_SAMPLE),
     ], className="controls")
 
 
 def results_panel() -> html.Div:
     """Display choices, the map beside the CDF, the selection table and the curves."""
     return html.Div([
-        html.Div(id=ids.LOCAL_SUMMARY),
+        html.Div(id=LOCAL_SUMMARY),
         html.Div([
             _control("Colour", dcc.RadioItems(
-                id=ids.LOCAL_COLOUR, value="lce", className="radio",
+                id=LOCAL_COLOUR, value="lce", className="radio",
                 options=[{"label": "LCE", "value": "lce"},
                          {"label": "signed LCE (over- vs under-confident)",
                           "value": "signed"}])),
-            _control("Confidence bin", dcc.Dropdown(id=ids.LOCAL_BIN, value="all",
-                                                    clearable=False), ids.LOCAL_BIN,
+            _control("Confidence bin", dcc.Dropdown(id=LOCAL_BIN, value="all",
+                                                    clearable=False), LOCAL_BIN,
                      wide=True),
         ], className="controls local-display"),
         html.Div([
-            dcc.Graph(id=ids.LOCAL_MAP, figure=empty_figure("Computing…"),
+            dcc.Graph(id=LOCAL_MAP, figure=empty_figure("Computing…"),
                       config={"displaylogo": False}, className="local-graph"),
-            dcc.Graph(id=ids.LOCAL_CDF, figure=empty_figure("Computing…"),
+            dcc.Graph(id=LOCAL_CDF, figure=empty_figure("Computing…"),
                       config={"displaylogo": False}, className="local-graph"),
         ], className="local-graphs"),
         html.H3("Rows in the selected region"),
         html.Div(info_note("Drag a box (or lasso) on the map, or click a point, to list rows."),
-                 id=ids.LOCAL_SELECTION),
-        dcc.Graph(id=ids.LOCAL_CURVES, figure=empty_figure("The MLCE curve follows the "
+                 id=LOCAL_SELECTION),
+        dcc.Graph(id=LOCAL_CURVES, figure=empty_figure("The MLCE curve follows the "
                                                            "landscape."),
                   config={"displaylogo": False}, className="local-graph"),
-    ], id=ids.LOCAL_RESULTS, style=HIDDEN)
+    ], id=LOCAL_RESULTS, style=HIDDEN)
 
 
 def bin_options(result: dict[str, Any]) -> list[dict[str, str]]:
@@ -154,7 +186,7 @@ def summary_panel(result: dict[str, Any]) -> html.Div:
                      title="count-weighted mean |conf − acc| over the confidence bins"),
         measure_card("Bandwidth γ", f"{result['params']['gamma']:g}",
                      f"d = {result['dimension']}, {result['params']['n_bins']} bins"),
-    ], className="cards", id=ids.LOCAL_CARDS)
+    ], className="cards", id=LOCAL_CARDS)
     notes = html.Details([html.Summary("What was done"),
                           html.Ul([html.Li(note) for note in result["notes"]])],
                          className="local-notes")
@@ -183,5 +215,5 @@ def selection_table(data: dict[str, Any] | None) -> html.Div:
                                 if len(ordered) > SELECTION_ROWS else ""))
     return html.Div([html.Div(caption, className="caption local-caption"),
                      html.Div(html.Table([html.Thead(header), html.Tbody(body)],
-                                         className="table", id=ids.LOCAL_SELECTION_TABLE),
+                                         className="table", id=LOCAL_SELECTION_TABLE),
                               className="local-table")])

@@ -25,6 +25,23 @@ from calibcore.binning import Binning
 from calibcore.exceptions import CalibrationInputError
 from calibcore.views import View
 
+#: Component ids of this page (the shared ones are in app.ui.ids).
+VIEW_SELECT = "view-select"
+BINS_SLIDER = "bins-slider"
+BINNING_SELECT = "binning-select"
+SUBSET_SELECT = "subset-select"
+MEASURE_CARDS = "measure-cards"
+RELIABILITY_GRAPH = "reliability-graph"
+CLASS_SELECT = "class-select"
+OVERVIEW_NOTE = "overview-note"
+MEASURES_TABLE = "measures-table"
+CALIBRATION_TEST = "calibration-test"
+MEASURES_JOB = "measures-job"
+MEASURES_POLL = "measures-poll"
+MEASURES_PROGRESS = "measures-progress"
+SMOOTH_GRAPH = "smooth-graph"
+BINS_GRAPH = "bins-graph"
+
 _VIEWS = [{"label": "positive class (P(class 1) vs its frequency; binary)", "value": "positive"},
           {"label": "top label (confidence vs accuracy)", "value": "top_label"},
           {"label": "classwise (one curve per class)", "value": "classwise"}]
@@ -36,46 +53,46 @@ def layout(services: Services) -> html.Div:
         html.H1("Overview"),
         html.Div([
             html.Div([html.Label("View", className="field-label"),
-                      dcc.RadioItems(id=ids.VIEW_SELECT, options=_VIEWS, value=None,
+                      dcc.RadioItems(id=VIEW_SELECT, options=_VIEWS, value=None,
                                      className="radio")], className="control"),
             html.Div([html.Label("Rows", className="field-label"),
-                      dcc.RadioItems(id=ids.SUBSET_SELECT, value="all", className="radio",
+                      dcc.RadioItems(id=SUBSET_SELECT, value="all", className="radio",
                                      options=[{"label": "all", "value": "all"},
                                               {"label": "calibration", "value": "calibration"},
                                               {"label": "test", "value": "test"}])],
                      className="control"),
             html.Div([html.Label("Bins (binned measures and diagram)", className="field-label"),
-                      dcc.Slider(id=ids.BINS_SLIDER, min=5, max=40, step=1, value=15,
+                      dcc.Slider(id=BINS_SLIDER, min=5, max=40, step=1, value=15,
                                  marks={5: "5", 10: "10", 15: "15", 20: "20", 30: "30",
                                         40: "40"})], className="control control-wide"),
             html.Div([html.Label("Binning", className="field-label"),
-                      dcc.RadioItems(id=ids.BINNING_SELECT, value="equal_width",
+                      dcc.RadioItems(id=BINNING_SELECT, value="equal_width",
                                      className="radio",
                                      options=[{"label": "equal width", "value": "equal_width"},
                                               {"label": "equal mass", "value": "equal_mass"}])],
                      className="control"),
         ], className="controls"),
-        html.Div(id=ids.OVERVIEW_NOTE),
-        dcc.Loading(html.Div(id=ids.MEASURE_CARDS, className="cards")),
+        html.Div(id=OVERVIEW_NOTE),
+        dcc.Loading(html.Div(id=MEASURE_CARDS, className="cards")),
         html.H2("Measures"),
-        progress_bar(ids.MEASURES_PROGRESS, f"{ids.MEASURES_PROGRESS}-wrapper"),
-        dcc.Store(id=ids.MEASURES_JOB),
-        dcc.Interval(id=ids.MEASURES_POLL, interval=500, disabled=True),
-        html.Div(id=ids.MEASURES_TABLE),
+        progress_bar(MEASURES_PROGRESS, f"{MEASURES_PROGRESS}-wrapper"),
+        dcc.Store(id=MEASURES_JOB),
+        dcc.Interval(id=MEASURES_POLL, interval=500, disabled=True),
+        html.Div(id=MEASURES_TABLE),
         html.H2("Reliability"),
         html.Div([
-            dcc.Loading(dcc.Graph(id=ids.RELIABILITY_GRAPH, figure=empty_figure("loading…"),
+            dcc.Loading(dcc.Graph(id=RELIABILITY_GRAPH, figure=empty_figure("loading…"),
                                   config={"displaylogo": False})),
-            dcc.Loading(dcc.Graph(id=ids.SMOOTH_GRAPH, figure=empty_figure("loading…"),
+            dcc.Loading(dcc.Graph(id=SMOOTH_GRAPH, figure=empty_figure("loading…"),
                                   config={"displaylogo": False})),
         ], className="two-columns"),
-        dcc.Loading(dcc.Graph(id=ids.BINS_GRAPH, figure=empty_figure("loading…"),
+        dcc.Loading(dcc.Graph(id=BINS_GRAPH, figure=empty_figure("loading…"),
                               config={"displaylogo": False})),
     ])
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.VIEW_SELECT, "value"), Output(ids.VIEW_SELECT, "options"),
+    @app.callback(Output(VIEW_SELECT, "value"), Output(VIEW_SELECT, "options"),
                   Input(ids.DATASET_PICKER, "value"))
     def default_view(dataset_id: str | None) -> tuple[Any, ...]:
         """A dataset opens in its default view (positive for two classes: the top-label
@@ -91,13 +108,13 @@ def register(app: Dash, services: Services) -> None:
         return view, [{**option, "disabled": option["value"] == "positive" and not binary}
                       for option in _VIEWS]
 
-    @app.callback(Output(ids.MEASURE_CARDS, "children"), Output(ids.RELIABILITY_GRAPH, "figure"),
-                  Output(ids.SMOOTH_GRAPH, "figure"), Output(ids.BINS_GRAPH, "figure"),
-                  Output(ids.OVERVIEW_NOTE, "children"), Output(ids.MEASURES_TABLE, "children"),
-                  Output(ids.MEASURES_JOB, "data"), Output(ids.MEASURES_POLL, "disabled"),
-                  Input(ids.DATASET_PICKER, "value"), Input(ids.VIEW_SELECT, "value"),
-                  Input(ids.SUBSET_SELECT, "value"), Input(ids.BINS_SLIDER, "value"),
-                  Input(ids.BINNING_SELECT, "value"))
+    @app.callback(Output(MEASURE_CARDS, "children"), Output(RELIABILITY_GRAPH, "figure"),
+                  Output(SMOOTH_GRAPH, "figure"), Output(BINS_GRAPH, "figure"),
+                  Output(OVERVIEW_NOTE, "children"), Output(MEASURES_TABLE, "children"),
+                  Output(MEASURES_JOB, "data"), Output(MEASURES_POLL, "disabled"),
+                  Input(ids.DATASET_PICKER, "value"), Input(VIEW_SELECT, "value"),
+                  Input(SUBSET_SELECT, "value"), Input(BINS_SLIDER, "value"),
+                  Input(BINNING_SELECT, "value"))
     async def update(dataset_id: str | None, view: View | None, subset: diagnostics.Subset,
                      n_bins: int, binning: Binning) -> tuple[Any, ...]:
         if not dataset_id:
@@ -126,12 +143,12 @@ def register(app: Dash, services: Services) -> None:
                 smooth_reliability_figure(diagram), bin_sensitivity_figure(sensitivity, n_bins),
                 _note(summary, quick), table, job_id, full is not None)
 
-    @app.callback(Output(ids.MEASURES_TABLE, "children", allow_duplicate=True),
-                  Output(ids.MEASURE_CARDS, "children", allow_duplicate=True),
-                  Output(ids.MEASURES_PROGRESS, "style"),
-                  Output(f"{ids.MEASURES_PROGRESS}-wrapper", "style"),
-                  Output(ids.MEASURES_POLL, "disabled", allow_duplicate=True),
-                  Input(ids.MEASURES_POLL, "n_intervals"), State(ids.MEASURES_JOB, "data"),
+    @app.callback(Output(MEASURES_TABLE, "children", allow_duplicate=True),
+                  Output(MEASURE_CARDS, "children", allow_duplicate=True),
+                  Output(MEASURES_PROGRESS, "style"),
+                  Output(f"{MEASURES_PROGRESS}-wrapper", "style"),
+                  Output(MEASURES_POLL, "disabled", allow_duplicate=True),
+                  Input(MEASURES_POLL, "n_intervals"), State(MEASURES_JOB, "data"),
                   State(ids.DATASET_PICKER, "value"), prevent_initial_call=True)
     def poll(_: int, job_id: str | None, dataset_id: str | None) -> tuple[Any, ...]:
         job = services.jobs.get(job_id) if job_id else None
@@ -224,7 +241,7 @@ def calibration_test_note(test: dict[str, Any] | None, with_intervals: bool) -> 
     the calibrated resamples' 95th percentile, and what it tests on demand."""
     if test is None:
         waiting = "computing with the intervals…" if not with_intervals else "not computed."
-        return html.Div(f"Calibration test: {waiting}", id=ids.CALIBRATION_TEST,
+        return html.Div(f"Calibration test: {waiting}", id=CALIBRATION_TEST,
                         className="note note-info calibration-test")
     detail = (f"{test['statistic_name']} = {test['statistic']:.4f} on {test['n']:,} rows; "
               f"with labels drawn from the probabilities themselves (what a calibrated model "
@@ -243,7 +260,7 @@ def calibration_test_note(test: dict[str, Any] | None, with_intervals: bool) -> 
         html.Div(detail, className="calibration-test-detail"),
         html.Details([html.Summary("What does it test?"), html.Div(test["description"])],
                      className="calibration-test-detail"),
-    ], id=ids.CALIBRATION_TEST,
+    ], id=CALIBRATION_TEST,
         className=f"note {'note-warning' if test['rejected'] else 'note-info'} calibration-test")
 
 

@@ -39,6 +39,43 @@ from app.ui.pages.recalibrate_results import (
 )
 from calibcore.exceptions import CalibrationInputError
 
+#: Component ids of this page (the shared ones are in app.ui.ids).
+METHOD_SELECT = "method-select"
+FIT_BUTTON = "fit-button"
+FIT_JOB = "fit-job"
+FIT_POLL = "fit-poll"
+FIT_PROGRESS = "fit-progress"
+FIT_STATUS = "fit-status"
+RECAL_RESULTS = "recal-results"
+RECAL_GRAPH = "recal-graph"
+RECAL_VIEW = "recal-view"  # the overlaid diagram's view (binary: positive class too)
+RECAL_COMPARISON_STORE = "recal-comparison-store"
+RECAL_TABLE = "recal-table"
+RECAL_DOWNLOADS = "recal-downloads"
+RECAL_VARIABLE = "recal-variable"
+RECAL_FEATURES = "recal-features"
+RECAL_LECE_Q = "recal-lece-q"
+RECAL_LECE_T = "recal-lece-t"
+RECAL_BINS = "recal-bins"
+RECAL_LORE_GAMMA = "recal-lore-gamma"
+RECAL_OPTIONS_NOTE = "recal-options-note"
+RECAL_METHOD_PROGRESS = "recal-method-progress"
+RECAL_RECOMMENDATION = "recal-recommendation"
+RECAL_COST = "recal-cost"  # the cost estimate of the chosen methods
+RECAL_NLL_GRAPH = "recal-nll-graph"
+RECAL_RESULT_STORE = "recal-result-store"
+RECAL_EXTRA_COLUMNS = "recal-extra-columns"
+RECAL_EXTRA_LABEL = "recal-extra-label"
+APPLY_MODEL_BROWSE = "apply-model-browse"  # also used by assets/apply.js
+APPLY_MODEL_NAME = "apply-model-name"  # also used by assets/apply.js
+APPLY_DATA_BROWSE = "apply-data-browse"  # also used by assets/apply.js
+APPLY_DATA_NAME = "apply-data-name"  # also used by assets/apply.js
+APPLY_FORMAT = "apply-format"  # also used by assets/apply.js
+APPLY_BUTTON = "apply-button"  # also used by assets/apply.js
+APPLY_PROGRESS = "apply-progress"  # also used by assets/apply.js
+APPLY_PROGRESS_BAR = "apply-progress-bar"  # also used by assets/apply.js
+APPLY_STATUS = "apply-status"  # also used by assets/apply.js
+
 _HIDDEN = {"display": "none"}
 #: What the overlaid diagram reads from a comparison (the rest stays on the server).
 _DIAGRAM_KEYS = ("n", "rows", "positive_class", *COMPARISON_VIEWS.values())
@@ -71,21 +108,21 @@ def _options_panel() -> html.Div:
     fields = [
         html.Div([html.Label("Variable of the variable-based tree (numeric)",
                              className="field-label"),
-                  dcc.Dropdown(id=ids.RECAL_VARIABLE, clearable=False,
+                  dcc.Dropdown(id=RECAL_VARIABLE, clearable=False,
                                placeholder="choose a numeric feature")], className="control"),
         html.Div([html.Label("Features for LoRe / SWC / SWC-HH (empty: all)",
                              className="field-label"),
-                  dcc.Dropdown(id=ids.RECAL_FEATURES, multi=True, placeholder="all features")],
+                  dcc.Dropdown(id=RECAL_FEATURES, multi=True, placeholder="all features")],
                  className="control control-wide"),
         html.Div([html.Label("LECE/LECD neighbourhood q (fraction)", className="field-label"),
-                  _number(ids.RECAL_LECE_Q, "chosen by 10-fold CV")], className="control"),
+                  _number(RECAL_LECE_Q, "chosen by 10-fold CV")], className="control"),
         html.Div([html.Label("LECE/LECD threshold t", className="field-label"),
-                  _number(ids.RECAL_LECE_T, "chosen by 10-fold CV")], className="control"),
+                  _number(RECAL_LECE_T, "chosen by 10-fold CV")], className="control"),
         html.Div([html.Label("Bins (histogram, scaling-binning)", className="field-label"),
-                  _number(ids.RECAL_BINS, "10", 10, 1)], className="control"),
+                  _number(RECAL_BINS, "10", 10, 1)], className="control"),
     ]
     gamma = html.Div([html.Label("LoRe bandwidth γ", className="field-label"),
-                      _number(ids.RECAL_LORE_GAMMA, "0.4", 0.4)], className="control",
+                      _number(RECAL_LORE_GAMMA, "0.4", 0.4)], className="control",
                      style=None if "lore" in methods else _HIDDEN)
     return html.Div([*fields, gamma], className="controls recal-options")
 
@@ -99,24 +136,24 @@ def _apply_panel() -> html.Div:
                "are not needed. The file is streamed to the server and comes back with "
                "calibrated_proba_<class> columns."),
         html.Div([
-            html.Div([html.Button("choose model JSON", id=ids.APPLY_MODEL_BROWSE,
+            html.Div([html.Button("choose model JSON", id=APPLY_MODEL_BROWSE,
                                   className="button button-secondary"),
-                      html.Span("no model chosen", id=ids.APPLY_MODEL_NAME,
+                      html.Span("no model chosen", id=APPLY_MODEL_NAME,
                                 className="apply-name")], className="control"),
-            html.Div([html.Button("choose data file", id=ids.APPLY_DATA_BROWSE,
+            html.Div([html.Button("choose data file", id=APPLY_DATA_BROWSE,
                                   className="button button-secondary"),
-                      html.Span("no file chosen", id=ids.APPLY_DATA_NAME,
+                      html.Span("no file chosen", id=APPLY_DATA_NAME,
                                 className="apply-name")], className="control"),
-            html.Div([html.Label("Output", className="field-label", htmlFor=ids.APPLY_FORMAT),
+            html.Div([html.Label("Output", className="field-label", htmlFor=APPLY_FORMAT),
                       html.Select([html.Option("CSV", value="csv"),
                                    html.Option("Parquet", value="parquet")],
-                                  id=ids.APPLY_FORMAT, className="text-input")],
+                                  id=APPLY_FORMAT, className="text-input")],
                      className="control"),
-            html.Div(html.Button("Apply and download", id=ids.APPLY_BUTTON, className="button"),
+            html.Div(html.Button("Apply and download", id=APPLY_BUTTON, className="button"),
                      className="control"),
         ], className="controls apply-controls"),
-        progress_bar(ids.APPLY_PROGRESS_BAR, ids.APPLY_PROGRESS),
-        html.Div(id=ids.APPLY_STATUS, role="status"),
+        progress_bar(APPLY_PROGRESS_BAR, APPLY_PROGRESS),
+        html.Div(id=APPLY_STATUS, role="status"),
     ], className="panel")
 
 
@@ -128,40 +165,40 @@ def layout(services: Services) -> html.Div:
                "intervals. Download the corrected probabilities or the fitted recalibrator, "
                "and apply it to new files below."),
         html.Div([html.Label("Methods", className="field-label"),
-                  dcc.Checklist(id=ids.METHOD_SELECT, options=_method_options(),
+                  dcc.Checklist(id=METHOD_SELECT, options=_method_options(),
                                 value=["temperature"], className="checklist method-grid")],
                  className="panel method-panel"),
         html.H3("Method options"),
         _options_panel(),
-        html.Div(id=ids.RECAL_OPTIONS_NOTE),
-        html.Div(id=ids.RECAL_COST, className="cost-line"),
-        html.Button("Fit and compare", id=ids.FIT_BUTTON, className="button"),
-        progress_bar(ids.FIT_PROGRESS, f"{ids.FIT_PROGRESS}-wrapper"),
-        html.Div(id=ids.RECAL_METHOD_PROGRESS, className="method-progress"),
-        html.Div(id=ids.FIT_STATUS),
-        dcc.Store(id=ids.FIT_JOB),
-        dcc.Store(id=ids.RECAL_RESULT_STORE),
-        dcc.Interval(id=ids.FIT_POLL, interval=400, disabled=True),
-        html.Div(id=ids.RECAL_RESULTS, style=_HIDDEN, children=[
+        html.Div(id=RECAL_OPTIONS_NOTE),
+        html.Div(id=RECAL_COST, className="cost-line"),
+        html.Button("Fit and compare", id=FIT_BUTTON, className="button"),
+        progress_bar(FIT_PROGRESS, f"{FIT_PROGRESS}-wrapper"),
+        html.Div(id=RECAL_METHOD_PROGRESS, className="method-progress"),
+        html.Div(id=FIT_STATUS),
+        dcc.Store(id=FIT_JOB),
+        dcc.Store(id=RECAL_RESULT_STORE),
+        dcc.Interval(id=FIT_POLL, interval=400, disabled=True),
+        html.Div(id=RECAL_RESULTS, style=_HIDDEN, children=[
             html.H2("Comparison on held-out rows"),
-            html.Div(id=ids.RECAL_TABLE),
-            html.Div(id=ids.RECAL_RECOMMENDATION),
-            dcc.Store(id=ids.RECAL_COMPARISON_STORE),
+            html.Div(id=RECAL_TABLE),
+            html.Div(id=RECAL_RECOMMENDATION),
+            dcc.Store(id=RECAL_COMPARISON_STORE),
             html.Div([
                 html.Div([html.Label("Diagram view", className="field-label"),
-                          dcc.RadioItems(id=ids.RECAL_VIEW, options=_COMPARISON_VIEWS,
+                          dcc.RadioItems(id=RECAL_VIEW, options=_COMPARISON_VIEWS,
                                          value="positive", className="radio radio-inline")],
-                         id=f"{ids.RECAL_VIEW}-control", className="control", style=_HIDDEN),
-                dcc.Graph(id=ids.RECAL_GRAPH, figure=empty_figure("Fit methods to compare."),
+                         id=f"{RECAL_VIEW}-control", className="control", style=_HIDDEN),
+                dcc.Graph(id=RECAL_GRAPH, figure=empty_figure("Fit methods to compare."),
                           config={"displaylogo": False}),
-                dcc.Graph(id=ids.RECAL_NLL_GRAPH, figure=empty_figure("Fit methods to compare."),
+                dcc.Graph(id=RECAL_NLL_GRAPH, figure=empty_figure("Fit methods to compare."),
                           config={"displaylogo": False}),
             ]),
             html.H2("Downloads"),
-            html.Div([html.Label(id=ids.RECAL_EXTRA_LABEL, className="field-label"),
-                      dcc.Checklist(id=ids.RECAL_EXTRA_COLUMNS, options=[], value=[],
+            html.Div([html.Label(id=RECAL_EXTRA_LABEL, className="field-label"),
+                      dcc.Checklist(id=RECAL_EXTRA_COLUMNS, options=[], value=[],
                                     className="checklist checklist-inline")]),
-            html.Div(id=ids.RECAL_DOWNLOADS),
+            html.Div(id=RECAL_DOWNLOADS),
         ]),
         _apply_panel(),
     ])
@@ -184,10 +221,10 @@ def method_specs(methods: list[str], options: dict[str, Any]) -> list[MethodSpec
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.RECAL_VARIABLE, "options"), Output(ids.RECAL_VARIABLE, "value"),
-                  Output(ids.RECAL_FEATURES, "options"), Output(ids.RECAL_EXTRA_COLUMNS, "options"),
-                  Output(ids.RECAL_OPTIONS_NOTE, "children"),
-                  Output(ids.RECAL_EXTRA_LABEL, "children"),
+    @app.callback(Output(RECAL_VARIABLE, "options"), Output(RECAL_VARIABLE, "value"),
+                  Output(RECAL_FEATURES, "options"), Output(RECAL_EXTRA_COLUMNS, "options"),
+                  Output(RECAL_OPTIONS_NOTE, "children"),
+                  Output(RECAL_EXTRA_LABEL, "children"),
                   Input(ids.DATASET_PICKER, "value"))
     async def dataset_options(dataset_id: str | None) -> tuple[Any, ...]:
         if not dataset_id:
@@ -208,8 +245,8 @@ def register(app: Dash, services: Services) -> None:
                 [{"label": f"{n} ({k})", "value": n} for n, k in kinds.items()],
                 [{"label": f" {n}", "value": n} for n in extra], note, label)
 
-    @app.callback(Output(ids.RECAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
-                  Input(ids.METHOD_SELECT, "value"), Input(ids.RECAL_FEATURES, "value"))
+    @app.callback(Output(RECAL_COST, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(METHOD_SELECT, "value"), Input(RECAL_FEATURES, "value"))
     async def estimate(dataset_id: str | None, methods: list[str] | None,
                        features: list[str] | None) -> Any:
         if not dataset_id or not methods:
@@ -221,13 +258,13 @@ def register(app: Dash, services: Services) -> None:
             return cost_note(None, str(exc))
         return cost_note(cost)
 
-    @app.callback(Output(ids.FIT_JOB, "data"), Output(ids.FIT_POLL, "disabled"),
-                  Output(ids.FIT_STATUS, "children", allow_duplicate=True),
-                  Input(ids.FIT_BUTTON, "n_clicks"), State(ids.DATASET_PICKER, "value"),
-                  State(ids.METHOD_SELECT, "value"), State(ids.RECAL_VARIABLE, "value"),
-                  State(ids.RECAL_FEATURES, "value"), State(ids.RECAL_LECE_Q, "value"),
-                  State(ids.RECAL_LECE_T, "value"), State(ids.RECAL_BINS, "value"),
-                  State(ids.RECAL_LORE_GAMMA, "value"), prevent_initial_call=True)
+    @app.callback(Output(FIT_JOB, "data"), Output(FIT_POLL, "disabled"),
+                  Output(FIT_STATUS, "children", allow_duplicate=True),
+                  Input(FIT_BUTTON, "n_clicks"), State(ids.DATASET_PICKER, "value"),
+                  State(METHOD_SELECT, "value"), State(RECAL_VARIABLE, "value"),
+                  State(RECAL_FEATURES, "value"), State(RECAL_LECE_Q, "value"),
+                  State(RECAL_LECE_T, "value"), State(RECAL_BINS, "value"),
+                  State(RECAL_LORE_GAMMA, "value"), prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, methods: list[str] | None,
                     variable: str | None, features: list[str] | None, q: float | None,
                     t: float | None, n_bins: int | None,
@@ -252,15 +289,15 @@ def register(app: Dash, services: Services) -> None:
             "dataset_id": dataset_id, "methods": [asdict(spec) for spec in specs]})
         return job.id, False, info_note(f"Fitting {len(specs)} method(s)…")
 
-    @app.callback(Output(ids.FIT_PROGRESS, "style"), Output(f"{ids.FIT_PROGRESS}-wrapper", "style"),
-                  Output(ids.FIT_STATUS, "children"),
-                  Output(ids.FIT_POLL, "disabled", allow_duplicate=True),
-                  Output(ids.RECAL_METHOD_PROGRESS, "children"),
-                  Output(ids.RECAL_RESULTS, "style"), Output(ids.RECAL_TABLE, "children"),
-                  Output(ids.RECAL_RECOMMENDATION, "children"),
-                  Output(ids.RECAL_COMPARISON_STORE, "data"),
-                  Output(ids.RECAL_NLL_GRAPH, "figure"), Output(ids.RECAL_RESULT_STORE, "data"),
-                  Input(ids.FIT_POLL, "n_intervals"), State(ids.FIT_JOB, "data"),
+    @app.callback(Output(FIT_PROGRESS, "style"), Output(f"{FIT_PROGRESS}-wrapper", "style"),
+                  Output(FIT_STATUS, "children"),
+                  Output(FIT_POLL, "disabled", allow_duplicate=True),
+                  Output(RECAL_METHOD_PROGRESS, "children"),
+                  Output(RECAL_RESULTS, "style"), Output(RECAL_TABLE, "children"),
+                  Output(RECAL_RECOMMENDATION, "children"),
+                  Output(RECAL_COMPARISON_STORE, "data"),
+                  Output(RECAL_NLL_GRAPH, "figure"), Output(RECAL_RESULT_STORE, "data"),
+                  Input(FIT_POLL, "n_intervals"), State(FIT_JOB, "data"),
                   prevent_initial_call=True)
     def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
         job = services.jobs.get(job_id) if job_id else None
@@ -286,8 +323,8 @@ def register(app: Dash, services: Services) -> None:
                 {key: comparison[key] for key in _DIAGRAM_KEYS if key in comparison},
                 nll_difference_figure(comparison), stored)
 
-    @app.callback(Output(ids.RECAL_GRAPH, "figure"), Output(f"{ids.RECAL_VIEW}-control", "style"),
-                  Input(ids.RECAL_COMPARISON_STORE, "data"), Input(ids.RECAL_VIEW, "value"),
+    @app.callback(Output(RECAL_GRAPH, "figure"), Output(f"{RECAL_VIEW}-control", "style"),
+                  Input(RECAL_COMPARISON_STORE, "data"), Input(RECAL_VIEW, "value"),
                   prevent_initial_call=True)
     def draw_diagrams(comparison: dict[str, Any] | None, view: str) -> tuple[Any, Any]:
         if not comparison:
@@ -295,7 +332,7 @@ def register(app: Dash, services: Services) -> None:
         binary = "positive" in comparison_views(comparison)
         return overlaid_reliability_figure(comparison, view), ({} if binary else _HIDDEN)
 
-    @app.callback(Output(ids.RECAL_DOWNLOADS, "children"),
-                  Input(ids.RECAL_RESULT_STORE, "data"), Input(ids.RECAL_EXTRA_COLUMNS, "value"))
+    @app.callback(Output(RECAL_DOWNLOADS, "children"),
+                  Input(RECAL_RESULT_STORE, "data"), Input(RECAL_EXTRA_COLUMNS, "value"))
     def downloads(stored: list[dict[str, Any]] | None, extra: list[str] | None) -> Any:
         return download_list(stored or [], extra or [])

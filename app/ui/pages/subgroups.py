@@ -32,8 +32,26 @@ from app.ui.job_panel import (
 from app.ui.shell_helpers import view_options
 from calibcore.exceptions import CalibrationInputError
 
-PANEL = JobPanel(run=ids.SUB_RUN, job=ids.SUB_JOB, poll=ids.SUB_POLL, progress=ids.SUB_PROGRESS,
-                 status=ids.SUB_STATUS, cancel=ids.SUB_CANCEL, results=ids.SUB_RESULTS)
+#: Component ids of this page (the shared ones are in app.ui.ids).
+SUB_FEATURES = "sub-features"
+SUB_BINS = "sub-bins"
+SUB_SUPPORT = "sub-support"
+SUB_PAIRS = "sub-pairs"
+SUB_SUBSET = "sub-subset"
+SUB_VIEW = "sub-view"
+SUB_RUN = "sub-run"
+SUB_JOB = "sub-job"
+SUB_POLL = "sub-poll"
+SUB_PROGRESS = "sub-progress"
+SUB_STATUS = "sub-status"
+SUB_CANCEL = "sub-cancel"
+SUB_RESULTS = "sub-results"
+SUB_GRID = "sub-grid"
+SUB_DIAGRAMS = "sub-diagrams"
+SUB_GRAPH = "sub-graph"
+
+PANEL = JobPanel(run=SUB_RUN, job=SUB_JOB, poll=SUB_POLL, progress=SUB_PROGRESS,
+                 status=SUB_STATUS, cancel=SUB_CANCEL, results=SUB_RESULTS)
 
 _NUMBER = {"function": "params.value == null ? '' : d3.format('.4f')(params.value)"}
 _P_VALUE = {"function": "params.value == null ? '' : (params.value < 1e-4 ? "
@@ -78,35 +96,35 @@ def layout(services: Services) -> html.Div:
                "large gap in a small slice is told from noise. This is the multicalibration "
                "audit that one variable at a time (Variables page) cannot give."),
         html.Div([
-            control("Features to slice by", ids.SUB_FEATURES,
-                    dcc.Dropdown(id=ids.SUB_FEATURES, multi=True,
+            control("Features to slice by", SUB_FEATURES,
+                    dcc.Dropdown(id=SUB_FEATURES, multi=True,
                                  placeholder="all feature columns"), wide=True),
-            control("Bins per numeric feature", ids.SUB_BINS,
-                    dcc.Input(id=ids.SUB_BINS, type="number", value=5, min=2, max=20, step=1,
+            control("Bins per numeric feature", SUB_BINS,
+                    dcc.Input(id=SUB_BINS, type="number", value=5, min=2, max=20, step=1,
                               debounce=True, className="text-input")),
-            control("Least rows in a slice", ids.SUB_SUPPORT,
-                    dcc.Input(id=ids.SUB_SUPPORT, type="number", min=0, debounce=True,
+            control("Least rows in a slice", SUB_SUPPORT,
+                    dcc.Input(id=SUB_SUPPORT, type="number", min=0, debounce=True,
                               placeholder="1% of rows, at least 100", className="text-input"),
                     note="a count, or a fraction below 1"),
-            control("Rows", ids.SUB_SUBSET,
-                    dcc.RadioItems(id=ids.SUB_SUBSET, value="all", inline=True,
+            control("Rows", SUB_SUBSET,
+                    dcc.RadioItems(id=SUB_SUBSET, value="all", inline=True,
                                    className="radio", options=[
                                        {"label": "all", "value": "all"},
                                        {"label": "calibration", "value": "calibration"},
                                        {"label": "test", "value": "test"}]),
-                    dcc.Checklist(id=ids.SUB_PAIRS, value=["pairs"], className="checklist",
+                    dcc.Checklist(id=SUB_PAIRS, value=["pairs"], className="checklist",
                                   options=[{"label": "pairs of conditions", "value": "pairs"}])),
-            control("View", ids.SUB_VIEW,
-                    dcc.RadioItems(id=ids.SUB_VIEW, inline=True, className="radio")),
+            control("View", SUB_VIEW,
+                    dcc.RadioItems(id=SUB_VIEW, inline=True, className="radio")),
         ], className="controls"),
         *job_panel_layout(PANEL, run_label="Find the worst subgroups"),
     ])
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.SUB_FEATURES, "options"), Output(ids.SUB_FEATURES, "value"),
-                  Output(ids.SUB_RESULTS, "children"), Output(ids.SUB_JOB, "data"),
-                  Output(ids.SUB_VIEW, "options"), Output(ids.SUB_VIEW, "value"),
+    @app.callback(Output(SUB_FEATURES, "options"), Output(SUB_FEATURES, "value"),
+                  Output(SUB_RESULTS, "children"), Output(SUB_JOB, "data"),
+                  Output(SUB_VIEW, "options"), Output(SUB_VIEW, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         if not dataset_id:
@@ -119,11 +137,11 @@ def register(app: Dash, services: Services) -> None:
                     "value": name} for name in summary["roles"]["features"]]
         return (options, [], None, None, *view_options(summary, ("positive", "top_label")))
 
-    @app.callback(*start_outputs(PANEL), Input(ids.SUB_RUN, "n_clicks"),
-                  State(ids.DATASET_PICKER, "value"), State(ids.SUB_FEATURES, "value"),
-                  State(ids.SUB_BINS, "value"), State(ids.SUB_SUPPORT, "value"),
-                  State(ids.SUB_PAIRS, "value"), State(ids.SUB_SUBSET, "value"),
-                  State(ids.SUB_VIEW, "value"), prevent_initial_call=True)
+    @app.callback(*start_outputs(PANEL), Input(SUB_RUN, "n_clicks"),
+                  State(ids.DATASET_PICKER, "value"), State(SUB_FEATURES, "value"),
+                  State(SUB_BINS, "value"), State(SUB_SUPPORT, "value"),
+                  State(SUB_PAIRS, "value"), State(SUB_SUBSET, "value"),
+                  State(SUB_VIEW, "value"), prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, features: list[str] | None,
                     n_bins: float | None, support: float | None, pairs: list[str] | None,
                     subset: str | None, view: str | None) -> tuple[Any, ...]:
@@ -146,8 +164,8 @@ def register(app: Dash, services: Services) -> None:
 
     register_job_panel(app, services, PANEL, what="Subgroups", done=_done, render=_results)
 
-    @app.callback(Output(ids.SUB_GRAPH, "figure"), Input(ids.SUB_GRID, "selectedRows"),
-                  State(ids.SUB_DIAGRAMS, "data"), prevent_initial_call=True)
+    @app.callback(Output(SUB_GRAPH, "figure"), Input(SUB_GRID, "selectedRows"),
+                  State(SUB_DIAGRAMS, "data"), prevent_initial_call=True)
     def draw(selected: list[dict[str, Any]] | None, diagrams: dict[str, Any] | None) -> Any:
         if not selected or not diagrams:
             return no_update
@@ -169,7 +187,7 @@ def _results(result: dict[str, Any]) -> html.Div:
     rows = [{**s, "interval": f"{s['gap_low']:.4f} – {s['gap_high']:.4f}"}
             for s in result["subgroups"]]
     grid = dag.AgGrid(
-        id=ids.SUB_GRID, columnDefs=_COLUMNS, rowData=rows,
+        id=SUB_GRID, columnDefs=_COLUMNS, rowData=rows,
         defaultColDef={"sortable": True, "resizable": True, "minWidth": 90, "flex": 1},
         dashGridOptions={"rowSelection": {"mode": "singleRow", "enableClickSelection": True,
                                           "checkboxes": False},
@@ -188,7 +206,7 @@ def _results(result: dict[str, Any]) -> html.Div:
         html.P(f"Whole data: gap {result['gap']:+.4f} ({VIEW_NAMES[view]} view). Click a "
                "row to see that slice's reliability beside all rows'."),
         grid,
-        dcc.Store(id=ids.SUB_DIAGRAMS, data={"whole": result["whole"], "view": view,
+        dcc.Store(id=SUB_DIAGRAMS, data={"whole": result["whole"], "view": view,
                                              "slices": result["diagrams"]}),
-        dcc.Graph(id=ids.SUB_GRAPH, figure=figure, config={"displaylogo": False}),
+        dcc.Graph(id=SUB_GRAPH, figure=figure, config={"displaylogo": False}),
     ])

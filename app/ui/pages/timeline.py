@@ -19,6 +19,15 @@ from app.ui.shell_helpers import dataset_summary, view_options
 from calibcore.exceptions import CalibrationInputError
 from calibcore.timeline import PERIODS
 
+#: Component ids of this page (the shared ones are in app.ui.ids).
+TIME_COLUMN = "time-column"
+TIME_FREQ = "time-freq"
+TIME_METHOD = "time-method"
+TIME_VIEW = "time-view"
+TIME_STATUS = "time-status"
+TIME_GRAPH = "time-graph"
+TIME_ROLLING = "time-rolling"
+
 _FREQUENCIES = [{"label": "auto", "value": "auto"},
                 *({"label": name, "value": code} for code, name in PERIODS.items())]
 
@@ -37,27 +46,27 @@ def layout(services: Services) -> html.Div:
                "recalibrator fitted on each window is scored on the next, as a model "
                "recalibrated on last period's data would have been."),
         html.Div([
-            control("Time column", ids.TIME_COLUMN,
-                    dcc.Dropdown(id=ids.TIME_COLUMN, clearable=False,
+            control("Time column", TIME_COLUMN,
+                    dcc.Dropdown(id=TIME_COLUMN, clearable=False,
                                  placeholder="the dataset's time column"), wide=True),
-            control("Window", ids.TIME_FREQ,
-                    dcc.RadioItems(id=ids.TIME_FREQ, options=_FREQUENCIES, value="auto",
+            control("Window", TIME_FREQ,
+                    dcc.RadioItems(id=TIME_FREQ, options=_FREQUENCIES, value="auto",
                                    inline=True, className="radio")),
-            control("Recalibrator (rolling)", ids.TIME_METHOD,
-                    dcc.Dropdown(id=ids.TIME_METHOD, value="temperature", clearable=False,
+            control("Recalibrator (rolling)", TIME_METHOD,
+                    dcc.Dropdown(id=TIME_METHOD, value="temperature", clearable=False,
                                  options=list(ROLLING_METHODS))),
-            control("View", ids.TIME_VIEW,
-                    dcc.RadioItems(id=ids.TIME_VIEW, inline=True, className="radio")),
+            control("View", TIME_VIEW,
+                    dcc.RadioItems(id=TIME_VIEW, inline=True, className="radio")),
         ], className="controls"),
-        dcc.Loading(html.Div([html.Div(id=ids.TIME_STATUS),
-                              dcc.Graph(id=ids.TIME_GRAPH, figure=empty_figure("")),
-                              dcc.Graph(id=ids.TIME_ROLLING, figure=empty_figure(""))])),
+        dcc.Loading(html.Div([html.Div(id=TIME_STATUS),
+                              dcc.Graph(id=TIME_GRAPH, figure=empty_figure("")),
+                              dcc.Graph(id=TIME_ROLLING, figure=empty_figure(""))])),
     ])
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.TIME_COLUMN, "options"), Output(ids.TIME_COLUMN, "value"),
-                  Output(ids.TIME_VIEW, "options"), Output(ids.TIME_VIEW, "value"),
+    @app.callback(Output(TIME_COLUMN, "options"), Output(TIME_COLUMN, "value"),
+                  Output(TIME_VIEW, "options"), Output(TIME_VIEW, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, ...]:
         summary = await dataset_summary(services, dataset_id)
@@ -69,11 +78,11 @@ def register(app: Dash, services: Services) -> None:
                  for c in columns], roles.get("time"),
                 *view_options(summary, ("positive", "top_label")))
 
-    @app.callback(Output(ids.TIME_STATUS, "children"), Output(ids.TIME_GRAPH, "figure"),
-                  Output(ids.TIME_ROLLING, "figure"),
-                  Input(ids.DATASET_PICKER, "value"), Input(ids.TIME_COLUMN, "value"),
-                  Input(ids.TIME_FREQ, "value"), Input(ids.TIME_METHOD, "value"),
-                  Input(ids.TIME_VIEW, "value"))
+    @app.callback(Output(TIME_STATUS, "children"), Output(TIME_GRAPH, "figure"),
+                  Output(TIME_ROLLING, "figure"),
+                  Input(ids.DATASET_PICKER, "value"), Input(TIME_COLUMN, "value"),
+                  Input(TIME_FREQ, "value"), Input(TIME_METHOD, "value"),
+                  Input(TIME_VIEW, "value"))
     async def draw(dataset_id: str | None, column: str | None, freq: str | None,
                    method: str | None, view: str | None) -> tuple[Any, Any, Any]:
         blank = empty_figure("")

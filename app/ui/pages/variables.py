@@ -28,6 +28,28 @@ from app.ui.job_panel import running_status
 from app.ui.shell_helpers import VIEW_LABELS, dataset_summary, folded_view_note, view_options
 from calibcore.exceptions import CalibrationInputError
 
+#: Component ids of this page (the shared ones are in app.ui.ids).
+VAR_SUBSET = "var-subset"
+VAR_BINS = "var-bins"
+VAR_PERMUTATIONS = "var-permutations"
+VAR_JOB = "var-job"
+VAR_POLL = "var-poll"
+VAR_PROGRESS = "var-progress"
+VAR_STATUS = "var-status"
+VAR_RANKING = "var-ranking"  # dcc.Store holding the ranking JSON
+VAR_TABLE = "var-table"
+VAR_BARS = "var-bars"
+VAR_SELECT = "var-select"
+VAR_SCALE = "var-scale"
+VAR_SPAN = "var-span"
+VAR_RANGE = "var-range"  # where the curves are drawn: 5-95, 1-99 or all
+VAR_VIEW = "var-view"
+VAR_VIEW_NOTE = "var-view-note"
+VAR_CURVE = "var-curve"
+VAR_NOTE = "var-note"
+VAR_CATEGORY_TABLE = "var-category-table"
+VAR_CATEGORIES = "var-categories"  # the per-category table inside VAR_CATEGORY_TABLE
+
 _HIDDEN = {"display": "none"}
 _SCALES = [{"label": "error rate & predicted error", "value": "error"},
            {"label": "accuracy & confidence", "value": "accuracy"}]
@@ -86,13 +108,13 @@ function(selected) {
     const page = Math.floor(node.rowIndex / api.paginationGetPageSize());
     return page === api.paginationGetCurrentPage() ? skip : page;
 }
-""".replace("GRID_ID", json.dumps(ids.VAR_TABLE))
+""".replace("GRID_ID", json.dumps(VAR_TABLE))
 
 
 def _ranking_table() -> dag.AgGrid:
     """The ranking as a sortable grid; one row selected: the variable drawn below."""
     return dag.AgGrid(
-        id=ids.VAR_TABLE, columnDefs=_COLUMNS, rowData=[],
+        id=VAR_TABLE, columnDefs=_COLUMNS, rowData=[],
         getRowId="params.data.variable",
         # a narrow column's header wraps ("n missing") rather than being cut short
         defaultColDef={"sortable": True, "resizable": True, "wrapHeaderText": True,
@@ -117,66 +139,66 @@ def layout(services: Services) -> html.Div:
                "follows P(class 1) against the frequency of class 1 instead."),
         html.Div([
             html.Div([html.Label("Rows", className="field-label"),
-                      dcc.RadioItems(id=ids.VAR_SUBSET, value="all", className="radio",
+                      dcc.RadioItems(id=VAR_SUBSET, value="all", className="radio",
                                      options=[{"label": s, "value": s}
                                               for s in ("all", "calibration", "test")])],
                      className="control"),
             html.Div([html.Label("VECE bins (numeric variables)", className="field-label"),
-                      dcc.Slider(id=ids.VAR_BINS, min=2, max=30, step=1, value=10,
+                      dcc.Slider(id=VAR_BINS, min=2, max=30, step=1, value=10,
                                  marks={m: str(m) for m in (2, 5, 10, 15, 20, 30)})],
                      className="control control-wide"),
             html.Div([html.Label("Permutations (p-value)", className="field-label"),
-                      dcc.RadioItems(id=ids.VAR_PERMUTATIONS, value=200, className="radio",
+                      dcc.RadioItems(id=VAR_PERMUTATIONS, value=200, className="radio",
                                      options=[{"label": "none", "value": 0},
                                               {"label": "200", "value": 200},
                                               {"label": "1,000", "value": 1000}])],
                      className="control"),
-            html.Div([html.Label("View", className="field-label", htmlFor=ids.VAR_VIEW),
-                      dcc.RadioItems(id=ids.VAR_VIEW, value="top_label", className="radio",
+            html.Div([html.Label("View", className="field-label", htmlFor=VAR_VIEW),
+                      dcc.RadioItems(id=VAR_VIEW, value="top_label", className="radio",
                                      options=[{"label": VIEW_LABELS["top_label"],
                                                "value": "top_label"}])],
                      className="control"),
         ], className="controls"),
-        html.Div(id=ids.VAR_VIEW_NOTE),
-        progress_bar(ids.VAR_PROGRESS, f"{ids.VAR_PROGRESS}-wrapper"),
-        html.Div(id=ids.VAR_STATUS),
-        dcc.Store(id=ids.VAR_RANKING),
-        dcc.Store(id=ids.VAR_JOB),
-        dcc.Interval(id=ids.VAR_POLL, interval=400, disabled=True),
+        html.Div(id=VAR_VIEW_NOTE),
+        progress_bar(VAR_PROGRESS, f"{VAR_PROGRESS}-wrapper"),
+        html.Div(id=VAR_STATUS),
+        dcc.Store(id=VAR_RANKING),
+        dcc.Store(id=VAR_JOB),
+        dcc.Interval(id=VAR_POLL, interval=400, disabled=True),
         html.Div([
             html.Div(_ranking_table(), className="variables-table"),
-            dcc.Graph(id=ids.VAR_BARS, figure=empty_figure("Ranking variables…"),
+            dcc.Graph(id=VAR_BARS, figure=empty_figure("Ranking variables…"),
                       config={"displaylogo": False}, className="variables-bars"),
         ], className="variables-ranking"),
         html.H2("Calibration along a variable"),
         html.Div([
             html.Div([html.Label("Variable", className="field-label"),
-                      dcc.Dropdown(id=ids.VAR_SELECT, clearable=False,
+                      dcc.Dropdown(id=VAR_SELECT, clearable=False,
                                    placeholder="choose a variable")], className="control"),
             html.Div([html.Label("Show", className="field-label"),
-                      dcc.RadioItems(id=ids.VAR_SCALE, options=_SCALES, value="error",
+                      dcc.RadioItems(id=VAR_SCALE, options=_SCALES, value="error",
                                      className="radio")], className="control"),
             html.Div([html.Label("LOESS span (fraction of rows per local fit)",
                                  className="field-label"),
-                      dcc.Slider(id=ids.VAR_SPAN, min=0.1, max=1.0, step=0.05, value=0.8,
+                      dcc.Slider(id=VAR_SPAN, min=0.1, max=1.0, step=0.05, value=0.8,
                                  marks={m: f"{m:g}" for m in (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)})],
                      className="control control-wide"),
             html.Div([html.Label("Range of the variable (numeric)", className="field-label",
                                  title="where the curves are drawn: the paper's 5th–95th "
                                        "percentiles hide the tails, where a model is often "
                                        "most wrong"),
-                      dcc.RadioItems(id=ids.VAR_RANGE, options=_RANGES, value="5-95",
+                      dcc.RadioItems(id=VAR_RANGE, options=_RANGES, value="5-95",
                                      className="radio")], className="control"),
         ], className="controls"),
-        html.Div(id=ids.VAR_NOTE),
-        dcc.Loading(dcc.Graph(id=ids.VAR_CURVE, figure=empty_figure("Choose a variable."),
+        html.Div(id=VAR_NOTE),
+        dcc.Loading(dcc.Graph(id=VAR_CURVE, figure=empty_figure("Choose a variable."),
                               config={"displaylogo": False})),
-        html.Div(id=ids.VAR_CATEGORY_TABLE),
+        html.Div(id=VAR_CATEGORY_TABLE),
     ])
 
 
 def register(app: Dash, services: Services) -> None:
-    @app.callback(Output(ids.VAR_VIEW, "options"), Output(ids.VAR_VIEW, "value"),
+    @app.callback(Output(VAR_VIEW, "options"), Output(VAR_VIEW, "value"),
                   Input(ids.DATASET_PICKER, "value"))
     async def choose_dataset(dataset_id: str | None) -> tuple[Any, Any]:
         """The paper's top-label view first; the positive view offered for two classes."""
@@ -184,8 +206,8 @@ def register(app: Dash, services: Services) -> None:
                                   ("top_label", "positive"))
         return options or no_update, "top_label"
 
-    @app.callback(Output(ids.VAR_VIEW_NOTE, "children"), Input(ids.DATASET_PICKER, "value"),
-                  Input(ids.VAR_VIEW, "value"), Input(ids.VAR_SUBSET, "value"))
+    @app.callback(Output(VAR_VIEW_NOTE, "children"), Input(ids.DATASET_PICKER, "value"),
+                  Input(VAR_VIEW, "value"), Input(VAR_SUBSET, "value"))
     async def view_note(dataset_id: str | None, view: str | None, subset: Any) -> Any:
         if not dataset_id or view != "top_label":
             return None
@@ -194,13 +216,13 @@ def register(app: Dash, services: Services) -> None:
         except (CalibrationInputError, NotFound):
             return None
 
-    @app.callback(Output(ids.VAR_RANKING, "data"), Output(ids.VAR_JOB, "data"),
-                  Output(ids.VAR_POLL, "disabled"), Output(ids.VAR_STATUS, "children"),
-                  Output(f"{ids.VAR_PROGRESS}-wrapper", "style"),
-                  Output(ids.VAR_PROGRESS, "style"),
-                  Input(ids.DATASET_PICKER, "value"), Input(ids.VAR_SUBSET, "value"),
-                  Input(ids.VAR_BINS, "value"), Input(ids.VAR_PERMUTATIONS, "value"),
-                  Input(ids.VAR_VIEW, "value"))
+    @app.callback(Output(VAR_RANKING, "data"), Output(VAR_JOB, "data"),
+                  Output(VAR_POLL, "disabled"), Output(VAR_STATUS, "children"),
+                  Output(f"{VAR_PROGRESS}-wrapper", "style"),
+                  Output(VAR_PROGRESS, "style"),
+                  Input(ids.DATASET_PICKER, "value"), Input(VAR_SUBSET, "value"),
+                  Input(VAR_BINS, "value"), Input(VAR_PERMUTATIONS, "value"),
+                  Input(VAR_VIEW, "value"))
     async def start(dataset_id: str | None, subset: Any, n_bins: int,
                     n_permutations: int, view: Any) -> tuple[Any, ...]:
         if not dataset_id:
@@ -221,12 +243,12 @@ def register(app: Dash, services: Services) -> None:
                                                       f"{snapshot['message']}"), {}, \
             {"width": f"{snapshot['progress']:.0%}"}
 
-    @app.callback(Output(ids.VAR_RANKING, "data", allow_duplicate=True),
-                  Output(ids.VAR_POLL, "disabled", allow_duplicate=True),
-                  Output(ids.VAR_STATUS, "children", allow_duplicate=True),
-                  Output(f"{ids.VAR_PROGRESS}-wrapper", "style", allow_duplicate=True),
-                  Output(ids.VAR_PROGRESS, "style", allow_duplicate=True),
-                  Input(ids.VAR_POLL, "n_intervals"), State(ids.VAR_JOB, "data"),
+    @app.callback(Output(VAR_RANKING, "data", allow_duplicate=True),
+                  Output(VAR_POLL, "disabled", allow_duplicate=True),
+                  Output(VAR_STATUS, "children", allow_duplicate=True),
+                  Output(f"{VAR_PROGRESS}-wrapper", "style", allow_duplicate=True),
+                  Output(VAR_PROGRESS, "style", allow_duplicate=True),
+                  Input(VAR_POLL, "n_intervals"), State(VAR_JOB, "data"),
                   prevent_initial_call=True)
     def poll(_: int, job_id: str | None) -> tuple[Any, ...]:
         job = services.jobs.get(job_id) if job_id else None
@@ -247,22 +269,22 @@ def register(app: Dash, services: Services) -> None:
     # selection, so the highlighted row is always the variable drawn. Dash lets a callback
     # take its own outputs as inputs; split in two, the grid and the dropdown would form a
     # loop.
-    @app.callback(Output(ids.VAR_TABLE, "rowData"), Output(ids.VAR_SELECT, "options"),
-                  Output(ids.VAR_SELECT, "value"), Output(ids.VAR_TABLE, "selectedRows"),
-                  Input(ids.VAR_RANKING, "data"), Input(ids.VAR_TABLE, "selectedRows"),
-                  Input(ids.VAR_BARS, "clickData"), Input(ids.VAR_SELECT, "value"))
+    @app.callback(Output(VAR_TABLE, "rowData"), Output(VAR_SELECT, "options"),
+                  Output(VAR_SELECT, "value"), Output(VAR_TABLE, "selectedRows"),
+                  Input(VAR_RANKING, "data"), Input(VAR_TABLE, "selectedRows"),
+                  Input(VAR_BARS, "clickData"), Input(VAR_SELECT, "value"))
     def choose(ranking: dict[str, Any] | None, selected_rows: Any,
                click: dict[str, Any] | None, current: str | None) -> tuple[Any, ...]:
-        if ctx.triggered_id == ids.VAR_TABLE:
+        if ctx.triggered_id == VAR_TABLE:
             if isinstance(selected_rows, list) and selected_rows:  # a click (or Space)
                 chosen = selected_rows[0]["variable"]
                 return no_update, no_update, _changed(chosen, current), no_update
             # deselected (ctrl-click): the variable drawn stays chosen
             return no_update, no_update, no_update, _selection(current)
-        if ctx.triggered_id == ids.VAR_BARS and click and click.get("points"):
+        if ctx.triggered_id == VAR_BARS and click and click.get("points"):
             chosen = click["points"][0]["y"]
             return no_update, no_update, _changed(chosen, current), _selection(chosen)
-        if ctx.triggered_id == ids.VAR_SELECT:
+        if ctx.triggered_id == VAR_SELECT:
             return no_update, no_update, no_update, _selection(current)
         if not ranking:
             return [], [], None, []
@@ -272,22 +294,22 @@ def register(app: Dash, services: Services) -> None:
         chosen = current if current in names else (names[0] if names else None)
         return _table_rows(ranking), options, chosen, _selection(chosen)
 
-    app.clientside_callback(_PAGE_OF_SELECTED_JS, Output(ids.VAR_TABLE, "paginationGoTo"),
-                            Input(ids.VAR_TABLE, "selectedRows"), prevent_initial_call=True)
+    app.clientside_callback(_PAGE_OF_SELECTED_JS, Output(VAR_TABLE, "paginationGoTo"),
+                            Input(VAR_TABLE, "selectedRows"), prevent_initial_call=True)
 
-    @app.callback(Output(ids.VAR_BARS, "figure"),
-                  Input(ids.VAR_RANKING, "data"), Input(ids.VAR_SELECT, "value"))
+    @app.callback(Output(VAR_BARS, "figure"),
+                  Input(VAR_RANKING, "data"), Input(VAR_SELECT, "value"))
     def draw_ranking(ranking: dict[str, Any] | None, selected: str | None) -> Any:
         if not ranking:
             return empty_figure("The ranking appears here.")
         return ranking_figure(ranking, selected)
 
-    @app.callback(Output(ids.VAR_CURVE, "figure"), Output(ids.VAR_NOTE, "children"),
-                  Output(ids.VAR_CATEGORY_TABLE, "children"),
-                  Input(ids.VAR_SELECT, "value"), Input(ids.VAR_SPAN, "value"),
-                  Input(ids.VAR_SCALE, "value"), Input(ids.VAR_BINS, "value"),
-                  Input(ids.VAR_SUBSET, "value"), Input(ids.VAR_RANGE, "value"),
-                  Input(ids.VAR_VIEW, "value"), State(ids.DATASET_PICKER, "value"))
+    @app.callback(Output(VAR_CURVE, "figure"), Output(VAR_NOTE, "children"),
+                  Output(VAR_CATEGORY_TABLE, "children"),
+                  Input(VAR_SELECT, "value"), Input(VAR_SPAN, "value"),
+                  Input(VAR_SCALE, "value"), Input(VAR_BINS, "value"),
+                  Input(VAR_SUBSET, "value"), Input(VAR_RANGE, "value"),
+                  Input(VAR_VIEW, "value"), State(ids.DATASET_PICKER, "value"))
     async def show_variable(name: str | None, span: float, scale: Any, n_bins: int,
                             subset: Any, curve_range: Any, view: Any,
                             dataset_id: str | None) -> tuple[Any, Any, Any]:
@@ -395,6 +417,6 @@ def _bins_table(detail: dict[str, Any]) -> html.Details | html.Div:
             for i in range(len(bins["n"]))]
     table = html.Table([html.Thead(header), html.Tbody(rows)], className="table")
     if detail["kind"] == "categorical":
-        return html.Div([html.H3("Per category"), table], id=ids.VAR_CATEGORIES)
+        return html.Div([html.H3("Per category"), table], id=VAR_CATEGORIES)
     return html.Details([html.Summary(f"The {len(rows)} equal-mass bins behind VECE"), table],
                         className="variables-bins")

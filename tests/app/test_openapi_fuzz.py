@@ -1,8 +1,11 @@
 """Schemathesis over the OpenAPI document: no generated request ever gets a 5xx.
 
-Each operation is run with ids made up by Hypothesis (404s) and with the ids of a real
-small dataset and recalibration substituted, so the parameter handling of the real
-computations is exercised too. With a token set, no operation answers without it.
+Each operation is run with ids made up by Hypothesis (404s) and, when it takes one, with
+real ids substituted (a small dataset, a recalibration, a saved model, a staged upload, a
+job), so the parameter handling of the real computations is exercised too. A deletion
+gets a resource of its own, made for each generated request, so the shared ones stay.
+With a token set, no operation answers without it. The stores live in temporary folders
+removed when the test process ends.
 """
 
 from __future__ import annotations
@@ -40,20 +43,57 @@ def _small_csv() -> bytes:
     return buffer.getvalue().encode()
 
 
+#: The stores' folders, removed (with everything in them) when the process ends.
+_FOLDERS: list[tempfile.TemporaryDirectory[str]] = []
+
+
 def _app(**overrides: Any) -> Any:
-    return create_app(Settings(data_dir=Path(tempfile.mkdtemp(prefix="calibdash-fuzz-")),
-                               load_example=False, warm_up=False, allowed_hosts="*",
-                               n_bootstrap=20, **overrides))
+    folder = tempfile.TemporaryDirectory(prefix="calibdash-fuzz-")
+    _FOLDERS.append(folder)
+    return create_app(Settings(data_dir=Path(folder.name), load_example=False,
+                               warm_up=False, allowed_hosts="*", n_bootstrap=20,
+                               **overrides))
 
 
 OPEN = _app()
 GUARDED = _app(api_token=TOKEN)
 _client = TestClient(OPEN)  # no lifespan: its end would shut the job runner down
-DATASET = _client.post("/api/v1/datasets",
-                       files={"file": ("small.csv", _small_csv())}).json()["id"]
-RECALIBRATION = _client.post(f"/api/v1/datasets/{DATASET}/recalibrations",
-                             json={"method": "platt"}).json()["id"]
-REAL_IDS = {"dataset_id": DATASET, "recalibration_id": RECALIBRATION}
+
+
+def _new(kind: str) -> str:
+    """A fresh resource of ``kind`` (its id), for an operation that may delete it.
+
+    Schemathesis runs the app's lifespan around each checked call, and its end stops the
+    job runner and marks the services stopping (uploads refuse) until the next call
+    starts them; made between calls, a resource starts them itself, as a lifespan would.
+    """
+    services = OPEN.state.services
+    services.stopping.clear()
+    services.jobs.start()
+    if kind == "dataset_id":
+        return str(_client.post("/api/v1/datasets",
+                                files={"file": ("small.csv", _small_csv())}).json()["id"])
+    if kind == "recalibration_id":
+        return str(_client.post(f"/api/v1/datasets/{DATASET}/recalibrations",
+                                json={"method": "platt"}).json()["id"])
+    if kind == "model_id":
+        document = _client.get(f"/api/v1/recalibrations/{RECALIBRATION}/model").content
+        return str(_client.post("/api/v1/models", content=document,
+                                headers={"content-type": "application/json"}).json()["id"])
+    if kind == "upload_id":
+        return str(_client.post("/api/v1/uploads",
+                                files={"file": ("small.csv", _small_csv())}).json()["upload_id"])
+    if kind == "job_id":
+        return str(_client.post(f"/api/v1/datasets/{DATASET}/recalibrations",
+                                json={"method": "platt", "async": True}).json()["job_id"])
+    raise KeyError(kind)
+
+
+DATASET = _new("dataset_id")
+RECALIBRATION = _new("recalibration_id")
+REAL_IDS = {kind: DATASET if kind == "dataset_id" else RECALIBRATION
+            if kind == "recalibration_id" else _new(kind)
+            for kind in ("dataset_id", "recalibration_id", "model_id", "upload_id", "job_id")}
 
 
 def _operations(app: Any) -> list[Any]:
@@ -77,28 +117,53 @@ def sessions() -> Any:
 
 
 def _run(operation: Any, check: Any, substitute: bool) -> None:
+    deletes = operation.method.upper() == "DELETE"
+
     @given(case=operation.as_strategy())
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
     def run(case: Any) -> None:
         if substitute and case.path_parameters:
             for name in case.path_parameters:
                 if name in REAL_IDS:
-                    case.path_parameters[name] = REAL_IDS[name]
+                    case.path_parameters[name] = _new(name) if deletes else REAL_IDS[name]
         check(case)
 
     run()
 
 
+def _takes_real_ids(operation: Any) -> bool:
+    return bool({parameter.name for parameter in operation.path_parameters} & set(REAL_IDS))
+
+
+CASES = [pytest.param(operation, substitute, id=f"{operation.label}-{kind}")
+         for operation in OPEN_OPERATIONS
+         for substitute, kind in ((False, "made-up ids"), (True, "real ids"))
+         if not substitute or _takes_real_ids(operation)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("substitute", [False, True], ids=["made-up ids", "real ids"])
-@pytest.mark.parametrize("operation", OPEN_OPERATIONS, ids=[o.label for o in OPEN_OPERATIONS])
+@pytest.mark.parametrize(("operation", "substitute"), CASES)
 def test_no_request_gets_a_server_error(operation, substitute, sessions) -> None:
-    names = {parameter.name for parameter in operation.path_parameters}
-    if substitute and (not set(REAL_IDS) & names or operation.method.upper() == "DELETE"):
-        pytest.skip("no id to substitute (or it would delete the shared dataset)")
     _run(operation, lambda case: case.call_and_validate(session=sessions["open"],
                                                          checks=[not_a_server_error]),
          substitute)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("operation", GUARDED_OPERATIONS,
+                         ids=[o.label for o in GUARDED_OPERATIONS])
+def test_with_the_token_no_request_gets_a_server_error(operation, sessions) -> None:
+    """The same with a token set and given: the checks run behind the token too."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    _run(operation, lambda case: case.call_and_validate(
+        session=sessions["guarded"], headers=headers, checks=[not_a_server_error]), False)
+
+
+def test_every_operation_with_an_id_runs_with_a_real_one() -> None:
+    """Every path id the API takes has a real resource to substitute."""
+    names = {parameter.name for operation in OPEN_OPERATIONS
+             for parameter in operation.path_parameters}
+    assert names - {"name"} <= set(REAL_IDS)  # a variable's name is a string of its own
 
 
 @pytest.mark.parametrize("operation", GUARDED_OPERATIONS,

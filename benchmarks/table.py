@@ -17,7 +17,9 @@ class Row:
     ``target_seconds`` is the time limit the point must meet (None when the point is a ratio);
     ``peer``/``peer_seconds`` name a peer run side by side on the same data, and
     ``target_ratio`` (if set) is the largest acceptable ours/peer ratio
-    (or, with ``speedup=True``, the smallest acceptable peer/ours speed-up).
+    (or, with ``speedup=True``, the smallest acceptable peer/ours speed-up);
+    ``ratio_range`` (if set) bounds the ours/peer ratio on both sides (an estimate
+    against the measured time).
     """
 
     case: str
@@ -28,6 +30,7 @@ class Row:
     target_ratio: float | None = None
     speedup: bool = False
     note: str = ""
+    ratio_range: tuple[float, float] | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -44,6 +47,8 @@ class Row:
             ok &= (
                 self.ratio >= self.target_ratio if self.speedup else self.ratio <= self.target_ratio
             )
+        if self.ratio_range is not None and self.ratio is not None:
+            ok &= self.ratio_range[0] <= self.ratio <= self.ratio_range[1]
         return ok
 
 

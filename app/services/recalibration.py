@@ -41,7 +41,7 @@ from app.services.saved_models import (
     model_corrections,
     model_document,
 )
-from app.services.support import FOREST_ROW_SECONDS, SWC_MAX_ROWS
+from app.services.support import proximity_forest_seconds
 from app.services.tables import file_stem
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
@@ -159,9 +159,8 @@ class RecalibrationService:
             if spec.method not in ("swc", "swc_hh"):
                 continue
             n_features = len(spec.features or prediction_set.features.columns)
-            capped = np.minimum(np.asarray(fits, dtype=np.float64), float(SWC_MAX_ROWS))
-            seconds = float(np.sum(FOREST_ROW_SECONDS * n_features * capped
-                                   * np.log2(np.maximum(capped, 2.0))))
+            seconds = proximity_forest_seconds([float(f) for f in fits],
+                                               n_features + prediction_set.n_classes)
             if spec.method == "swc_hh":
                 hh = HeterogeneityParams(sample=None, calibration_sample=None)
                 seconds += len(fits) * forest_seconds(prediction_set, hh, n_features)[0]

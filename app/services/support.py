@@ -43,9 +43,24 @@ SWC_MAX_ROWS = 20_000
 
 
 MAX_HISTOGRAM_BINS = 40
-#: Cost model of one proximity forest (100 trees; measured on 2 cores: 20,000 rows of 4
-#: features in 25-45 s): seconds per row x log2(rows) x feature column.
-FOREST_ROW_SECONDS = 3e-5
+#: Cost model of one proximity forest of 100 trees: seconds per row x log2(rows) x
+#: sqrt(columns), the columns being the features and the class probabilities (the forest
+#: considers sqrt(columns) of them at each split). Fitted on measured runs on 2 cores
+#: (five folds plus the scoring forest): 2,161 calibration rows took 1.0-2.5 s with 4
+#: features, 2.3-5.9 s with 20 and 3.5-8.6 s with 85 (quiet to loaded machine), 10,000
+#: rows of 4 features 6.7-17 s. It once counted columns linearly, which made an 85-column
+#: file's estimate 9 min for a 3 s job. ``benchmarks/bench_estimates.py`` checks it.
+FOREST_ROW_SECONDS = 6e-6
+#: What a support job costs besides its forests (cross-fitted scores, histogram, tests).
+SUPPORT_OVERHEAD_SECONDS = 1.0
+
+
+def proximity_forest_seconds(rows: list[float], n_columns: int) -> float:
+    """Rough seconds of proximity forests grown on ``rows`` rows each (capped at
+    :data:`SWC_MAX_ROWS`) with ``n_columns`` columns (features and probabilities)."""
+    capped = np.minimum(np.asarray(rows, dtype=np.float64), float(SWC_MAX_ROWS))
+    return float(np.sum(FOREST_ROW_SECONDS * np.sqrt(n_columns) * capped
+                        * np.log2(np.maximum(capped, 2.0))))
 
 
 @dataclass(frozen=True)
@@ -77,9 +92,8 @@ def estimate_support(services: ServiceContext, dataset_id: str,
     def seconds(n_folds: int, n_columns: int) -> float:
         sizes = [n_calibration * (n_folds - 1) / n_folds] * n_folds + (
             [float(n_calibration)] if queries else [])
-        capped = np.minimum(np.asarray(sizes), float(SWC_MAX_ROWS))
-        return float(np.sum(FOREST_ROW_SECONDS * n_columns * capped
-                            * np.log2(np.maximum(capped, 2.0))))
+        return SUPPORT_OVERHEAD_SECONDS + proximity_forest_seconds(
+            sizes, n_columns + prediction_set.n_classes)
 
     estimate = seconds(params.n_folds, n_features)
     n_forests = params.n_folds + int(queries)

@@ -1,4 +1,4 @@
-"""The REST API under /api/v1."""
+"""The REST API under /api/v1: one router per resource."""
 
 from __future__ import annotations
 
@@ -7,16 +7,26 @@ from fastapi.security import HTTPBearer
 
 from app.api.errors import ApiError
 from app.api.routes import (
+    compare,
     datasets,
     heterogeneity,
-    insights,
     jobs,
     local,
     meta,
+    metrics,
     models,
     recalibrations,
+    subgroups,
+    support,
+    timeline,
+    uploads,
     variables,
 )
+
+API_PREFIX = "/api/v1"
+#: The routers, in the order the OpenAPI document lists their resources.
+RESOURCES = (meta, datasets, uploads, metrics, variables, local, heterogeneity, support,
+             compare, subgroups, timeline, recalibrations, models, jobs)
 
 
 def build_router() -> APIRouter:
@@ -24,14 +34,13 @@ def build_router() -> APIRouter:
     # Declares the bearer scheme in the OpenAPI document (the Authorize button of /docs);
     # enforcement is app.security's, before the body is read.
     bearer = HTTPBearer(auto_error=False, description="CALIBDASH_API_TOKEN, when it is set")
-    router = APIRouter(prefix="/api/v1", dependencies=[Depends(bearer)])
-    for module in (meta, datasets, variables, local, heterogeneity, insights,
-                   recalibrations, models, jobs):
+    router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(bearer)])
+    for module in RESOURCES:
         router.include_router(module.router)
 
     @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                       include_in_schema=False)
     def unknown(path: str) -> None:
-        raise ApiError(404, "not_found", f"no API route /api/v1/{path}; see /docs.")
+        raise ApiError(404, "not_found", f"no API route {API_PREFIX}/{path}; see /docs.")
 
     return router

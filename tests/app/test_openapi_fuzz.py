@@ -26,6 +26,10 @@ from app.main import create_app
 
 TOKEN = "fuzz-token"
 EXAMPLES = 12
+#: Seconds a request may take: the schema names the registered methods, so generated
+#: requests fit real ones (a 2,000-resample comparison takes seconds on a busy machine);
+#: this test is about server errors, not speed.
+TIMEOUT = 120
 
 
 def _small_csv() -> bytes:
@@ -97,7 +101,8 @@ def test_no_request_gets_a_server_error(operation, substitute, sessions) -> None
     if substitute and (not set(REAL_IDS) & names or operation.method.upper() == "DELETE"):
         pytest.skip("no id to substitute (or it would delete the shared dataset)")
     _run(operation, lambda case: case.call_and_validate(session=sessions["open"],
-                                                         checks=[not_a_server_error]),
+                                                         checks=[not_a_server_error],
+                                                         timeout=TIMEOUT),
          substitute)
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from fastapi.security import HTTPBearer
+from fastapi import APIRouter, Request
+from fastapi.routing import APIRoute
 
 from app.api.errors import ApiError
 from app.api.routes import (
@@ -27,20 +27,40 @@ API_PREFIX = "/api/v1"
 #: The routers, in the order the OpenAPI document lists their resources.
 RESOURCES = (meta, datasets, uploads, metrics, variables, local, heterogeneity, support,
              compare, subgroups, timeline, recalibrations, models, jobs)
+#: Every method the catch-all answers, so that no request under /api/v1 reaches the UI.
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 
 
 def build_router() -> APIRouter:
-    """All REST routes (the token, when set, is checked by app.security first)."""
-    # Declares the bearer scheme in the OpenAPI document (the Authorize button of /docs);
-    # enforcement is app.security's, before the body is read.
-    bearer = HTTPBearer(auto_error=False, description="CALIBDASH_API_TOKEN, when it is set")
-    router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(bearer)])
+    """All REST routes (the token, when set, is checked by app.security first), and a
+    catch-all answering 405 with ``Allow`` for a wrong method on a known path, 404 on an
+    unknown one, in the API's error shape."""
+    router = APIRouter(prefix=API_PREFIX)
     for module in RESOURCES:
         router.include_router(module.router)
+    routes = [route for module in RESOURCES for route in module.router.routes
+              if isinstance(route, APIRoute)]
 
-    @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                      include_in_schema=False)
-    def unknown(path: str) -> None:
+    @router.api_route("/{path:path}", methods=list(_METHODS), include_in_schema=False)
+    def unknown(request: Request, path: str) -> None:
+        allowed = allowed_methods(routes, f"/{path}")
+        if allowed:
+            raise ApiError(405, "method_not_allowed",
+                           f"{API_PREFIX}/{path} answers {', '.join(allowed)}, not "
+                           f"{request.method}; see /docs.", headers={"Allow": ", ".join(allowed)})
         raise ApiError(404, "not_found", f"no API route {API_PREFIX}/{path}; see /docs.")
 
     return router
+
+
+def allowed_methods(routes: list[APIRoute], path: str) -> list[str]:
+    """The methods of ``path``, in a fixed order: those of the routes whose template
+    matches it with the fewest parameters (as OpenAPI matches a path: ``/datasets/external``
+    before ``/datasets/{dataset_id}``)."""
+    matching = [route for route in routes if route.path_regex.match(path)]
+    if not matching:
+        return []
+    fewest = min(len(route.param_convertors) for route in matching)
+    methods = {method for route in matching if len(route.param_convertors) == fewest
+               for method in route.methods or ()}
+    return [method for method in _METHODS if method in methods]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.parameters import JsonInt
+from app.schemas.parameters import WHOLE_NUMBER
 
 
 class RolesRequest(BaseModel):
@@ -53,9 +53,9 @@ class ExternalDatasetRequest(BaseModel):
     logits: bool = False
     renormalize: bool = False
     name: str | None = Field(default=None, max_length=200)
-    sample_rows: JsonInt | None = Field(default=None, ge=1_000, le=5_000_000, description=(
-        "rows of the seeded uniform sample the per-row diagnostics run on (default: the "
-        "server's CALIBDASH_EXTERNAL_SAMPLE_ROWS)"))
+    sample_rows: Annotated[int, Field(ge=1_000, le=5_000_000), WHOLE_NUMBER] | None = Field(
+        default=None, description="rows of the seeded uniform sample the per-row diagnostics "
+        "run on (default: the server's CALIBDASH_EXTERNAL_SAMPLE_ROWS)")
 
 
 class DatasetRoles(BaseModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.parameters import MAX_ROW_COUNT, JsonInt, RowCount, Seed
+from app.schemas.parameters import MAX_ROW_COUNT, WHOLE_NUMBER, JsonInt, RowCount, Seed
 from app.services.diagnostics import Subset
 from app.services.local import MAX_DISPLAY_POINTS
 from calibcore.embedding import DEFAULT_SAMPLE_SIZE, Reducer
@@ -44,8 +44,8 @@ class RepresentationRequest(BaseModel):
         default=None, min_length=1,
         description='numeric feature columns holding an embedding (reducer "columns" only, '
                     'which needs them)')
-    sample_size: JsonInt | None = Field(
-        default=DEFAULT_SAMPLE_SIZE, ge=10, le=MAX_ROW_COUNT,
+    sample_size: Annotated[int, Field(ge=10, le=MAX_ROW_COUNT), WHOLE_NUMBER] | None = Field(
+        default=DEFAULT_SAMPLE_SIZE,
         description="fit the reducer on a seeded sample of this many rows and place the rest; "
                     "null fits on every row")
     random_state: Seed = Field(default=0, description="seeds the sample and the reducer")
@@ -63,9 +63,9 @@ class LandscapeRequest(RepresentationRequest):
         default=MAX_DISPLAY_POINTS,
         description="most rows returned in `rows` (a seeded uniform sample); \"all\" for every "
                     "row")
-    bin: JsonInt | None = Field(default=None, ge=0, le=99,
-                            description="return in `rows` only the rows of this confidence bin "
-                                        "(0 to n_bins - 1)")
+    bin: Annotated[int, Field(ge=0, le=99), WHOLE_NUMBER] | None = Field(
+        default=None, description="return in `rows` only the rows of this confidence bin (0 to "
+        "n_bins - 1)")
 
 
 class CurveRequest(RepresentationRequest):

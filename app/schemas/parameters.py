@@ -18,13 +18,18 @@ def _whole_number(value: Any) -> Any:
     return value
 
 
-#: An integer as JSON Schema has it in a strict request body: 5 or 5.0, never "5" or true.
-JsonInt = Annotated[int, BeforeValidator(_whole_number)]
+#: Lets a strict int take 5.0, as JSON Schema counts it an integer (never "5" or true).
+#: Put it after any constraint (``Annotated[int, Field(ge=1), WHOLE_NUMBER]``), so that the
+#: schema states the constraint as ``minimum``.
+WHOLE_NUMBER = BeforeValidator(_whole_number)
+#: An integer as JSON Schema has it in a strict request body.
+JsonInt = Annotated[int, WHOLE_NUMBER]
 
 #: Most rows a sample-size parameter may ask for (more than any accepted table holds by
 #: default, CALIBDASH_MAX_ROWS); larger values would only mean "every row".
 MAX_ROW_COUNT = 20_000_000
 #: A number of rows to sample, evaluate or return.
-RowCount = Annotated[JsonInt, Field(ge=1, le=MAX_ROW_COUNT)]
+RowCount = Annotated[int, Field(ge=1, le=MAX_ROW_COUNT), WHOLE_NUMBER]
 #: A seed of every random choice of a computation.
-Seed = Annotated[JsonInt, Field(ge=0, le=2**32 - 1, description="seeds every random choice")]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description="seeds every random choice"),
+                 WHOLE_NUMBER]

@@ -77,6 +77,24 @@ def test_every_error_answer_is_the_envelope(document) -> None:
     assert "HTTPValidationError" not in document["components"]["schemas"]
 
 
+def test_every_constraint_is_a_json_schema_keyword(document) -> None:
+    """pydantic writes a bound it cannot place as its own ``ge``/``le``, which no client
+    reads: a request the schema seems to allow would be refused."""
+    misplaced = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            misplaced.extend(f"{where}.{key}" for key in ("ge", "gt", "le", "lt") if key in node)
+            for key, value in node.items():
+                walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}[{index}]")
+
+    walk(document, "")
+    assert not misplaced, misplaced
+
+
 def test_jobs_answer_202_with_their_id(document) -> None:
     accepted = [(path, method) for path, method, operation in _operations(document)
                 if "202" in operation["responses"]]

@@ -58,20 +58,20 @@ class Diagnostic:
 
 #: In navigation order.
 DIAGNOSTICS: tuple[Diagnostic, ...] = (
-    Diagnostic("data", "Data", "/", "app.ui.pages.data", routers=("datasets",)),
+    Diagnostic("data", "Data", "/", "app.ui.pages.data", routers=("datasets", "uploads")),
     Diagnostic("overview", "Overview", "/overview", "app.ui.pages.overview",
-               routers=("datasets",), cli="report", report="metrics"),
+               routers=("metrics",), cli="report", report="metrics"),
     Diagnostic("compare", "Compare", "/compare", "app.ui.pages.compare",
-               routers=("insights",), cli="report", report="comparison"),
+               routers=("compare",), cli="report", report="comparison"),
     Diagnostic("variables", "Variables", "/variables", "app.ui.pages.variables",
                routers=("variables",), cli="report", report="variables"),
     Diagnostic("local", "Local", "/local", "app.ui.pages.local", routers=("local",)),
     Diagnostic("heterogeneity", "Heterogeneity", "/heterogeneity",
-               "app.ui.pages.heterogeneity", routers=("heterogeneity",)),
+               "app.ui.pages.heterogeneity", routers=("heterogeneity", "support")),
     Diagnostic("subgroups", "Subgroups", "/subgroups", "app.ui.pages.subgroups",
-               routers=("insights",)),
+               routers=("subgroups",)),
     Diagnostic("timeline", "Over time", "/over-time", "app.ui.pages.timeline",
-               routers=("insights",)),
+               routers=("timeline",)),
     Diagnostic("recalibration", "Recalibrate", "/recalibrate", "app.ui.pages.recalibrate",
                routers=("recalibrations", "models"), cli="recalibrate"),
 )

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from app.api import build_router
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
+from app.api.openapi import install_openapi
 from app.config import Settings, get_settings
 from app.gate import ComputeGate, GateMiddleware
 from app.security import SecurityMiddleware
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_docs(app)
 
     app.include_router(build_router())
+    install_openapi(app, settings)
     gate = ComputeGate(settings.compute_slots)
     dash_app = build_dash(app, services, gate)
     app.add_middleware(DispatchGuard, outputs=lambda: dash_app.callback_map)

@@ -37,7 +37,8 @@ from app.config import Settings
 SESSION_COOKIE = "calibdash_session"
 SIGN_IN_PATH = "/sign-in"
 SIGN_OUT_PATH = "/sign-out"
-_PUBLIC_PATHS = frozenset({"/api/v1/health", SIGN_IN_PATH})
+#: Paths answered without the token, whatever CALIBDASH_API_TOKEN says.
+PUBLIC_PATHS = frozenset({"/api/v1/health", SIGN_IN_PATH})
 _DOCS_PATHS = frozenset({DOCS_URL, OAUTH2_REDIRECT_URL, REDOC_URL, "/openapi.json"})
 _UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: Routes that take a file: the only bodies allowed to reach the upload limit.
@@ -156,7 +157,7 @@ class SecurityMiddleware:
             f"in at {SIGN_IN_PATH} in a browser.")
 
     def _public(self, path: str) -> bool:
-        return path in _PUBLIC_PATHS or path == SIGN_OUT_PATH \
+        return path in PUBLIC_PATHS or path == SIGN_OUT_PATH \
             or (self.public_docs and _docs_path(path))
 
     def _authenticated(self, headers: dict[str, str]) -> bool:

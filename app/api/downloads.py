@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import pandas as pd
@@ -16,6 +16,11 @@ from app.services.tables import export_chunks, file_stem, release_memory
 
 MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 FormatQuery = Annotated[Literal["csv", "parquet"], Query(description="csv or parquet")]
+#: The OpenAPI description of a download: a file in the asked format, as an attachment.
+FILE_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
+    "description": "The file, as an attachment (`Content-Disposition` names it).",
+    "content": {media_type: {"schema": {"type": "string", "format": "binary"}}
+                for media_type in MEDIA_TYPES.values()}}}
 _NOT_TOKEN = re.compile(r"[^A-Za-z0-9._-]+")
 
 

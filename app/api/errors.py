@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -20,17 +21,20 @@ class ApiError(Exception):
     """An error with an HTTP status, a code and a message a person can act on."""
 
     def __init__(self, status: int, code: str, message: str,
-                 details: dict[str, Any] | None = None) -> None:
+                 details: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details or {}
+        self.headers = headers
 
 
 def error_response(status: int, code: str, message: str,
-                   details: dict[str, Any] | None = None) -> JSONResponse:
-    return JSONResponse(status_code=status, content={
+                   details: dict[str, Any] | None = None,
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, headers=headers, content={
         "error": {"code": code, "message": message, "details": details or {}}})
 
 
@@ -50,7 +54,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message, exc.details)
+        return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
 
     @app.exception_handler(CalibrationInputError)
     async def _input_error(_: Request, exc: CalibrationInputError) -> JSONResponse:
@@ -73,7 +77,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
             exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail))
+        # keeps a 405's Allow header (and any other the exception carries)
+        return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

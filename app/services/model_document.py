@@ -232,8 +232,9 @@ else:
         Discriminator(_kind)])
 
 
-def _known_method(method: str) -> str:
-    if method not in REGISTRY:
+def _known_method(method: Any) -> Any:
+    # a method that is not a string is StrictStr's to refuse (a dict is not hashable)
+    if isinstance(method, str) and method not in REGISTRY:
         raise PydanticCustomError("unknown_method", "unknown recalibration method '{method}'; "
                                   "known: {known}",
                                   {"method": method, "known": ", ".join(sorted(REGISTRY))})

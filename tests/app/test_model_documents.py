@@ -60,6 +60,9 @@ HOSTILE: dict[str, tuple[Any, str]] = {
     "huge_integer": (temperature(10**30), "integers outside"),
     "deep_lists": (temperature(nested(100)), "nest more than 32 deep"),
     "unknown_method": ({**temperature(1.0), "method": "magic"}, "unknown recalibration method"),
+    # found by schemathesis: a method that is not a string was a 500 (unhashable)
+    "method_object": ({**temperature(1.0), "method": {}}, "method: Input should be a valid"),
+    "method_list": ({**temperature(1.0), "method": ["temperature"]}, "method: Input should be"),
     "unknown_state": (temperature(1.0, evil_=1), "no fitted attribute evil_"),
     "missing_state": ({**BASE, "state": {"n_classes_": 2}}, "lacks temperature_"),
     "unknown_parameter": ({**temperature(1.0), "params": {"bogus": 1}},

@@ -1,37 +1,20 @@
-"""Dataset routes: upload, staged uploads, list/get/delete, measures, reliability."""
+"""Dataset routes: upload, register external files, list, get, delete."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, File, Form, Response, UploadFile, status
 
 from app.api.deps import ServicesDep
+from app.api.responses import ACCEPTED, INVALID, NOT_FOUND, error, job_accepted
 from app.api.uploads import saved_upload
 from app.jobs import Progress
-from app.schemas.models import (
-    DatasetSummary,
-    ErrorResponse,
-    ExternalDatasetRequest,
-    MetricsResponse,
-    RolesRequest,
-)
-from app.services import diagnostics
+from app.schemas import DatasetSummary, ExternalDatasetRequest, JobAccepted
 from app.services.datasets import RoleOverrides
 from app.services.external import ExternalRequest, allowed_uri, register_external
-from calibcore.binning import Binning
-from calibcore.views import View
 
-router = APIRouter(tags=["datasets"], responses={
-    404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
-
-ViewQuery = Annotated[View | None, Query(description=(
-    "top_label, positive or classwise; default positive for two classes (P(class 1) "
-    "against the frequency of class 1), top_label for more"))]
-BinsQuery = Annotated[int, Query(ge=1, le=1000, description="number of bins")]
-BinningQuery = Annotated[Binning, Query(description="equal_width or equal_mass")]
-SubsetQuery = Annotated[diagnostics.Subset, Query(description="all, calibration or test rows")]
+router = APIRouter(prefix="/datasets", tags=["datasets"])
 
 
 def _columns(value: str | None) -> tuple[str, ...] | None:
@@ -40,8 +23,11 @@ def _columns(value: str | None) -> tuple[str, ...] | None:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-@router.post("/datasets", status_code=status.HTTP_201_CREATED, response_model=DatasetSummary,
-             responses={413: {"model": ErrorResponse}})
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetSummary,
+             response_model_exclude_unset=True, responses=error(
+                 422, "The file cannot be read as a prediction table (empty, not CSV or "
+                 "Parquet, probabilities out of range, ...) or a role names no column: "
+                 "`error.code` says which, `error.details` where."))
 def create_dataset(
     services: ServicesDep,
     file: Annotated[UploadFile, File(description="CSV (optionally gzip) or Parquet")],
@@ -67,10 +53,13 @@ def create_dataset(
                                                   name=name)
 
 
-@router.post("/datasets/external", status_code=status.HTTP_202_ACCEPTED,
-             responses={403: {"model": ErrorResponse}})
+@router.post("/external", status_code=status.HTTP_202_ACCEPTED, response_model=JobAccepted,
+             responses={**ACCEPTED, **INVALID, **error(
+                 403, "Registering files by reference is turned off "
+                 "(CALIBDASH_EXTERNAL_ROOTS is empty), or `uri` is not under one of its "
+                 "folders or prefixes.")})
 def create_external_dataset(services: ServicesDep,
-                            request: ExternalDatasetRequest) -> JSONResponse:
+                            request: ExternalDatasetRequest) -> dict[str, Any]:
     """Register Parquet or CSV files of any size by reference (nothing is uploaded).
 
     A job reads them on Dask (``CALIBDASH_DASK_SCHEDULER``, or a local in-process
@@ -94,93 +83,25 @@ def create_external_dataset(services: ServicesDep,
             progress=progress)
 
     job = services.jobs.submit("external", work, params=request.model_dump(exclude_none=True))
-    return JSONResponse(status_code=202, content={"job_id": job.id, **job.snapshot()})
+    return job_accepted(job)
 
 
-@router.post("/uploads", status_code=status.HTTP_201_CREATED,
-             responses={413: {"model": ErrorResponse}})
-def stage_upload(
-    services: ServicesDep,
-    file: Annotated[UploadFile, File(description="CSV (optionally gzip) or Parquet")],
-) -> dict[str, Any]:
-    """Upload a file and get its inferred roles and first rows, to confirm before use."""
-    with saved_upload(file, services.settings.max_upload_bytes,
-                      services.settings.data_dir / "incoming") as path:
-        return services.datasets.stage_upload(path, file.filename or "upload")
-
-
-@router.post("/uploads/{upload_id}/confirm", status_code=status.HTTP_201_CREATED,
-             response_model=DatasetSummary)
-def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -> dict[str, Any]:
-    """Confirm (or correct) the roles of a staged upload and create the dataset."""
-    overrides = RoleOverrides(
-        label=roles.label, probabilities=tuple(roles.probabilities or ()) or None,
-        features=None if roles.features is None else tuple(roles.features),
-        split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
-        logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled,
-        time=roles.time, no_time=roles.no_time,
-        models=None if roles.models is None else tuple(
-            (name, tuple(columns)) for name, columns in roles.models.items()))
-    return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)
-
-
-@router.get("/datasets", response_model=list[DatasetSummary])
+@router.get("", response_model=list[DatasetSummary], response_model_exclude_unset=True)
 def list_datasets(services: ServicesDep) -> list[dict[str, Any]]:
+    """Every stored dataset, oldest first."""
     return services.datasets.list()
 
 
-@router.get("/datasets/{dataset_id}", response_model=DatasetSummary)
+@router.get("/{dataset_id}", response_model=DatasetSummary, response_model_exclude_unset=True,
+            responses=NOT_FOUND)
 def get_dataset(services: ServicesDep, dataset_id: str) -> dict[str, Any]:
+    """One dataset's summary."""
     return services.datasets.summary(dataset_id)
 
 
-@router.delete("/datasets/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT,
+               response_class=Response, responses=NOT_FOUND)
 def delete_dataset(services: ServicesDep, dataset_id: str) -> Response:
+    """Delete a dataset with its results and recalibrations."""
     services.datasets.delete(dataset_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-BootstrapQuery = Annotated[int, Query(ge=0, le=2000,
-                                      description="bootstrap resamples for the intervals")]
-
-
-@router.get("/datasets/{dataset_id}/metrics", response_model=MetricsResponse)
-def get_metrics(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
-                n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
-                subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
-                ) -> dict[str, Any]:
-    """Every global measure of one view on all, calibration or test rows, with 95% intervals.
-
-    ``metrics`` maps measure -> value; ``measures`` adds the basic-bootstrap interval,
-    whether the measure is a consistent calibration measure (Błasiok et al. 2023) and its meaning.
-    ``calibration_test`` tests whether the probabilities are calibrated at all
-    (consistency resampling on kCE, with ``n_bootstrap`` resamples; null when it is 0) in
-    the default view, and checks the verdict in a second view (``other_views``).
-    Results are cached per parameter set.
-    """
-    request = diagnostics.MetricsRequest(
-        view=diagnostics.dataset_view(services, dataset_id, view), n_bins=n_bins,
-        binning=binning, subset=subset, n_bootstrap=n_bootstrap)
-    return diagnostics.metrics_for(services, dataset_id, request)
-
-
-@router.get("/datasets/{dataset_id}/metrics/bins")
-def get_bin_sensitivity(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
-                        subset: SubsetQuery = "all") -> dict[str, Any]:
-    """Binned ECE for 5-100 bins beside the bin-free consistent measures (cached)."""
-    return diagnostics.bin_sensitivity_for(
-        services, dataset_id, view=diagnostics.dataset_view(services, dataset_id, view),
-        subset=subset)
-
-
-@router.get("/datasets/{dataset_id}/reliability")
-def get_reliability(services: ServicesDep, dataset_id: str, view: ViewQuery = None,
-                    n_bins: BinsQuery = 15, binning: BinningQuery = "equal_width",
-                    subset: SubsetQuery = "all", n_bootstrap: BootstrapQuery = 200,
-                    ) -> dict[str, Any]:
-    """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (bootstrap band),
-    cached per parameter set."""
-    request = diagnostics.MetricsRequest(
-        view=diagnostics.dataset_view(services, dataset_id, view), n_bins=n_bins,
-        binning=binning, subset=subset, n_bootstrap=n_bootstrap)
-    return diagnostics.reliability_for(services, dataset_id, request)

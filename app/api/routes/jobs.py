@@ -8,14 +8,16 @@ from fastapi import APIRouter
 
 from app.api.deps import ServicesDep
 from app.api.errors import ApiError
+from app.api.responses import NOT_FOUND
 from app.jobs.records import KEEP_RECORDS
-from app.schemas.models import ErrorResponse, JobResponse
+from app.schemas import JobResponse
 
-router = APIRouter(tags=["jobs"], responses={404: {"model": ErrorResponse}})
+router = APIRouter(prefix="/jobs", tags=["jobs"], responses=NOT_FOUND)
 
 
-@router.get("/jobs/{job_id}", response_model=JobResponse)
+@router.get("/{job_id}", response_model=JobResponse)
 def get_job(services: ServicesDep, job_id: str) -> dict[str, Any]:
+    """A job's progress, and its result or error once it has ended."""
     job = services.jobs.get(job_id)
     if job is None:
         raise ApiError(404, "not_found", f"no job with id {job_id!r} (the newest "
@@ -23,8 +25,9 @@ def get_job(services: ServicesDep, job_id: str) -> dict[str, Any]:
     return job.snapshot()
 
 
-@router.delete("/jobs/{job_id}", response_model=JobResponse)
+@router.delete("/{job_id}", response_model=JobResponse)
 def cancel_job(services: ServicesDep, job_id: str) -> dict[str, Any]:
+    """Cancel a queued or running job (an ended one is left as it is); its state."""
     job = services.jobs.cancel(job_id)
     if job is None:
         raise ApiError(404, "not_found", f"no job with id {job_id!r}.")

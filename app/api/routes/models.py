@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, File, Request, Response, UploadFile, status
 
 from app.api.deps import ServicesDep
-from app.api.downloads import FormatQuery, corrected_name, file_response
+from app.api.downloads import FILE_RESPONSES, FormatQuery, corrected_name, file_response
 from app.api.errors import ApiError
+from app.api.responses import NOT_FOUND, error
 from app.api.uploads import saved_upload
-from app.schemas.models import ErrorResponse
+from app.schemas import SavedModel
 from app.services import saved_models
 
-router = APIRouter(tags=["models"], responses={
-    404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+router = APIRouter(prefix="/models", tags=["models"])
 
 
 async def model_document_body(request: Request, services: ServicesDep) -> Any:
@@ -30,13 +30,18 @@ async def model_document_body(request: Request, services: ServicesDep) -> Any:
     return saved_models.parse_document(bytes(body))
 
 
+#: The body is read by :func:`model_document_body`, so FastAPI does not document it; its
+#: schema is the one ``GET /recalibrations/{id}/model`` answers with.
 _DOCUMENT_BODY = {"requestBody": {"required": True, "content": {"application/json": {
-    "schema": {"type": "object", "description": "a recalibrator exported by "
-               "GET /recalibrations/{id}/model"}}}}}
+    "schema": {"$ref": "#/components/schemas/RecalibratorDocument"}}}}}
 
 
-@router.post("/models", status_code=status.HTTP_201_CREATED, openapi_extra=_DOCUMENT_BODY,
-             responses={413: {"model": ErrorResponse}})
+@router.post("", status_code=status.HTTP_201_CREATED, openapi_extra=_DOCUMENT_BODY,
+             response_model=SavedModel, response_model_exclude_unset=True, responses=error(
+                 422, "Not a recalibrator document (`invalid_model`: unreadable JSON, a "
+                      "method, parameter or state name it does not have, arrays that do not "
+                      "match their shape, more numbers than CALIBDASH_MAX_MODEL_VALUES); "
+                      "`error.details.field` says where."))
 def import_model(services: ServicesDep,
                  document: Annotated[Any, Depends(model_document_body)]) -> dict[str, Any]:
     """Validate and store a fitted recalibrator (JSON only, never pickle).
@@ -50,23 +55,27 @@ def import_model(services: ServicesDep,
                                      max_values=services.settings.max_model_values)
 
 
-@router.get("/models")
+@router.get("", response_model=list[SavedModel], response_model_exclude_unset=True)
 def list_models(services: ServicesDep) -> list[dict[str, Any]]:
     return saved_models.list_models(services.store)
 
 
-@router.get("/models/{model_id}")
+@router.get("/{model_id}", response_model=SavedModel, response_model_exclude_unset=True,
+            responses=NOT_FOUND)
 def get_model(services: ServicesDep, model_id: str) -> dict[str, Any]:
     return saved_models.model_summary(services.store, model_id)
 
 
-@router.delete("/models/{model_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{model_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response,
+               responses=NOT_FOUND)
 def delete_model(services: ServicesDep, model_id: str) -> Response:
     saved_models.delete_model(services.store, model_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/models/{model_id}/apply")
+@router.post("/{model_id}/apply", response_class=Response, responses={
+    **FILE_RESPONSES, **NOT_FOUND, **error(
+    422, "The file cannot be read, or lacks the columns the model reads.")})
 def apply_model(services: ServicesDep, model_id: str,
                 file: Annotated[UploadFile, File(description="CSV or Parquet with the "
                                                  "probability (and feature) columns the model "

@@ -8,14 +8,30 @@ from fastapi import APIRouter, File, Query, Response, UploadFile, status
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
-from app.api.downloads import FormatQuery, content_disposition, corrected_name, file_response
+from app.api.downloads import (
+    FILE_RESPONSES,
+    FormatQuery,
+    content_disposition,
+    corrected_name,
+    file_response,
+)
+from app.api.responses import ACCEPTED, NOT_FOUND, error, job_accepted_response
 from app.api.uploads import saved_upload
 from app.jobs import Progress
-from app.schemas.models import ErrorResponse, RecalibrationRequest
+from app.schemas import (
+    FittedRecalibration,
+    MethodInfo,
+    Recalibration,
+    RecalibrationBatch,
+    RecalibrationComparison,
+    RecalibrationRequest,
+    RecalibratorDocument,
+)
 from app.services.methods import MethodSpec, method_catalogue
 
-router = APIRouter(tags=["recalibrations"], responses={
-    404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+#: Its paths are those of the resource they act on: a dataset's recalibrations, one
+#: recalibration, and the catalogue of methods; so no prefix.
+router = APIRouter(tags=["recalibrations"])
 
 #: What each choice of downloaded scores adds to the file name.
 _SCORE_SUFFIXES = {"model": "calibrated", "cross_fitted": "calibrated-crossfitted"}
@@ -44,20 +60,27 @@ def _specs(request: RecalibrationRequest) -> list[MethodSpec]:
     return specs
 
 
-@router.get("/methods")
+@router.get("/methods", response_model=list[MethodInfo])
 def list_methods() -> list[dict[str, Any]]:
     """Registered recalibration methods, their default parameters and feature use."""
     return method_catalogue()
 
 
 @router.post("/datasets/{dataset_id}/recalibrations", status_code=status.HTTP_201_CREATED,
-             responses={202: {"description": "accepted as a job (async=true)"}})
+             response_model=FittedRecalibration | RecalibrationBatch,
+             response_model_exclude_unset=True, responses={**ACCEPTED, **NOT_FOUND, **error(
+                 422, "Invalid parameters (neither `method` nor `methods`, an unknown "
+                      "method), or ones this dataset or method cannot use: a parameter the "
+                      "method does not have or out of its range, unknown or unusable "
+                      "feature columns, too few calibration rows, every method failing; "
+                      "`error.code` says which.")})
 def create_recalibration(services: ServicesDep, dataset_id: str,
                          request: RecalibrationRequest) -> Any:
     """Fit recalibrators on calibration rows and compare them on held-out rows.
 
     ``method`` gives one result (with its ``comparison`` against the uncalibrated
     probabilities); ``methods`` gives ``{"recalibrations", "comparison", "failed"}``.
+    With ``async`` true, 202 and a job whose ``result`` is that answer.
     """
     specs = _specs(request)
     services.recalibrations.check(dataset_id, specs)
@@ -75,16 +98,20 @@ def create_recalibration(services: ServicesDep, dataset_id: str,
         body = request.model_dump(mode="json", by_alias=True, exclude_none=True)
         job = services.jobs.submit("recalibration", work,
                                    params={"dataset_id": dataset_id, **body})
-        return JSONResponse(status_code=202, content={"job_id": job.id, **job.snapshot()})
+        return job_accepted_response(job)
     return work(Progress())
 
 
-@router.get("/datasets/{dataset_id}/recalibrations")
+@router.get("/datasets/{dataset_id}/recalibrations", response_model=list[Recalibration],
+            response_model_exclude_unset=True, responses=NOT_FOUND)
 def list_recalibrations(services: ServicesDep, dataset_id: str) -> list[dict[str, Any]]:
     return services.recalibrations.list(dataset_id)
 
 
-@router.get("/datasets/{dataset_id}/recalibrations/comparison")
+@router.get("/datasets/{dataset_id}/recalibrations/comparison",
+            response_model=RecalibrationComparison, response_model_exclude_unset=True,
+            responses={**NOT_FOUND, **error(422, "A recalibration of another dataset, or "
+                                                 "invalid parameters.")})
 def compare_recalibrations(
         services: ServicesDep, dataset_id: str,
         ids: Annotated[str, Query(description="comma-separated recalibration ids")],
@@ -97,18 +124,23 @@ def compare_recalibrations(
                                            n_bootstrap=n_bootstrap)
 
 
-@router.get("/recalibrations/{recalibration_id}")
+@router.get("/recalibrations/{recalibration_id}", response_model=Recalibration,
+            response_model_exclude_unset=True, responses=NOT_FOUND)
 def get_recalibration(services: ServicesDep, recalibration_id: str) -> dict[str, Any]:
     return services.recalibrations.summary(recalibration_id)
 
 
-@router.delete("/recalibrations/{recalibration_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/recalibrations/{recalibration_id}", status_code=status.HTTP_204_NO_CONTENT,
+               response_class=Response, responses=NOT_FOUND)
 def delete_recalibration(services: ServicesDep, recalibration_id: str) -> Response:
     services.recalibrations.delete(recalibration_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.get("/recalibrations/{recalibration_id}/download")
+@router.get("/recalibrations/{recalibration_id}/download", response_class=Response,
+            responses={**FILE_RESPONSES, **NOT_FOUND, **error(
+                422, "A per-row column in `columns` not computed yet, or cross-fitted "
+                     "scores of a recalibration fitted on a split (`not_cross_fitted`).")})
 def download(services: ServicesDep, recalibration_id: str, format: FormatQuery = "csv",
              scores: ScoresQuery = "model",
              columns: Annotated[str | None, Query(
@@ -128,7 +160,8 @@ def download(services: ServicesDep, recalibration_id: str, format: FormatQuery =
     return file_response(frame, format, f"{stem}-{_SCORE_SUFFIXES[scores]}.{format}")
 
 
-@router.get("/recalibrations/{recalibration_id}/model")
+@router.get("/recalibrations/{recalibration_id}/model", response_model=RecalibratorDocument,
+            response_model_exclude_unset=True, responses=NOT_FOUND)
 def model(services: ServicesDep, recalibration_id: str) -> JSONResponse:
     """The fitted recalibrator as JSON (load it with calibcore's ``Recalibrator.from_json``),
     named ``<dataset>-<method>-model.json``."""
@@ -138,7 +171,10 @@ def model(services: ServicesDep, recalibration_id: str) -> JSONResponse:
                         headers={"Content-Disposition": content_disposition(filename)})
 
 
-@router.post("/recalibrations/{recalibration_id}/apply")
+@router.post("/recalibrations/{recalibration_id}/apply", response_class=Response,
+             responses={**FILE_RESPONSES, **NOT_FOUND, **error(
+                 422, "The file cannot be read, or lacks the columns the recalibrator "
+                      "reads.")})
 def apply(services: ServicesDep, recalibration_id: str,
           file: Annotated[UploadFile, File(description="CSV or Parquet with the probability "
                                                        "(and feature) columns; labels optional")],

@@ -7,19 +7,22 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
 from app.api.errors import ApiError
-from app.schemas.models import ErrorResponse
+from app.api.responses import ACCEPTED, INVALID, NOT_FOUND, error, job_accepted_response
+from app.schemas import VariableDetail, VariableRanking
 from app.services import variables
 from app.services.diagnostics import Subset
 from calibcore.variable import CurveRange, VariableView
 
-router = APIRouter(tags=["variables"], responses={404: {"model": ErrorResponse},
-                                               422: {"model": ErrorResponse}})
+router = APIRouter(prefix="/datasets/{dataset_id}/variables", tags=["variables"],
+                   responses={**NOT_FOUND, **INVALID})
+_NO_FEATURES = ("The dataset has no feature columns (`no_features`), or asks for calibration "
+                "or test rows without a split column (`no_split`).")
 
-SubsetQuery = Annotated[Subset, Query(description="all, calibration or test rows")]
+SubsetQuery = Annotated[Subset, Query(description=(
+    "all, calibration or test rows (calibration and test need a split column)"))]
 BinsQuery = Annotated[int, Query(ge=1, le=1000,
                                  description="equal-mass bins over a numeric variable (VECE)")]
 SpanQuery = Annotated[float, Query(gt=0.0, le=2.0, allow_inf_nan=False,
@@ -55,8 +58,8 @@ again returns 200. Asking again while the job runs returns the same job.
 """
 
 
-@router.get("/datasets/{dataset_id}/variables", description=_RANKING_DESCRIPTION,
-            responses={202: {"description": "the ranking is being computed as a job"}})
+@router.get("", description=_RANKING_DESCRIPTION, response_model=VariableRanking,
+            response_model_exclude_unset=True, responses={**ACCEPTED, **error(422, _NO_FEATURES)})
 def get_ranking(
     services: ServicesDep, dataset_id: str, n_bins: BinsQuery = 10,
     n_permutations: Annotated[int, Query(ge=0, le=10_000, description=(
@@ -72,12 +75,18 @@ def get_ranking(
                                      random_state=services.settings.random_state, view=view)
     outcome = variables.request_ranking(services, dataset_id, params, as_job=run_async)
     if outcome.job is not None:
-        return JSONResponse(status_code=202, content={"job_id": outcome.job.id,
-                                                      **outcome.job.snapshot()})
+        return job_accepted_response(outcome.job)
     return outcome.ranking
 
 
-@router.get("/datasets/{dataset_id}/variables/{name:path}")
+@router.get("/{name:path}", response_model=VariableDetail, response_model_exclude_unset=True,
+            responses={**error(404, "No such dataset, or `name` is not one of its feature "
+                                    "columns (`unknown_variable`: `error.details.variables` "
+                                    "lists them)."),
+                       **error(422, "The variable has no values on these rows "
+                                    "(`empty_variable`), a `span` leaves the LOESS fits too "
+                                    "few of its rows, or calibration or test rows are asked "
+                                    "for without a split column (`no_split`).")})
 def get_variable(services: ServicesDep, dataset_id: str, name: str, span: SpanQuery = 0.8,
                  n_points: PointsQuery = 500, n_bins: BinsQuery = 10,
                  subset: SubsetQuery = "all", curve_range: RangeQuery = "5-95",

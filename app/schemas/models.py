@@ -50,6 +50,9 @@ class RolesRequest(BaseModel):
         "several models' probability columns of the same rows, by model name (at least "
         "two; the first is the dataset's probabilities unless those are given); {} for "
         "none; omitted: as inferred"))
+    drop_missing: bool = Field(default=False, description=(
+        "leave out the rows with a missing label or probability instead of refusing the "
+        "file (counted in n_left_out and the warnings); rows missing a feature stay"))
     name: str | None = None
 
 
@@ -93,6 +96,8 @@ class DatasetSummary(BaseModel):
     feature_kinds: dict[str, str]
     n_calibration: int | None
     n_test: int | None
+    n_left_out: int = Field(default=0, description="rows of the file left out for a missing "
+                            "label or probability (drop_missing); n_rows counts the rest")
     warnings: list[str]
 
 

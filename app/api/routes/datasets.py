@@ -54,13 +54,16 @@ def create_dataset(
     logits: Annotated[bool, Form()] = False,
     renormalize: Annotated[bool, Form()] = False,
     unlabeled: Annotated[bool, Form(description="a batch without labels (support only)")] = False,
+    drop_missing: Annotated[bool, Form(description=(
+        "leave out the rows with a missing label or probability instead of refusing the "
+        "file"))] = False,
     name: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
     """Upload a prediction file; roles are inferred unless given."""
     overrides = RoleOverrides(label=label, probabilities=_columns(probabilities),
                               features=_columns(features), split=split, id=id,
                               logits=logits, renormalize=renormalize, unlabeled=unlabeled,
-                              time=time)
+                              time=time, drop_missing=drop_missing)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         return services.datasets.create_from_file(path, file.filename or "upload", overrides,
@@ -118,7 +121,7 @@ def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -
         features=None if roles.features is None else tuple(roles.features),
         split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
         logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled,
-        time=roles.time, no_time=roles.no_time,
+        time=roles.time, no_time=roles.no_time, drop_missing=roles.drop_missing,
         models=None if roles.models is None else tuple(
             (name, tuple(columns)) for name, columns in roles.models.items()))
     return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)

@@ -40,6 +40,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.engine == "dask":
         from app.services.datasets import RoleOverrides
 
+        if args.drop_missing:
+            raise CalibrationInputError("--drop-missing goes with --engine memory (the "
+                                        "default).")
         if args.view not in (None, "top_label"):
             raise CalibrationInputError("--view is not available with --engine dask yet (it "
                                         "computes the top-label measures, and the exact "
@@ -55,7 +58,7 @@ def _report(args: argparse.Namespace) -> int:
                                         "--scheduler go with --engine dask; a file's roles "
                                         "are inferred.")
         report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
-                              n_bootstrap=args.n_bootstrap)
+                              n_bootstrap=args.n_bootstrap, drop_missing=args.drop_missing)
     text = json.dumps(report, indent=2, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text)
@@ -75,6 +78,10 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{item['name']:>20}: {item['value']:.6f}{interval}")
     if report["metrics"].get("calibration_test"):
         print(report["metrics"]["calibration_test"]["summary"])
+    if report.get("n_left_out"):
+        from app.services.datasets import rows_caption
+
+        print(f"measured on {rows_caption(report)}")
     return 0
 
 
@@ -203,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "every column without another role)")
     report.add_argument("--split", help="with --engine dask: the split column (calibration/"
                         "test); the report adds the measures of the test rows")
+    report.add_argument("--drop-missing", action="store_true",
+                        help="leave out the rows with a missing label or probability (the "
+                        "report counts them) instead of refusing the file")
     report.set_defaults(handler=_report)
     recalibrate = commands.add_parser(
         "recalibrate", help="fit a recalibrator on a prediction file (its calibration rows, or "

@@ -88,9 +88,14 @@ class PredictionSet:
     ids : ndarray of shape (n,) or None
     roles : ColumnRoles
     warnings : tuple of str
-        Things the user should know (renormalized rows, missing feature values, ...).
+        Things the user should know (renormalized rows, missing feature values, rows
+        left out, ...).
     labelled : bool
         False for an unlabeled batch, whose ``y_true`` is all -1.
+    left_out : ndarray of int
+        Positions, in the table given to :func:`build_prediction_set`, of the rows left
+        out for a missing label or probability (``drop_missing``); the other arrays hold
+        the remaining rows in order.
     """
 
     classes: tuple[str, ...]
@@ -103,6 +108,7 @@ class PredictionSet:
     roles: ColumnRoles
     warnings: tuple[str, ...] = field(default=())
     labelled: bool = True
+    left_out: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
 
     @property
     def n_rows(self) -> int:
@@ -133,7 +139,8 @@ def feature_kind(values: pd.Series) -> FeatureKind:
 
 
 def build_prediction_set(
-    frame: pd.DataFrame, roles: ColumnRoles, *, renormalize: bool = False
+    frame: pd.DataFrame, roles: ColumnRoles, *, renormalize: bool = False,
+    drop_missing: bool = False,
 ) -> PredictionSet:
     """Validate ``frame`` under ``roles`` and return a :class:`PredictionSet`.
 
@@ -146,17 +153,50 @@ def build_prediction_set(
     renormalize : bool, default=False
         Rescale probability rows that do not sum to 1 (within 1e-3) instead of
         rejecting them (the rescaling is reported in ``warnings``).
+    drop_missing : bool, default=False
+        Leave out the rows with a missing label or a missing probability (of the
+        dataset's or any compared model's columns) instead of rejecting the table; they
+        are counted in ``warnings`` and listed in ``left_out``. Missing feature values
+        never cost a row.
 
     Raises
     ------
     CalibrationInputError
         Naming the column, the first offending rows and their count.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from calibcore.data import ColumnRoles, build_prediction_set
+    >>> frame = pd.DataFrame({"y": [0, 1, None, 1], "p": [0.2, 0.7, 0.4, None]})
+    >>> kept = build_prediction_set(frame, ColumnRoles(label="y", probabilities=("p",)),
+    ...                             drop_missing=True)
+    >>> kept.n_rows, kept.left_out.tolist()
+    (2, [2, 3])
     """
     _check_columns_exist(frame, roles)
     if frame.shape[0] == 0:
         raise CalibrationInputError("the table has no rows.", code="empty_table")
     warnings: list[str] = []
     problems: list[CalibrationInputError] = []
+    left_out = np.zeros(0, dtype=np.intp)
+    if drop_missing:
+        scored = [*roles.probabilities, *(c for _, group in roles.models for c in group)]
+        missing = frame[list(dict.fromkeys(scored))].isna().any(axis=1).to_numpy()
+        if roles.label is not None:
+            missing = missing | label_value_names(frame[roles.label]).isna().to_numpy()
+        if missing.all():
+            raise CalibrationInputError(
+                "every row has a missing label or probability; no row is left to use.",
+                code="missing_values", column=roles.label or roles.probabilities[0],
+                rows=first_rows(missing), count=int(missing.sum()))
+        if missing.any():
+            left_out = np.flatnonzero(missing)
+            # positions, so a table with any index keeps the rows it names
+            frame = frame.iloc[np.flatnonzero(~missing)].reset_index(drop=True)
+            warnings.append(f"{left_out.size:,} row{'s' if left_out.size > 1 else ''} left "
+                            f"out (missing label or probability): {describe_rows(missing)} "
+                            "of the file.")
     if roles.label is None:
         labels = pd.Series([None] * frame.shape[0], dtype=object)
     else:
@@ -199,6 +239,7 @@ def build_prediction_set(
         roles=roles,
         warnings=tuple(warnings),
         labelled=roles.label is not None,
+        left_out=left_out,
     )
 
 
@@ -229,7 +270,9 @@ def _check_columns_exist(frame: pd.DataFrame, roles: ColumnRoles) -> None:
 def _reject_missing(mask: NDArray[np.bool_], column: str, what: str) -> None:
     if mask.any():
         raise CalibrationInputError(
-            f"column {column!r} ({what}) has missing values in {describe_rows(mask)}.",
+            f"column {column!r} ({what}) has missing values in {describe_rows(mask)}; "
+            "to leave out the rows with a missing label or probability, use the "
+            "drop_missing option.",
             code="missing_values", column=column, rows=first_rows(mask), count=int(mask.sum()),
         )
 

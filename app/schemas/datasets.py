@@ -31,6 +31,9 @@ class RolesRequest(BaseModel):
         "several models' probability columns of the same rows, by model name (at least "
         "two; the first is the dataset's probabilities unless those are given); {} for "
         "none; omitted: as inferred"))
+    drop_missing: bool = Field(default=False, description=(
+        "leave out the rows with a missing label or probability instead of refusing the "
+        "file (counted in n_left_out and the warnings); rows missing a feature stay"))
     name: str | None = None
 
 
@@ -94,6 +97,8 @@ class DatasetSummary(BaseModel):
     n_calibration: int | None = Field(description="rows of the calibration split; null "
                                       "without a split column")
     n_test: int | None
+    n_left_out: int = Field(default=0, description="rows of the file left out for a missing "
+                            "label or probability (drop_missing); n_rows counts the rest")
     renormalized: bool | None = None
     labelled: bool | None = None
     warnings: list[str]

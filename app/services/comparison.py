@@ -11,9 +11,10 @@ all variables, numeric and categorical, by the Variables ranking's rule
 variable are found once and shared by every method) as point estimates, and
 VECE along the variable of each variable-based tree with an interval.
 
-The recommendation uses paired bootstrap intervals of NLL differences (the same
-resampled rows for both methods), which are much tighter than comparing two
-separate intervals.
+The recommendation (:mod:`app.services.recommendation`) weighs both proper scores,
+NLL and Brier, with paired bootstrap intervals of their differences, and the
+calibration errors: a method that makes every calibration error and Brier worse is
+never advised on NLL alone.
 """
 
 from __future__ import annotations
@@ -28,13 +29,20 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from app.services.jsonable import jsonable
+from app.services.recommendation import (
+    CONFIDENCE_LEVEL,
+    METHOD_COMPLEXITY,
+    Candidate,
+    paired_difference,
+    paired_differences,
+    recommend,
+)
 from app.services.variables import VariableKind, variable_kind
 from calibcore.embedding import fit_representation
 from calibcore.exceptions import CalibrationInputError
 from calibcore.local import local_calibration
-from calibcore.metrics import NLL_CLIP
 from calibcore.reliability import binned_reliability
-from calibcore.uncertainty import MeasureName, global_measures, subsample_plan
+from calibcore.uncertainty import MeasureName, global_measures
 from calibcore.variable import variable_ece, variable_eces
 from calibcore.views import View
 
@@ -45,11 +53,6 @@ MLCE_COMPONENTS = 20
 #: same rows for every method): every row's LCE is a kernel sum over its confidence bin,
 #: so 1.5M rows in 6 dimensions take minutes per method, 10,000 rows about half a second.
 MLCE_MAX_ROWS = 10_000
-CONFIDENCE_LEVEL = 0.95
-#: Simpler methods first: among methods the data cannot tell apart, the simplest is advised.
-METHOD_COMPLEXITY = ("temperature", "platt", "beta", "histogram", "isotonic", "scaling_binning",
-                     "dirichlet", "variable_tree", "lece", "lecd", "composed", "lore", "swc",
-                     "swc_hh")
 
 #: ``progress(fraction, message)`` of a comparison.
 ProgressCallback = Callable[[float, str], None]
@@ -84,17 +87,6 @@ COLUMNS: tuple[Column, ...] = (
            "categorical (one bin per category), as the Variables page ranks them; a maximum, "
            "so no interval"),
 )
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One row to score: the uncalibrated probabilities or a recalibration's."""
-
-    name: str
-    proba: NDArray[np.float64]
-    id: str | None = None
-    method: str | None = None
-    variable: str | None = None
 
 
 def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
@@ -150,7 +142,7 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         rows.append({"id": candidate.id, "name": candidate.name, "method": candidate.method,
                      "values": values})
     _mark_best(rows, columns)
-    report(len(candidates) / (len(candidates) + 1), "paired NLL differences")
+    report(len(candidates) / (len(candidates) + 1), "paired NLL and Brier differences")
     return jsonable({
         "n": int(labels.size), "n_bootstrap": n_bootstrap, "confidence_level": CONFIDENCE_LEVEL,
         "columns": columns, "rows": rows, "mlce_note": mlce_note,
@@ -300,110 +292,5 @@ def _mark_best(rows: list[dict[str, Any]], columns: list[Column]) -> None:
                 row["best"].append(column.key)
 
 
-def _row_nll(labels: NDArray[np.intp], proba: NDArray[np.float64]) -> NDArray[np.float64]:
-    return -np.log(np.clip(proba[np.arange(labels.size), labels], NLL_CLIP, 1.0))
-
-
-def paired_difference(losses: NDArray[np.float64], reference: NDArray[np.float64],
-                      n_bootstrap: int, random_state: int) -> tuple[float, float, float]:
-    """Mean of ``losses - reference`` with a paired percentile bootstrap 95% interval."""
-    return paired_differences((losses - reference)[:, None], n_bootstrap, random_state)[0]
-
-
-def paired_differences(differences: NDArray[np.float64], n_bootstrap: int,
-                       random_state: int) -> list[tuple[float, float, float]]:
-    """:func:`paired_difference` of each column of ``differences`` (n, m), every column
-    with the same seeded resamples. Above 20,000 rows the resamples are an m-out-of-n
-    bootstrap of a seeded 20,000-row subsample, their spread scaled by sqrt(m / n)
-    (:func:`calibcore._resampling.subsample_plan`): drawing row resamples of a million
-    rows took 2 s of a 9 s comparison, for the same interval of a mean."""
-    estimates = differences.mean(axis=0)
-    if not n_bootstrap:
-        return [(float(e), float(e), float(e)) for e in estimates]
-    plan = subsample_plan(differences.shape[0], random_state)
-    rows = differences if plan.groups is None else differences[plan.groups]
-    centre = rows.mean(axis=0)
-    means = np.concatenate([np.einsum("bi,ij->bj", weights, rows) / weights.sum(axis=1)[:, None]
-                            for weights in plan.blocks(n_bootstrap, random_state)])
-    means = estimates + plan.scale * (means - centre)
-    low, high = np.quantile(means, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2],
-                            axis=0)
-    return [(float(e), float(lo), float(hi)) for e, lo, hi in zip(estimates, low, high,
-                                                                     strict=True)]
-
-
-def _signed(value: float) -> str:
-    """A signed difference, readable whether it is 0.2 or 3e-5."""
-    return f"{value:+.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:+.1e}"
-
-
-def _complexity(method: str | None) -> int:
-    return METHOD_COMPLEXITY.index(method) if method in METHOD_COMPLEXITY else len(
-        METHOD_COMPLEXITY)
-
-
-def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[dict[str, Any]],
-              n_bootstrap: int, random_state: int) -> dict[str, Any]:
-    """Which probabilities to use, and why, from paired NLL differences on held-out rows.
-
-    The method with the lowest NLL is the front-runner. If its paired interval against
-    the uncalibrated probabilities does not lie below zero, nothing is advised over
-    the uncalibrated model. Otherwise the simplest method whose NLL the data cannot
-    tell apart from the front-runner's (paired interval containing zero), and which
-    itself improves on the uncalibrated NLL, is advised.
-    """
-    if len(candidates) < 2:
-        return {"id": None, "name": None, "keep_uncalibrated": True, "reasons": [
-            "no recalibration to compare."], "differences": []}
-    base = _row_nll(labels, candidates[0].proba)
-    losses = [_row_nll(labels, c.proba) for c in candidates[1:]]
-    means = [float(loss.mean()) for loss in losses]
-    best = int(np.argmin(means))
-    paired = paired_differences(np.column_stack(
-        [loss - base for loss in losses] + [loss - losses[best] for loss in losses]),
-        n_bootstrap, random_state)
-    versus_base, versus_best = paired[:len(losses)], paired[len(losses):]
-    differences = [{"id": c.id, "name": c.name, "nll_minus_uncalibrated": list(vb),
-                    "nll_minus_best": list(vs)}
-                   for c, vb, vs in zip(candidates[1:], versus_base, versus_best, strict=True)]
-    front = candidates[1 + best]
-    estimate, low, high = versus_base[best]
-    level = f"{CONFIDENCE_LEVEL:.0%}"
-    if high >= 0:
-        return {"id": None, "name": "uncalibrated", "keep_uncalibrated": True,
-                "differences": differences, "reasons": [
-                    f"no method lowers the held-out NLL beyond the bootstrap noise: the best, "
-                    f"{front.name}, changes it by {_signed(estimate)} (paired {level} interval "
-                    f"{_signed(low)} to {_signed(high)}, which includes 0).",
-                    "keep the uncalibrated probabilities, or collect more calibration rows."]}
-    tied = [i for i, (_, lo, _) in enumerate(versus_best) if lo <= 0 and versus_base[i][2] < 0]
-    chosen = min(tied, key=lambda i: (_complexity(candidates[1 + i].method), means[i]))
-    pick = candidates[1 + chosen]
-    reasons = [f"{front.name} has the lowest held-out NLL: {means[best]:.4f} against "
-               f"{float(base.mean()):.4f} uncalibrated (paired {level} interval of the "
-               f"difference {_signed(low)} to {_signed(high)}, below 0)."]
-    if chosen != best:
-        _, lo, hi = versus_best[chosen]
-        reasons.append(f"{pick.name} is simpler and its NLL cannot be told apart from "
-                       f"{front.name}'s (difference {_signed(lo)} to {_signed(hi)}, includes 0).")
-    reasons += _side_effects(rows[0], rows[1 + chosen], pick.name)
-    return {"id": pick.id, "name": pick.name, "keep_uncalibrated": False,
-            "differences": differences, "reasons": reasons}
-
-
-def _side_effects(before: dict[str, Any], after: dict[str, Any], name: str) -> list[str]:
-    """What else changes with the advised method: calibration error and accuracy."""
-    notes = []
-    old, new = before["values"]["smooth_ece"], after["values"]["smooth_ece"]
-    if old["value"] is not None and new["value"] is not None:
-        notes.append(f"smooth ECE {old['value']:.4f} → {new['value']:.4f} with {name}.")
-    old_acc, new_acc = before["values"]["accuracy"]["value"], after["values"]["accuracy"]["value"]
-    if abs(new_acc - old_acc) > 1e-12:
-        change = "drops" if new_acc < old_acc else "rises"
-        notes.append(f"accuracy {change} from {old_acc:.4f} to {new_acc:.4f} (this method can "
-                     "change the top class).")
-    return notes
-
-
-__all__ = ["COLUMNS", "Candidate", "Column", "compare", "paired_difference",
-           "paired_differences", "recommend"]
+__all__ = ["COLUMNS", "CONFIDENCE_LEVEL", "METHOD_COMPLEXITY", "Candidate", "Column",
+           "compare", "paired_difference", "paired_differences", "recommend"]

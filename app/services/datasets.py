@@ -57,6 +57,8 @@ class RoleOverrides:
     time: str | None = None
     no_time: bool = False
     models: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    #: Leave out the rows with a missing label or probability instead of refusing the file.
+    drop_missing: bool = False
 
 
 def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
@@ -193,9 +195,13 @@ class DatasetService:
                 "dropped_columns": list(table.dropped_columns),
                 "warnings": list(table.warnings)}
         self._store.put(Record("upload", upload_id, None, filename, now(), meta))
+        missing = frame.isna().sum()
         return {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
                 "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
-                "preview": preview_rows(frame)}
+                "preview": preview_rows(frame),
+                "missing_values": {str(c): int(n) for c, n in missing.items() if n},
+                "inferred_missing_rows": _rows_missing(frame, guess.label,
+                                                       guess.probabilities)}
 
     def create_from_upload(self, upload_id: str, overrides: RoleOverrides,
                            name: str | None = None) -> dict[str, Any]:
@@ -255,7 +261,11 @@ class DatasetService:
         columns = [str(c) for c in frame.columns]
         guess = infer_roles(frame)
         roles = _roles(guess, overrides, columns, table.dropped_columns)
-        prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize)
+        prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize,
+                                              drop_missing=overrides.drop_missing)
+        # the stored table holds the rows the prediction set holds, so every page that
+        # reads other columns of it (models, time, downloads) meets the same rows
+        frame = without_left_out(frame, prediction_set)
         dataset_id = new_id("ds")
         self._store.write_table(dataset_id, frame)
         meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns))
@@ -343,6 +353,55 @@ class DatasetService:
         return str(summary["id"])
 
 
+def without_left_out(frame: pd.DataFrame, prediction_set: PredictionSet) -> pd.DataFrame:
+    """``frame`` without the rows :func:`~calibcore.data.build_prediction_set` left out
+    (``drop_missing``): row for row the prediction set's."""
+    if not prediction_set.left_out.size:
+        return frame
+    kept = np.ones(frame.shape[0], dtype=bool)
+    kept[prediction_set.left_out] = False
+    return frame.iloc[np.flatnonzero(kept)].reset_index(drop=True)
+
+
+def _rows_missing(frame: pd.DataFrame, label: str | None,
+                  probabilities: tuple[str, ...]) -> int:
+    """Rows with a missing label or probability under these roles."""
+    columns = [c for c in (label, *probabilities) if c is not None]
+    return int(frame[columns].isna().any(axis=1).sum()) if columns else 0
+
+
+def rows_to_leave_out(upload: dict[str, Any], label: str | None,
+                      probabilities: list[str] | None) -> tuple[int, bool]:
+    """How many rows ``drop_missing`` would leave out of a staged upload under these roles,
+    and whether that count is exact.
+
+    ``upload`` is :meth:`DatasetService.stage_upload`'s answer, which counts the missing
+    values of each column and the rows missing the inferred label or probability. Exact
+    for the inferred roles or when one chosen column has missing values; otherwise the
+    sum of the columns' counts, an upper bound (a row may miss several).
+    """
+    chosen = [c for c in (label, *(probabilities or ())) if c is not None]
+    counts = [upload.get("missing_values", {}).get(c, 0) for c in chosen]
+    inferred = upload["inferred"]
+    if (label, list(probabilities or ())) == (inferred["label"], inferred["probabilities"]):
+        return int(upload.get("inferred_missing_rows", 0)), True
+    return int(sum(counts)), sum(1 for n in counts if n) <= 1
+
+
+def left_out_note(meta: dict[str, Any]) -> str | None:
+    """"k left out: missing label or probability" when rows were left out, else None."""
+    n_left_out = int(meta.get("n_left_out") or 0)
+    if not n_left_out:
+        return None
+    return f"{n_left_out:,} left out: missing label or probability"
+
+
+def rows_caption(meta: dict[str, Any]) -> str:
+    """"n rows", with the rows left out for a missing label or probability when any were."""
+    note = left_out_note(meta)
+    return f"{int(meta['n_rows']):,} rows" + (f" ({note})" if note else "")
+
+
 def sample_note(meta: dict[str, Any]) -> str | None:
     """"computed on a sample of N of M rows" for a sampled external dataset, else None."""
     external = meta.get("external")
@@ -402,6 +461,7 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "n_calibration": None if split is None else int((split == "calibration").sum()),
         "n_test": None if split is None else int((split == "test").sum()),
         "renormalized": renormalized,
+        "n_left_out": int(prediction_set.left_out.size),
         "labelled": prediction_set.labelled,
         "warnings": [*prediction_set.warnings, *sample_size_warnings(prediction_set)],
     }

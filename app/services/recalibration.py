@@ -52,8 +52,9 @@ from calibcore.reliability import binned_reliability
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
 #: Bumped when the cached comparison's content changes (2: max VECE over all variables;
-#: 3: the MLCE header says its gamma and representation; 4: binary positive-class diagrams).
-_COMPARISON_VERSION = 4
+#: 3: the MLCE header says its gamma and representation; 4: binary positive-class diagrams;
+#: 5: the recommendation weighs Brier and the calibration errors beside NLL).
+_COMPARISON_VERSION = 5
 
 #: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
 Scores = Literal["model", "cross_fitted"]

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from app.services import diagnostics, variables
-from app.services.datasets import RoleOverrides, apply_overrides
+from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
 from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
-from app.services.tables import read_table
+from app.services.tables import load_table
 from calibcore.data import SPLIT_VALUES, ColumnRoles, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
@@ -33,18 +33,22 @@ if TYPE_CHECKING:
 
 
 def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
-                 n_bootstrap: int = 200) -> dict[str, Any]:
+                 n_bootstrap: int = 200, drop_missing: bool = False) -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals)
     and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
     reliability diagrams, and the VECE ranking of the features (Kelly & Smyth 2023) with
     permutation p-values. ``view`` defaults to the positive view for two classes (the
     top-label view can fold over- and under-prediction of class 1 into zero), the top
-    label for more."""
+    label for more. ``drop_missing`` leaves out the rows with a missing label or
+    probability (counted in ``n_left_out`` and the warnings) instead of refusing the
+    file."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
-    frame = read_table(path, path.name)
-    guess = infer_roles(frame)
-    prediction_set = build_prediction_set(frame, guess.to_roles())
+    table = load_table(path, path.name)
+    guess = infer_roles(table.frame)
+    prediction_set = build_prediction_set(table.frame, guess.to_roles(),
+                                          drop_missing=drop_missing)
+    frame = without_left_out(table.frame, prediction_set)
     view = view or default_view(prediction_set.n_classes)
     subsets: list[diagnostics.Subset] = ["all"]
     if prediction_set.split is not None:
@@ -53,13 +57,14 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "file": str(path),
         "view": view,
         "n_rows": prediction_set.n_rows,
+        "n_left_out": int(prediction_set.left_out.size),
         "classes": list(prediction_set.classes),
         "roles": {"label": prediction_set.roles.label,
                   "probabilities": list(prediction_set.roles.probabilities),
                   "features": list(prediction_set.roles.features),
                   "split": prediction_set.roles.split, "id": prediction_set.roles.id,
                   "models": [[name, list(group)] for name, group in prediction_set.roles.models]},
-        "warnings": [*guess.notes, *prediction_set.warnings],
+        "warnings": [*table.warnings, *guess.notes, *prediction_set.warnings],
         "metrics": diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
                                               n_bootstrap=n_bootstrap),
         "metrics_by_subset": {s: diagnostics.global_metrics(prediction_set, view=view,

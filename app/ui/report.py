@@ -10,6 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from app.diagnostics import DIAGNOSTICS
+from app.services.datasets import rows_caption
 from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
 from app.ui.figures.reliability import models_figure
 from app.ui.figures.variables import ranking_figure
@@ -159,7 +160,7 @@ def render_html(report: dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>{_STYLE}</style></head><body>
 <h1>Calibration report</h1>
-<p class="muted">{html.escape(report['file'])} · {report['n_rows']:,} rows ·
+<p class="muted">{html.escape(report['file'])} · {html.escape(rows_caption(report))} ·
 classes {html.escape(', '.join(report['classes'][:12]))} · {metrics['view'].replace('_', '-')}
 view · generated {stamp} by calibdash</p>
 {sections}</body></html>

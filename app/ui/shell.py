@@ -102,6 +102,8 @@ def _picker_label(summary: dict[str, Any]) -> str:
     external = summary.get("external")
     rows = (f"{external['n_rows']:,} rows, a sample of {summary['n_rows']:,}"
             if external and external.get("sampled") else f"{summary['n_rows']:,} rows")
+    if summary.get("n_left_out"):  # the Overview's note says why
+        rows += f", {summary['n_left_out']:,} left out"
     return f"{summary['name']} ({rows}, {summary['n_classes']} classes)"
 
 

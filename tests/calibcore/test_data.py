@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -111,6 +113,33 @@ def test_missing_labels_and_probabilities_name_rows() -> None:
     frame.loc[[1, 4], "y_prob"] = np.nan
     error = rejected(frame)
     assert error.column == "y_prob" and error.rows == [1, 4] and error.count == 2
+    assert "drop_missing" in error.message  # the way out is named
+
+
+def test_drop_missing_leaves_out_rows_missing_a_label_or_probability_only() -> None:
+    frame = binary_frame(10).set_index(np.arange(100, 110))  # positions, whatever the index
+    frame["y_true"] = frame["y_true"].astype(float)
+    frame.iloc[2, frame.columns.get_loc("y_true")] = np.nan
+    frame.iloc[[2, 5], frame.columns.get_loc("y_prob")] = np.nan
+    frame.iloc[7, frame.columns.get_loc("age")] = np.nan  # a feature may be missing
+    roles = ColumnRoles("y_true", ("y_prob",), ("age", "city"), split="split", id="id")
+    kept = build_prediction_set(frame, roles, drop_missing=True)
+    assert kept.left_out.tolist() == [2, 5] and kept.n_rows == 8
+    rows = [0, 1, 3, 4, 6, 7, 8, 9]
+    np.testing.assert_array_equal(kept.ids, frame["id"].to_numpy()[rows])
+    np.testing.assert_array_equal(kept.proba[:, 1], frame["y_prob"].to_numpy()[rows])
+    np.testing.assert_array_equal(kept.split, frame["split"].to_numpy()[rows])
+    assert kept.features["age"].isna().tolist() == [i == 7 for i in rows]
+    assert kept.warnings[0] == "2 rows left out (missing label or probability): rows 2, 5 of " \
+                               "the file."
+    assert build_prediction_set(binary_frame(), roles, drop_missing=True).left_out.size == 0
+    compared = frame.assign(p_other=np.where(np.arange(10) == 8, np.nan, 0.5))
+    models = replace(roles, models=(("a", ("y_prob",)), ("b", ("p_other",))))
+    assert build_prediction_set(compared, models, drop_missing=True).left_out.tolist() == [
+        2, 5, 8]  # a compared model's missing probability too
+    frame["y_prob"] = np.nan
+    error = rejected(frame, roles, drop_missing=True)
+    assert error.code == "missing_values" and error.count == 10
 
 
 def test_non_numeric_probabilities() -> None:

@@ -18,6 +18,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from calibcore.recalibration import Recalibrator
+from tests.app.test_recalibration_advice import tree_predictions
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -210,3 +211,27 @@ def test_binary_comparison_is_drawn_for_the_positive_class_or_the_top_label(
     redrawn.until(lambda b: axis_title() == "confidence (predicted probability)")
     redrawn.until(lambda b: "top label" in b.find_element(By.CSS_SELECTOR,
                                                           "#recal-graph .gtitle").text)
+
+
+def test_a_method_that_only_lowers_nll_is_not_crowned(server, browser, tmp_path) -> None:
+    """A tree's step-shaped scores: temperature scaling (the default) lowers NLL and
+    worsens every other column; the card says no method helps and lists likely ones."""
+    path = tmp_path / "tree_purchases.csv"
+    tree_predictions().to_csv(path, index=False)
+    dataset = upload_via_api(server, path)
+    browser.get(f"{server}/recalibrate?dataset={dataset}")
+    fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
+    wait(browser).until(lambda b: "tree_purchases" in b.find_element(By.ID,
+                                                                      "dataset-picker").text)
+    checked = browser.find_elements(By.CSS_SELECTOR, "#method-select input:checked")
+    assert [box.get_attribute("value") for box in checked] == ["temperature"]
+    fit.click()
+    card = wait(browser, 120).until(ec.presence_of_element_located(
+        (By.ID, "recal-recommendation-card")))
+    assert card.text.startswith("No method fitted helps: keep the uncalibrated probabilities")
+    assert "Recommendation: Temperature scaling" not in card.text
+    assert "worse than the uncalibrated probabilities" in card.text
+    assert "NLL punishes without bound" in card.text
+    suggested = [item.text for item in card.find_elements(By.CSS_SELECTOR, "li.suggestion")]
+    assert [line.split(" (")[0] for line in suggested] == [
+        "Isotonic regression", "Histogram binning", "Beta calibration"]

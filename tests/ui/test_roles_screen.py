@@ -77,6 +77,7 @@ def test_a_target_and_its_probability_are_inferred_from_unusual_names(
     assert chosen(browser, "role-probabilities") == ["p_delayed"]
     assert chosen(browser, "role-features") == ["distance", "dep_hour", "carrier"]
     assert text_of(browser, "role-messages") == ""  # no banner, no guess
+    assert not browser.find_element(By.ID, "role-drop-missing-field").is_displayed()
     # the Name field is tall enough for a line of text: a 16 px input clipped underscores
     font, text_height = browser.execute_script(
         "const e = document.getElementById('role-name'); const s = getComputedStyle(e);"
@@ -118,3 +119,24 @@ def test_a_label_picked_by_hand_clears_the_banner_and_leaves_the_features(
     wait(browser).until(lambda b: chosen(b, "role-features") == ["age", "member", "visits"])
     assert text_of(browser, "role-messages") == ""
     create_dataset(browser)
+
+
+def test_rows_missing_a_probability_are_left_out_on_request(server, browser, tmp_path) -> None:
+    path = tmp_path / "gaps.csv"
+    frame = predictions("y_true", "y_prob", age=np.arange(N_ROWS) % 60 + 18)
+    frame.loc[[3, 50, 120, 200, 299], "y_prob"] = np.nan
+    frame.to_csv(path, index=False)
+    upload(browser, server, path)
+    tick = browser.find_element(By.ID, "role-drop-missing-field")
+    assert tick.is_displayed()
+    assert tick.text == "leave out the 5 rows with a missing label or probability"
+    browser.find_element(By.ID, "confirm-roles").click()
+    refused = wait(browser).until(lambda b: text_of(b, "confirm-status"))
+    assert "'y_prob'" in refused and "rows 3, 50, 120, 200, 299" in refused
+    assert "Tick “leave out the rows with a missing label or probability”" in refused
+    tick.find_element(By.CSS_SELECTOR, "input[value='drop_missing']").click()
+    browser.find_element(By.ID, "confirm-roles").click()
+    wait(browser).until(ec.url_contains("/overview?dataset=ds_"))
+    note = wait(browser, 40).until(lambda b: text_of(b, "overview-note"))
+    assert "295 rows (5 left out: missing label or probability)" in note
+    assert "295 rows, 5 left out" in text_of(browser, "dataset-picker")

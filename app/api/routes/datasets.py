@@ -40,13 +40,16 @@ def create_dataset(
     logits: Annotated[bool, Form()] = False,
     renormalize: Annotated[bool, Form()] = False,
     unlabeled: Annotated[bool, Form(description="a batch without labels (support only)")] = False,
+    drop_missing: Annotated[bool, Form(description=(
+        "leave out the rows with a missing label or probability instead of refusing the "
+        "file"))] = False,
     name: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
     """Upload a prediction file; roles are inferred unless given."""
     overrides = RoleOverrides(label=label, probabilities=_columns(probabilities),
                               features=_columns(features), split=split, id=id,
                               logits=logits, renormalize=renormalize, unlabeled=unlabeled,
-                              time=time)
+                              time=time, drop_missing=drop_missing)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         return services.datasets.create_from_file(path, file.filename or "upload", overrides,

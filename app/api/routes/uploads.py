@@ -40,7 +40,7 @@ def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -
         features=None if roles.features is None else tuple(roles.features),
         split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
         logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled,
-        time=roles.time, no_time=roles.no_time,
+        time=roles.time, no_time=roles.no_time, drop_missing=roles.drop_missing,
         models=None if roles.models is None else tuple(
             (name, tuple(columns)) for name, columns in roles.models.items()))
     return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import re
 import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -36,6 +38,44 @@ _HEADER_BYTES = 1 << 20
 #: Cells per parsed CSV chunk (rows per chunk = this / columns): small enough to refuse a
 #: table over the row limit early, large enough that most files are one chunk.
 _CHUNK_CELLS = 1 << 22
+#: A number written with a decimal comma: 0,3991, -1,5, 2,5e-3, 1.234,5 (dots between
+#: thousands).
+_COMMA_DECIMAL = re.compile(r"[+-]?(\d{1,3}(\.\d{3})+|\d+),\d+([eE][+-]?\d+)?")
+#: A number written with a decimal point: 0.3991, .5, -2.5e-3.
+_POINT_DECIMAL = re.compile(r"[+-]?\d*\.\d+([eE][+-]?\d+)?")
+#: One separator before three digits (1,234 or 1.234): a decimal mark in one locale, a
+#: thousands separator in another, so it says nothing about the file's decimal mark.
+_EITHER_MARK = re.compile(r"[+-]?[1-9]\d{0,2}[.,]\d{3}")
+#: Digits grouped in threes by dots (1.234 or 1.234.567,89), with a decimal comma.
+_DOT_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d+)?")
+#: Digits and dots in any other pattern (a date such as 01.02.2024, a version 1.2.3).
+_DOTTED = re.compile(r"\d+(\.\d+)+")
+
+
+@dataclass(frozen=True)
+class CsvTable:
+    """A parsed CSV and what the user should know about how it was read."""
+
+    frame: pd.DataFrame
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _NumberFormat:
+    """How the file writes numbers: its decimal mark and thousands separator (if any)."""
+
+    decimal: str = "."
+    thousands: str | None = None
+
+    def note(self, delimiter: str) -> tuple[str, ...]:
+        if self.decimal == ".":
+            return ()
+        separated = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}.get(
+            delimiter, repr(delimiter))
+        thousands = (f" and {self.thousands!r} between thousands" if self.thousands else "")
+        return (f"read with {self.decimal!r} as the decimal mark{thousands}: the fields are "
+                f"separated by {separated} and the numbers written like 0,5, as a "
+                "spreadsheet saves CSV in many European locales.",)
 
 
 class _GuardedStream(io.RawIOBase):
@@ -96,8 +136,14 @@ def _damaged(filename: str, compressed: bool, exc: BaseException) -> Calibration
 
 
 def read_csv(path: Path, filename: str, compressed: bool, limits: TableLimits,
-             stop: threading.Event | None) -> pd.DataFrame:
-    """Check the header row, then parse in chunks; the file is read twice, never held."""
+             stop: threading.Event | None) -> CsvTable:
+    """Check the header row, then parse in chunks; the file is read twice, never held.
+
+    The delimiter is sniffed from the first rows, and with it the decimal mark: a file
+    whose fields are not separated by commas and whose numbers are written 0,3991 (a
+    spreadsheet's CSV in many European locales) is read with a decimal comma, and the
+    notes say so.
+    """
     header_bytes = _header_bytes(limits)
     with _guarded_open(path, filename, compressed, limits, stop) as stream:
         head = stream.read(header_bytes)
@@ -111,9 +157,14 @@ def read_csv(path: Path, filename: str, compressed: bool, limits: TableLimits,
     text = head.decode("utf-8-sig", errors="replace")
     delimiter = _sniff_delimiter(text[:_SNIFF_BYTES])
     n_columns = _check_header(text, len(head) < header_bytes, delimiter, filename, limits)
+    number_format = _sniff_number_format(
+        text[:_SNIFF_BYTES], delimiter,
+        whole=len(head) < header_bytes and len(text) <= _SNIFF_BYTES)
     rows_per_chunk = max(1, min(_CHUNK_CELLS // max(1, n_columns), limits.max_rows + 1))
     with _guarded_open(path, filename, compressed, limits, stop) as stream:
-        return _parse_csv(stream, delimiter, rows_per_chunk, filename, limits, stop)
+        frame = _parse_csv(stream, delimiter, number_format, rows_per_chunk, filename, limits,
+                           stop)
+    return CsvTable(frame, number_format.note(delimiter))
 
 
 def _sniff_delimiter(text: str) -> str:
@@ -123,6 +174,36 @@ def _sniff_delimiter(text: str) -> str:
         return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
     except csv.Error:
         return ","
+
+
+def _sniff_number_format(text: str, delimiter: str, *, whole: bool) -> _NumberFormat:
+    """The decimal mark (and dots between thousands) of the numbers in ``text``.
+
+    A decimal comma only when commas cannot be the delimiter, some cell is unmistakably a
+    number with a decimal comma (0,3991; 12,5) and none is unmistakably one with a decimal
+    point (0.25): 1,234 and 1.234 read either way, and a file using both marks is read as
+    before (pandas' default) rather than guessed. Dots between thousands are read as such
+    only when some cell groups digits so (1.234,5) and no cell holds dots in another
+    pattern (a date such as 01.02.2024, which pandas would otherwise read as 1022024).
+    """
+    if delimiter == ",":
+        return _NumberFormat()
+    lines = text.splitlines()[1:]  # the header's cells are names
+    if not whole:
+        lines = lines[:-1]  # the last line may be cut off
+    try:
+        cells = [cell.strip() for row in csv.reader(lines, delimiter=delimiter) for cell in row]
+    except csv.Error:
+        return _NumberFormat()
+    numbers = [cell for cell in cells if cell and not _EITHER_MARK.fullmatch(cell)]
+    comma = any(_COMMA_DECIMAL.fullmatch(cell) for cell in numbers)
+    point = any(_POINT_DECIMAL.fullmatch(cell) for cell in numbers)
+    if not comma or point:
+        return _NumberFormat()
+    grouped = [cell for cell in cells if _DOT_THOUSANDS.fullmatch(cell)]
+    dotted = [cell for cell in cells if _DOTTED.fullmatch(cell.lstrip("+-"))
+              and not _DOT_THOUSANDS.fullmatch(cell)]
+    return _NumberFormat(",", "." if grouped and not dotted else None)
 
 
 def _check_header(text: str, whole_file: bool, delimiter: str, filename: str,
@@ -164,12 +245,14 @@ def _blank(cells: list[str], delimiter: str) -> bool:
         len(cells) <= 1 or delimiter in " \t")
 
 
-def _parse_csv(stream: IO[bytes], delimiter: str, rows_per_chunk: int, filename: str,
-               limits: TableLimits, stop: threading.Event | None) -> pd.DataFrame:
+def _parse_csv(stream: IO[bytes], delimiter: str, number_format: _NumberFormat,
+               rows_per_chunk: int, filename: str, limits: TableLimits,
+               stop: threading.Event | None) -> pd.DataFrame:
     chunks: list[pd.DataFrame] = []
     n_rows = 0
     try:
         with pd.read_csv(stream, sep=delimiter, encoding="utf-8-sig", low_memory=False,
+                         decimal=number_format.decimal, thousands=number_format.thousands,
                          chunksize=rows_per_chunk) as reader:
             for chunk in reader:
                 n_rows += len(chunk)

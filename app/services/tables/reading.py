@@ -67,8 +67,8 @@ def load_table(path: Path, filename: str = "", *, limits: TableLimits = DEFAULT_
     if magic.startswith(_PARQUET_MAGIC):
         table = _without_nested(read_parquet(path, filename, limits, stop))
     else:
-        table = LoadedTable(read_csv(path, filename, magic.startswith(_GZIP_MAGIC), limits,
-                                     stop))
+        csv_table = read_csv(path, filename, magic.startswith(_GZIP_MAGIC), limits, stop)
+        table = LoadedTable(csv_table.frame, warnings=csv_table.notes)
     _check_frame(table.frame, filename, limits)
     return table
 

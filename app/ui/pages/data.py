@@ -9,7 +9,7 @@ import dash_ag_grid as dag
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from app.services.context import Services
-from app.services.datasets import NotFound, RoleOverrides, choose_roles
+from app.services.datasets import NotFound, RoleOverrides, choose_roles, rows_to_leave_out
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from calibcore.exceptions import CalibrationInputError
@@ -30,6 +30,8 @@ ROLE_TIME = "role-time"
 ROLE_MODELS = "role-models"
 ROLE_ID = "role-id"
 ROLE_OPTIONS = "role-options"
+ROLE_DROP_MISSING = "role-drop-missing"  # leave out the rows missing a label or probability
+ROLE_DROP_MISSING_FIELD = "role-drop-missing-field"
 ROLE_NAME = "role-name"
 ROLE_MESSAGES = "role-messages"  # what still stops the dataset, and the inference's guesses
 ROLE_ASSIGNED = "role-assigned"  # columns holding a role other than feature, before a change
@@ -67,7 +69,9 @@ def _dataset_list(datasets: list[dict[str, Any]]) -> Any:
         return info_note("No datasets yet: upload one above.")
     rows = [html.Tr([
         html.Td(dcc.Link(d["name"], href=f"/overview?dataset={d['id']}")),
-        html.Td(f"{d['n_rows']:,}"), html.Td(d["n_classes"]),
+        html.Td(f"{d['n_rows']:,}" + (f" ({d['n_left_out']:,} left out)"
+                                      if d.get("n_left_out") else "")),
+        html.Td(d["n_classes"]),
         html.Td("calibration/test split" if d.get("n_test") else "no split (cross-fitting)"),
         html.Td(d["created"][:19].replace("T", " ")),
         html.Td(dcc.ConfirmDialogProvider(
@@ -92,6 +96,7 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     assigned = [c for c in (inferred["label"], *inferred["probabilities"], inferred["split"],
                             inferred["id"], inferred.get("time")) if c is not None]
     notes = [info_note(w) for w in response.get("warnings", [])]
+    n_missing, exact = rows_to_leave_out(response, inferred["label"], inferred["probabilities"])
     models = inferred.get("models") or []
     if models:
         notes.append(info_note(f"{len(models)} models' probabilities found (columns grouped "
@@ -139,6 +144,11 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
                 {"label": " no labels: an unlabeled batch (for the calibration-support shift "
                           "check)", "value": "unlabeled"}],
                 value=[], className="checklist"),
+            html.Div(dcc.Checklist(id=ROLE_DROP_MISSING, options=_drop_missing_options(
+                n_missing, exact), value=[], className="checklist"),
+                id=ROLE_DROP_MISSING_FIELD, hidden=not n_missing,
+                title="Rows missing only a feature value stay: each diagnostic drops or "
+                      "imputes those and says so."),
         ], className="roles-grid"),
         html.Button("Create dataset", id=CONFIRM_BUTTON, className="button"),
         html.Div(id=CONFIRM_STATUS),
@@ -154,6 +164,16 @@ def _role_messages(problems: list[str] | tuple[str, ...], inferred: dict[str, An
                                                            inferred["probabilities"])
     return [*(error_note(p) for p in problems),
             *(info_note(n) for n in (inferred.get("notes", []) if guesses_stand else []))]
+
+
+def _drop_missing_options(n_rows: int, exact: bool) -> list[dict[str, str]]:
+    """The tick that leaves out the rows with a missing label or probability."""
+    if exact:
+        rows = f"the {n_rows:,} row{'s' if n_rows != 1 else ''}"
+    else:
+        rows = f"the rows (at most {n_rows:,})"
+    return [{"label": f" leave out {rows} with a missing label or probability",
+             "value": "drop_missing"}]
 
 
 def _ticked_models(models: list[list[Any]], ticked: list[str] | None
@@ -183,7 +203,8 @@ def register(app: Dash, services: Services) -> None:
                          "roles below, then create the dataset."), _roles_editor(body)
 
     @app.callback(Output(ROLE_MESSAGES, "children"), Output(ROLE_FEATURES, "value"),
-                  Output(ROLE_ASSIGNED, "data"),
+                  Output(ROLE_ASSIGNED, "data"), Output(ROLE_DROP_MISSING, "options"),
+                  Output(ROLE_DROP_MISSING_FIELD, "hidden"),
                   Input(ROLE_LABEL, "value"), Input(ROLE_PROBABILITIES, "value"),
                   Input(ROLE_SPLIT, "value"), Input(ROLE_ID, "value"),
                   Input(ROLE_TIME, "value"),
@@ -193,17 +214,21 @@ def register(app: Dash, services: Services) -> None:
     def change_role(label: str | None, probabilities: list[str] | None, split: str | None,
                     id_column: str | None, time: str | None, options: list[str] | None,
                     features: list[str] | None, assigned: list[str] | None,
-                    response: dict[str, Any] | None) -> tuple[Any, Any, Any]:
-        """A role choice updates the banners and takes the column out of the features."""
+                    response: dict[str, Any] | None) -> tuple[Any, ...]:
+        """A role choice updates the banners, takes the column out of the features and
+        counts the rows a missing label or probability would leave out."""
         if not response:
-            return no_update, no_update, no_update
+            return (no_update,) * 5
         body = response["body"]
+        unlabeled = "unlabeled" in (options or [])
         choice = choose_roles(body["columns"], features or [], assigned or [], label=label,
                               probabilities=probabilities or [], split=split,
-                              id_column=id_column, unlabeled="unlabeled" in (options or []),
-                              time=time)
+                              id_column=id_column, unlabeled=unlabeled, time=time)
+        n_missing, exact = rows_to_leave_out(body, None if unlabeled else label,
+                                             probabilities)
         return (_role_messages(choice.problems, body["inferred"], label, probabilities),
-                list(choice.features), list(choice.assigned))
+                list(choice.features), list(choice.assigned),
+                _drop_missing_options(n_missing, exact), not n_missing)
 
     @app.callback(Output(DATASET_LIST, "children"),
                   Output(ids.URL, "href", allow_duplicate=True),
@@ -227,13 +252,14 @@ def register(app: Dash, services: Services) -> None:
                   State(ROLE_PROBABILITIES, "value"), State(ROLE_SPLIT, "value"),
                   State(ROLE_ID, "value"), State(ROLE_TIME, "value"),
                   State(ROLE_MODELS, "value"), State(ROLE_FEATURES, "value"),
-                  State(ROLE_OPTIONS, "value"), State(ROLE_NAME, "value"),
-                  prevent_initial_call=True)
+                  State(ROLE_OPTIONS, "value"), State(ROLE_DROP_MISSING, "value"),
+                  State(ROLE_NAME, "value"), prevent_initial_call=True)
     async def confirm(clicks: int | None, response: dict[str, Any] | None, label: str | None,
                       probabilities: list[str] | None, split: str | None,
                       id_column: str | None, time: str | None, ticked: list[str] | None,
                       features: list[str] | None,
-                      options: list[str] | None, name: str | None) -> tuple[Any, Any]:
+                      options: list[str] | None, drop_missing: list[str] | None,
+                      name: str | None) -> tuple[Any, Any]:
         if not clicks or not response:
             return no_update, no_update
         options = options or []
@@ -243,10 +269,13 @@ def register(app: Dash, services: Services) -> None:
             no_split=split is None, no_id=id_column is None, time=time, no_time=time is None,
             models=_ticked_models(response["body"]["inferred"].get("models") or [], ticked),
             logits="logits" in options, renormalize="renormalize" in options,
-            unlabeled="unlabeled" in options)
+            unlabeled="unlabeled" in options, drop_missing=bool(drop_missing))
         try:
             summary = await asyncio.to_thread(services.datasets.create_from_upload,
                                               response["body"]["upload_id"], overrides, name)
         except (CalibrationInputError, NotFound) as exc:
-            return error_note(f"Cannot create the dataset: {exc}"), no_update
+            hint = (" Tick “leave out the rows with a missing label or probability” above to "
+                    "use the others." if getattr(exc, "code", None) == "missing_values"
+                    and not drop_missing else "")
+            return error_note(f"Cannot create the dataset: {exc}{hint}"), no_update
         return info_note("Dataset created."), f"/overview?dataset={summary['id']}"

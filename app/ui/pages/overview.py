@@ -13,6 +13,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from app.jobs import Progress
 from app.services import diagnostics
 from app.services.context import Services
+from app.services.datasets import rows_caption
 from app.ui import ids
 from app.ui.components import error_note, info_note, measure_card, progress_bar
 from app.ui.figures import (
@@ -282,7 +283,7 @@ def _note(summary: dict[str, Any], measures: dict[str, Any]) -> html.Div:
     view = diagnostics.VIEW_NAMES[measures["view"]]
     external = summary.get("external") or {}
     rows = (f"a seeded sample of {summary['n_rows']:,} of {external['n_rows']:,} rows"
-            if external.get("sampled") else f"{summary['n_rows']:,} rows")
+            if external.get("sampled") else rows_caption(summary))
     return info_note(f"{summary['name']}: {rows}, {split}. Measures on the "
                      f"{view} view, {measures['n_bins']} {measures['binning'].replace('_', '-')}"
                      " bins." + "".join(" " + w for w in summary["warnings"]))

@@ -89,13 +89,30 @@ def _mlce_setting(comparison: dict[str, Any], key: str) -> list[html.Span]:
                       className="cell-interval mlce-setting")]
 
 
+#: The card's title per verdict of the advice (a recommended method gets its name).
+_VERDICT_TITLES = {
+    "keep_uncalibrated": "Recommendation: keep the uncalibrated probabilities",
+    "none_helps": "No method fitted helps: keep the uncalibrated probabilities",
+    "nothing_to_compare": "Recommendation: keep the uncalibrated probabilities",
+}
+
+
 def recommendation_card(comparison: dict[str, Any]) -> html.Div:
-    """The advised probabilities and the reasons, from paired NLL differences."""
+    """The advised probabilities and the reasons (NLL and Brier weighed with the
+    calibration errors), and methods likely to help when no fitted one does."""
     advice = comparison["recommendation"]
-    title = ("Recommendation: keep the uncalibrated probabilities"
-             if advice["keep_uncalibrated"] else f"Recommendation: {advice['name']}")
-    return html.Div([html.H3(title), html.Ul([html.Li(reason) for reason in advice["reasons"]])],
-                    className="panel recommendation", id="recal-recommendation-card")
+    verdict = advice.get("verdict") or ("keep_uncalibrated" if advice["keep_uncalibrated"]
+                                        else "recommended")
+    title = _VERDICT_TITLES.get(verdict, f"Recommendation: {advice['name']}")
+    parts: list[Any] = [html.H3(title),
+                        html.Ul([html.Li(reason) for reason in advice["reasons"]])]
+    if advice.get("suggestions"):
+        parts += [html.H4("Methods likely to help"), html.Ul([
+            html.Li([html.Strong(item["name"]), f" ({item['method']}): {item['reason']}."],
+                    className=f"suggestion suggestion-{item['method']}")
+            for item in advice["suggestions"]], id="recal-suggestions")]
+    return html.Div(parts, className=f"panel recommendation recommendation-{verdict}",
+                    id="recal-recommendation-card")
 
 
 #: The page's words for each choice of downloaded scores (``scores=`` of the download).

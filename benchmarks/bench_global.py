@@ -2,7 +2,7 @@
 
 * Every global measure except smCE (ECE, MCE, classwise ECE, Brier, binary
   Brier, NLL, accuracy, binnedECE + width, intCE, exact kCE, smooth ECE) on
-  1,000,000 rows through :func:`calibcore.uncertainty.global_measures`
+  1,000,000 rows through :func:`calibcore.metrics.global_measures`
   (validation included, no bootstrap): under 2 s.
 * Exact kCE on 200,000 rows against relplot's sampling estimator
   ``laplace_calibration_approx`` (10 n random pairs): no slower.
@@ -28,13 +28,14 @@ import relplot
 from numpy.typing import NDArray
 
 from benchmarks.table import Row, timed
-from calibcore.calibration_test import consistency_resampling_test
 from calibcore.metrics import (
+    MEASURES,
+    consistency_resampling_test,
+    global_measures,
     laplace_kernel_calibration_error,
     smooth_calibration_error,
     smooth_ece,
 )
-from calibcore.uncertainty import MEASURES, global_measures
 
 
 def calibrated_predictions(n_rows: int, *, random_state: int) -> tuple[NDArray[np.intp], NDArray]:

@@ -165,7 +165,8 @@ def _hh_rows(quick: bool) -> list[Row]:
         peer_seconds=swc_peer,
         target_ratio=50.0,
         speedup=True,
-        note="SWC-HH equals the reference's filter to 1e-12 (tests/calibcore/test_similarity.py)",
+        note="SWC-HH equals the reference's filter to 1e-12 "
+             "(tests/calibcore/recalibration/test_similarity.py)",
     )
     return [hh_row, swc_row]
 

@@ -5,7 +5,7 @@
   fitted on a seeded 20,000-row sample, the rest placed by the default
   ``placement="auto"``: PCA's projection; for UMAP the mean map position of
   each row's 10 nearest sample rows, found by UMAP's own neighbour index, see
-  :mod:`calibcore.embedding`) -> exact per-row signed LCE -> per-bin summaries
+  :mod:`calibcore.local.embedding`) -> exact per-row signed LCE -> per-bin summaries
   and CDFs, i.e. everything the Local page draws: PCA under 60 s, UMAP under
   20 s. Two informational rows place the rest with UMAP's
   membership-weighted start (``"graph"``, the default before) and with
@@ -37,8 +37,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from benchmarks.table import Row, timed
-from calibcore.embedding import embed, warm_up
-from calibcore.local import LCEBinSummary, local_calibration, summarize_bins
+from calibcore.local import LCEBinSummary, embed, local_calibration, summarize_bins, warm_up
 
 
 def synthetic_predictions(
@@ -139,7 +138,7 @@ def _landscape(reducer: str, quick: bool, placement: str = "auto") -> Row:
 _COLD_INDEX = """
 import json, time
 import numpy as np
-from calibcore.embedding import embed
+from calibcore.local import embed
 rng = np.random.default_rng(3)
 centers = rng.normal(size=(6, 5)) * 4
 distinct = centers[rng.integers(0, 6, size=4_500)] + rng.normal(size=(4_500, 5))

@@ -30,7 +30,7 @@ import pandas as pd
 
 from benchmarks.table import Row
 from calibcore import metrics
-from calibcore.uncertainty import global_measures
+from calibcore.metrics import global_measures
 
 ROWS_PER_FILE = 1_000_000
 

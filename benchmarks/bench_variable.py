@@ -34,8 +34,7 @@ from sklearn.linear_model import LogisticRegression
 
 from benchmarks import server_jobs
 from benchmarks.table import Row, timed
-from calibcore.smoothing import loess
-from calibcore.variable import loess_curves, rank_variables
+from calibcore.variable import loess, loess_curves, rank_variables
 from tests.live_server import live_server
 
 #: Rows of the real-path file, its target and the longest acceptable still progress.

@@ -2,51 +2,51 @@
 
 Calibration measures are plain functions, recalibrators are scikit-learn
 estimators. Nothing here imports a web or plotting library.
+
+One package per concept, each with its public names in ``__all__``:
+
+- :mod:`calibcore.data`: Prediction tables: column roles and their inference, validation
+  into a :class:`~calibcore.data.PredictionSet`, and the score views every measure reads.
+- :mod:`calibcore.metrics`: Global calibration measures, their bootstrap intervals, the test
+  of calibration and reliability diagrams, with the binning and kernels they rest on.
+- :mod:`calibcore.variable`: Variable-based calibration (Kelly & Smyth 2023): VECE, LOESS
+  curves with bands, the ranking of variables and its permutation test.
+- :mod:`calibcore.local`: Local calibration (Luo et al. 2022): LCE, MLCE and their curves,
+  and the embeddings (encodings, PCA, t-SNE, UMAP) they are measured in.
+- :mod:`calibcore.heterogeneity`: Hidden heterogeneity (Wagstaff & Dietterich 2023): HH and
+  the choice of calibration, with the bagged local forests, Hellinger neighbourhoods and
+  forest proximities.
+- :mod:`calibcore.partitioned`: Exact diagnostics of partitioned tables on Dask: mergeable
+  summaries, exact quantiles, the global measures and the variables.
+- :mod:`calibcore.insights`: Diagnostics built on the others: models compared on the same
+  rows, calibration over time, the worst-calibrated subgroups and calibration support.
 """
 
 from calibcore import (
-    binning,
-    calibration_test,
-    consistent,
     data,
-    embedding,
     heterogeneity,
+    insights,
     local,
     metrics,
-    neighbourhoods,
-    proximity,
+    partitioned,
     recalibration,
-    reliability,
-    smoothing,
-    support,
-    uncertainty,
     variable,
-    views,
 )
-from calibcore.calibration_test import CalibrationTestResult, consistency_resampling_test
 from calibcore.exceptions import CalibrationInputError, RoleInferenceError
+from calibcore.metrics.calibration_test import CalibrationTestResult, consistency_resampling_test
 
 __all__ = [
     "CalibrationInputError",
     "CalibrationTestResult",
     "RoleInferenceError",
-    "binning",
-    "calibration_test",
     "consistency_resampling_test",
-    "consistent",
     "data",
-    "embedding",
     "heterogeneity",
+    "insights",
     "local",
     "metrics",
-    "neighbourhoods",
-    "proximity",
+    "partitioned",
     "recalibration",
-    "reliability",
-    "smoothing",
-    "support",
-    "uncertainty",
     "variable",
-    "views",
 ]
 __version__ = "0.1.0"

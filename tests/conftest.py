@@ -24,8 +24,8 @@ SHARED_DATA = Path(os.environ.get("CALIBDASH_SHARED_DATA", REPO.parent / "shared
 #: They are collected first, so the two xdist workers (whole files each, taken in
 #: collection order) start them first and end together, instead of one worker running
 #: a long file alone at the end.
-LONG_FILES = ("calibcore/test_resampling.py",
-              "test_benchmark_path.py", "calibcore/test_interval_coverage.py",
+LONG_FILES = ("calibcore/metrics/test_resampling.py",
+              "test_benchmark_path.py", "calibcore/metrics/test_interval_coverage.py",
               "app/test_local_api.py", "test_benchmarks.py")
 
 

@@ -85,3 +85,50 @@ def test_no_import_circles() -> None:
         circles = [[name for name, c in zip(names, component, strict=True) if c == circle]
                    for circle in np.flatnonzero(sizes > 1)]
         assert circles == [], (package, circles)
+
+
+def test_core_is_concept_packages() -> None:
+    """calibcore is a few shared flat modules and concept packages, each with its public
+    surface in ``__all__`` (every name of which it really exports), and the packages import
+    one another one way only: an import of a package's module runs its ``__init__``, which
+    imports all of the package, so a circle between two packages is an import error
+    waiting for the right import order even when no two modules import each other."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    core = Path(calibcore.__file__).parent
+    flat = sorted(path.name for path in core.glob("*.py"))
+    packages = sorted(path.name for path in core.iterdir() if (path / "__init__.py").exists())
+    assert len(flat) <= 6, flat
+    assert len(packages) >= 6, packages
+    for package in packages:
+        tree = ast.parse((core / package / "__init__.py").read_text(encoding="utf-8"))
+        exported = [ast.literal_eval(node.value) for node in tree.body
+                    if isinstance(node, ast.Assign)
+                    and any(getattr(target, "id", None) == "__all__" for target in node.targets)]
+        assert exported, f"calibcore/{package}/__init__.py has no __all__"
+        face = importlib.import_module(f"calibcore.{package}")
+        assert [name for name in exported[0] if not hasattr(face, name)] == [], package
+
+    def unit(module: str) -> str:  # calibcore.metrics.binning -> metrics; the top -> calibcore
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else parts[0]
+
+    edges = _imports("calibcore")
+    units = sorted({unit(name) for name in edges})
+    position = {name: number for number, name in enumerate(units)}
+    pairs = {(position[unit(name)], position[unit(target)])
+             for name, targets in edges.items() for target in targets
+             if target.split(".")[0] == "calibcore" and unit(target) in position
+             and unit(target) != unit(name)}
+    rows, columns = zip(*pairs, strict=True) if pairs else ((), ())
+    graph = csr_matrix((np.ones(len(pairs)), (rows, columns)), shape=(len(units), len(units)))
+    _, component = connected_components(graph, directed=True, connection="strong")
+    circles = [[name for name, c in zip(units, component, strict=True) if c == circle]
+               for circle in np.flatnonzero(np.bincount(component) > 1)]
+    assert circles == []

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.schemas.metrics import ReliabilityDiagram
 from app.schemas.parameters import JsonInt
 from app.services.diagnostics import Subset
-from calibcore.subgroups import SubgroupView
+from calibcore.insights import SubgroupView
 
 
 class SubgroupRequest(BaseModel):

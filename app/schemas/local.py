@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.schemas.parameters import MAX_ROW_COUNT, WHOLE_NUMBER, JsonInt, RowCount, Seed
 from app.services.diagnostics import Subset
 from app.services.local import MAX_DISPLAY_POINTS
-from calibcore.embedding import DEFAULT_SAMPLE_SIZE, Reducer
+from calibcore.local.embedding import DEFAULT_SAMPLE_SIZE, Reducer
 
 #: A kernel bandwidth.
 Gamma = Annotated[float, Field(gt=0.0, le=1e6, allow_inf_nan=False)]

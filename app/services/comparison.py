@@ -3,7 +3,7 @@
 Every row of the table is scored on the same held-out rows (test rows of the
 split, or every row under cross-fitting, each by a model fitted without it):
 ECE, smooth ECE, kCE, Brier, NLL and accuracy with bootstrap 95% intervals
-(:func:`calibcore.uncertainty.global_measures`, the same seeded resamples for
+(:func:`calibcore.metrics.global_measures`, the same seeded resamples for
 every row), MLCE (Luo et al. 2022; on a seeded sample of :data:`MLCE_MAX_ROWS` rows
 when there are more, the same rows for every method) and the largest VECE over
 all variables, numeric and categorical, by the Variables ranking's rule
@@ -38,13 +38,11 @@ from app.services.recommendation import (
     recommend,
 )
 from app.services.variables import VariableKind, variable_kind
-from calibcore.embedding import fit_representation
+from calibcore.data import View
 from calibcore.exceptions import CalibrationInputError
-from calibcore.local import local_calibration
-from calibcore.reliability import binned_reliability
-from calibcore.uncertainty import MeasureName, global_measures
+from calibcore.local import fit_representation, local_calibration
+from calibcore.metrics import MeasureName, binned_reliability, global_measures
 from calibcore.variable import variable_ece, variable_eces
-from calibcore.views import View
 
 #: Bandwidth and representation of the MLCE column (Luo et al. 2022 use gamma = 0.4 on PCA-20).
 MLCE_GAMMA = 0.4

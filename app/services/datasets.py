@@ -23,9 +23,9 @@ from calibcore.data import (
     RoleGuess,
     build_prediction_set,
     infer_roles,
+    role_problems,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.roles import role_problems
 
 PREVIEW_ROWS = 10
 #: The document of an external dataset (:mod:`app.services.external`) with its exact report.

@@ -15,14 +15,17 @@ from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
 from calibcore import metrics
-from calibcore.binning import Binning
-from calibcore.calibration_test import CalibrationTestResult
-from calibcore.calibration_views import calibration_tests_by_view
-from calibcore.data import PredictionSet
+from calibcore.data import PredictionSet, View, default_view
 from calibcore.exceptions import CalibrationInputError
-from calibcore.reliability import binned_reliability, smooth_reliability
-from calibcore.uncertainty import MeasureName, global_measures
-from calibcore.views import View, default_view
+from calibcore.metrics import (
+    Binning,
+    CalibrationTestResult,
+    MeasureName,
+    binned_reliability,
+    calibration_tests_by_view,
+    global_measures,
+    smooth_reliability,
+)
 
 Subset = Literal["all", "calibration", "test"]
 
@@ -109,7 +112,7 @@ def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
                      n_resamples: int = 200, random_state: int = 0) -> dict[str, Any]:
     """The consistency-resampling test of calibration on kCE in the default view (positive
     for two classes, top label for more), checked in a second view
-    (:func:`calibcore.calibration_views.calibration_tests_by_view`), as a JSON-able dict
+    (:func:`calibcore.metrics.calibration_tests_by_view`), as a JSON-able dict
     with the headline's verdict at :data:`TEST_LEVEL` and a one-line ``summary`` that
     says when the views disagree. The test does not depend on the view the measures
     are shown in: a verdict is never read from a folded view."""

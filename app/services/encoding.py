@@ -7,7 +7,7 @@ Recalibrators that use features want different things:
 * ``"table"`` (LoRe): the chosen columns as a table, which LoRe encodes itself
   (its fitted encoding is part of its own JSON);
 * ``"encoded"`` (SWC, SWC-HH): a numeric matrix, built by
-  :func:`calibcore._encoding.fit_representation`: numeric columns standardized,
+  :func:`calibcore.local.fit_representation`: numeric columns standardized,
   categorical ones one-hot, missing values imputed (the fitted median or most
   frequent level).
 
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore.embedding import Representation, fit_representation
 from calibcore.exceptions import CalibrationInputError
+from calibcore.local import Representation, fit_representation
 from calibcore.recalibration import Recalibrator
 
 EncoderKind = Literal["variable", "table", "encoded"]

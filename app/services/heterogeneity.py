@@ -5,7 +5,7 @@ HH_t is computed for test rows (a seeded sample of them by default: it grows
 the calibration rows. The forests need complete numeric features, so the
 chosen feature columns are encoded as the Local page encodes them (numeric
 standardized, text one-hot, missing values imputed); the 2-D map of the heatmap
-is the Local page's pipeline (:func:`calibcore.embedding.embed`, PCA(2)).
+is the Local page's pipeline (:func:`calibcore.local.embed`, PCA(2)).
 
 Results are cached per parameter set under ``<dataset_id>.hh.<hash>`` and the
 per-row values are saved as the ``hh`` row column (NaN for rows not evaluated). The
@@ -32,15 +32,15 @@ from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
-from calibcore.embedding import Representation, embed, fit_representation
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import (
     AUTO_GRID_PER_RADIUS,
     MAX_NEIGHBOUR_PAIRS,
     hidden_heterogeneity_details,
+    neighbour_counts,
     recommend_calibration,
 )
-from calibcore.neighbourhoods import neighbour_counts
+from calibcore.local import Representation, embed, fit_representation
 
 #: Bump when the result document changes shape, so stale caches are not served.
 RESULT_VERSION = 1

@@ -1,7 +1,7 @@
 """Local calibration of a stored dataset: LCE landscapes and MLCE curves (Luo et al. 2022).
 
 Two jobs share one representation phi of the chosen rows (features -> encoding
--> reducer, :func:`calibcore.embedding.embed`):
+-> reducer, :func:`calibcore.local.embed`):
 
 * the *landscape* (:func:`start_landscape`): per-row signed and absolute LCE at
   one bandwidth gamma, per-bin summaries with the CDF of the LCE, and the rows
@@ -56,8 +56,7 @@ from app.services.local_embedding import (
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
 from app.store import Store
-from calibcore.binning import assign_bins, equal_width_edges
-from calibcore.embedding import Reducer
+from calibcore.data import top_label
 from calibcore.exceptions import CalibrationInputError
 from calibcore.local import (
     DEFAULT_GAMMAS,
@@ -67,7 +66,8 @@ from calibcore.local import (
     mlce_curve,
     summarize_bins,
 )
-from calibcore.views import top_label
+from calibcore.local.embedding import Reducer
+from calibcore.metrics import assign_bins, equal_width_edges
 
 __all__ = ["CDF_POINTS", "DEFAULT_GAMMA_FEATURES", "DEFAULT_GAMMA_MAP", "MAX_DISPLAY_POINTS",
            "PREPARING_UMAP", "CurveParams", "LandscapeParams", "RepresentationParams",

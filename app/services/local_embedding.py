@@ -1,6 +1,6 @@
 """The representation phi behind the Local page, validated and cached (Luo et al. 2022, §3.2).
 
-Chosen rows and feature columns -> :func:`calibcore.embedding.embed` (encoding,
+Chosen rows and feature columns -> :func:`calibcore.local.embed` (encoding,
 reducer fitted on a seeded sample, the other rows placed). The result is cached
 per :class:`RepresentationParams` under ``<dataset_id>.lce-embedding.<hash>``: a
 Parquet table of phi and the 2-D map, and a JSON document saying how they were
@@ -33,7 +33,8 @@ from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
-from calibcore.embedding import (
+from calibcore.exceptions import CalibrationInputError
+from calibcore.local.embedding import (
     DEFAULT_SAMPLE_SIZE,
     UMAP_TRANSFORM_ROWS,
     Embedding,
@@ -41,7 +42,6 @@ from calibcore.embedding import (
     embed,
     warm_up,
 )
-from calibcore.exceptions import CalibrationInputError
 
 #: Bump when a cached document or table changes meaning, so stale caches are not served.
 CACHE_VERSION = 1

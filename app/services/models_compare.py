@@ -11,11 +11,10 @@ from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from calibcore.data import PredictionSet, build_prediction_set
+from calibcore.data import PredictionSet, View, build_prediction_set, default_view
 from calibcore.exceptions import CalibrationInputError
-from calibcore.model_comparison import ModelComparison, compare_models
-from calibcore.reliability import binned_reliability
-from calibcore.views import View, default_view
+from calibcore.insights import ModelComparison, compare_models
+from calibcore.metrics import binned_reliability
 
 
 def model_probabilities(prediction_set: PredictionSet, frame: Any,

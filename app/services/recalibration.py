@@ -46,8 +46,8 @@ from app.services.tables import file_stem
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import binned_reliability
 from calibcore.recalibration import REGISTRY
-from calibcore.reliability import binned_reliability
 
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100

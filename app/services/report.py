@@ -15,18 +15,27 @@ from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import load_table
-from calibcore.data import SPLIT_VALUES, ColumnRoles, build_prediction_set, infer_roles
+from calibcore.data import (
+    SPLIT_VALUES,
+    ColumnRoles,
+    View,
+    build_prediction_set,
+    default_view,
+    infer_roles,
+)
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned import (
+    CELL_ERROR_BOUND,
+    BinnedSummary,
+    CellSummary,
+    ScoreSummary,
     compute_reporting,
     measures_with_intervals,
     partition_classes,
     partitioned_equal_mass,
     partitioned_summaries,
+    partitioned_variables,
 )
-from calibcore.partitioned_variables import partitioned_variables
-from calibcore.summaries import CELL_ERROR_BOUND, BinnedSummary, CellSummary, ScoreSummary
-from calibcore.views import View, default_view
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

@@ -19,7 +19,7 @@ ROW_NEEDS: tuple[tuple[str, int], ...] = (
     ("LCE", 2),                               # local_embedding.choose_rows
     ("hidden heterogeneity", 4),              # heterogeneity: a seeded half split
     ("LOESS curves of the variables", 5),     # floor(n * span 0.8) >= 4 neighbours
-    ("t-SNE/UMAP maps", 10),                  # calibcore._manifold.MIN_MANIFOLD_ROWS
+    ("t-SNE/UMAP maps", 10),                  # calibcore.local._manifold.MIN_MANIFOLD_ROWS
 )
 #: Calibration rows for the 5-fold cross-fitted calibration support.
 SUPPORT_ROWS = 5

@@ -39,10 +39,16 @@ from app.services.encoding import FeatureEncoder, check_columns
 from app.services.model_document import validate_document
 from app.services.tables import read_table
 from app.store import Record, Store, new_id, now
-from calibcore.data import SUM_TOLERANCE, PredictionSet, describe_rows, first_rows, infer_roles
+from calibcore.data import (
+    SUM_TOLERANCE,
+    PredictionSet,
+    column_class_parts,
+    describe_rows,
+    first_rows,
+    infer_roles,
+)
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import Recalibrator
-from calibcore.roles import column_class_parts
 
 _KIND = "model"
 #: ``progress(fraction, message)`` of a long prediction.

@@ -1,6 +1,6 @@
 """The worst-calibrated subgroups of a stored dataset, as a job.
 
-:func:`calibcore.subgroups.worst_subgroups` ranks slices of one or two feature
+:func:`calibcore.insights.worst_subgroups` ranks slices of one or two feature
 conditions by their calibration gap; the job keeps the worst :data:`MAX_LISTED` with
 their reliability diagrams (the first :data:`MAX_DIAGRAMS`) beside the whole data's, and
 caches the result per dataset and settings.
@@ -19,8 +19,8 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from calibcore.reliability import binned_reliability
-from calibcore.subgroups import Subgroup, SubgroupView, worst_subgroups
+from calibcore.insights import Subgroup, SubgroupView, worst_subgroups
+from calibcore.metrics import binned_reliability
 
 #: Slices listed in a result (the worst first); the count tried is always given.
 MAX_LISTED = 200

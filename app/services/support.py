@@ -35,8 +35,8 @@ from app.services.shared import ServiceContext
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
-from calibcore.proportions import proportion_interval
-from calibcore.support import CalibrationSupport, calibration_support, compare_support
+from calibcore.insights import CalibrationSupport, calibration_support, compare_support
+from calibcore.metrics import proportion_interval
 
 #: Calibration rows a proximity forest is grown on at most (SWC's default sample).
 SWC_MAX_ROWS = 20_000

@@ -1,6 +1,6 @@
 """Calibration over time of a stored dataset, cached per settings.
 
-:func:`calibcore.timeline.calibration_timeline` gives the measures per window and the
+:func:`calibcore.insights.calibration_timeline` gives the measures per window and the
 change test; beside them, the honest comparison for a deployed model: a recalibrator
 fitted on each window and scored on the next one (``rolling``).
 """
@@ -18,8 +18,13 @@ from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
 from calibcore import metrics
 from calibcore.exceptions import CalibrationInputError
+from calibcore.insights.timeline import (
+    MIN_WINDOW_ROWS,
+    Frequency,
+    TimelineView,
+    calibration_timeline,
+)
 from calibcore.recalibration import REGISTRY
-from calibcore.timeline import MIN_WINDOW_ROWS, Frequency, TimelineView, calibration_timeline
 
 #: Recalibrators the rolling comparison may fit (global ones: no features needed).
 ROLLING_METHODS = ("temperature", "platt", "isotonic", "beta", "histogram")

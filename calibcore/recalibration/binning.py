@@ -21,7 +21,7 @@ from scipy.special import expit
 
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
-from calibcore.binning import assign_bins
+from calibcore.metrics.binning import assign_bins
 from calibcore.recalibration._base import (
     Recalibrator,
     combine_one_vs_rest,
@@ -53,7 +53,7 @@ def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.floa
     -------
     ndarray of shape (m + 1,)
         Increasing edges, the first 0 and the last 1; the bins are right-closed,
-        ``(e_{b-1}, e_b]``, as in :func:`calibcore.binning.assign_bins`.
+        ``(e_{b-1}, e_b]``, as in :func:`calibcore.metrics.assign_bins`.
     """
     ordered = np.sort(scores)
     group_sizes = [len(g) for g in np.array_split(ordered, min(n_bins, ordered.size))]

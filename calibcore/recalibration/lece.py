@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics import NLL_CLIP
+from calibcore.metrics.measures import NLL_CLIP
 from calibcore.recalibration._base import Recalibrator, register
 from calibcore.recalibration._binary_neighbours import binary_neighbour_sums, on_binary_curve
 from calibcore.recalibration.scaling import TemperatureScaling

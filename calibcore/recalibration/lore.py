@@ -23,7 +23,7 @@ confidence below another class's share makes that class the top label.
 
 The representation phi is fitted on the calibration rows and is part of the
 estimator (standardization, one-hot levels, imputation and PCA are plain
-arrays; see :class:`calibcore.embedding.Representation`), so a fitted LoRe
+arrays; see :class:`calibcore.local.Representation`), so a fitted LoRe
 serializes to JSON and applies to new files. Only ``"none"``, ``"pca"`` and
 ``"columns"`` representations are supported: t-SNE and UMAP models cannot be
 saved or applied reproducibly to new rows.
@@ -38,12 +38,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
 
-from calibcore._encoding import Representation, as_table, fit_representation
-from calibcore._laplace_sums import kernel_sums
-from calibcore._local_estimate import check_gamma
 from calibcore._validation import check_in_range, check_positive_int
-from calibcore.binning import assign_bins, equal_width_edges
 from calibcore.exceptions import CalibrationInputError
+from calibcore.local._encoding import Representation, as_table, fit_representation
+from calibcore.local._estimate import check_gamma
+from calibcore.local._laplace_sums import kernel_sums
+from calibcore.metrics.binning import assign_bins, equal_width_edges
 from calibcore.recalibration._base import Recalibrator, register
 
 #: Kernel sums below this are recomputed relative to the nearest calibration row,
@@ -81,7 +81,7 @@ class LoRe(Recalibrator):
     Attributes
     ----------
     representation_ : dict
-        The fitted :class:`~calibcore.embedding.Representation` as plain JSON.
+        The fitted :class:`~calibcore.local.Representation` as plain JSON.
     coordinates_ : ndarray of shape (n_cal, d)
         phi of the calibration rows.
     bin_index_ : ndarray of shape (n_cal,)

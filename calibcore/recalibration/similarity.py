@@ -4,7 +4,7 @@ Wagstaff & Dietterich 2023, §4, Algorithm 2 and eq. 5.
 
 q_t[k] = sum_i s(t, i) 1[y_i = k] / sum_i s(t, i), with s the random-forest
 proximity in the augmented space [features, standardized probabilities]
-(:mod:`calibcore.proximity`). SWC weights every calibration row; SWC-HH keeps
+(:mod:`calibcore.heterogeneity.proximity`). SWC weights every calibration row; SWC-HH keeps
 only rows with s(t, i) >= HH_t / 2 (HH from :mod:`calibcore.heterogeneity`).
 Fallbacks as the reference: a row whose kept similarities sum to zero keeps
 p_t; when no row passes the SWC-HH filter, the most similar one is kept.
@@ -33,12 +33,12 @@ from sklearn.utils.validation import check_is_fitted
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int, check_probabilities
 from calibcore.exceptions import CalibrationInputError
-from calibcore.heterogeneity import (
+from calibcore.heterogeneity.hidden import (
     NeighbourhoodCache,
     check_features,
     hidden_heterogeneity_details,
 )
-from calibcore.proximity import (
+from calibcore.heterogeneity.proximity import (
     ProximityForest,
     TreeEnsemble,
     fit_proximity_forest,
@@ -75,7 +75,7 @@ class SWC(Recalibrator):
     Attributes
     ----------
     forest_ : dict of ndarray
-        Node arrays of the proximity forest (:class:`~calibcore.proximity.TreeEnsemble`)
+        Node arrays of the proximity forest (:class:`~calibcore.heterogeneity.TreeEnsemble`)
         and the standardization of the probability columns.
     calibration_leaves_ : ndarray of shape (n_cal, n_estimators)
         Global leaf id of each calibration row in each tree.

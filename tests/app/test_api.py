@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from calibcore.recalibration import Recalibrator
-from tests.calibcore.test_metrics import brute_force_ece
+from tests.calibcore.metrics.test_metrics import brute_force_ece
 
 
 def upload(client, content: bytes, filename: str = "predictions.csv", **form):  # type: ignore[no-untyped-def]

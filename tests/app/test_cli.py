@@ -10,8 +10,8 @@ import pytest
 
 from app.cli import main
 from calibcore import metrics
-from calibcore.summaries import CELL_ERROR_BOUND
-from tests.calibcore.test_metrics import brute_force_ece
+from calibcore.partitioned import CELL_ERROR_BOUND
+from tests.calibcore.metrics.test_metrics import brute_force_ece
 
 
 def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) -> None:

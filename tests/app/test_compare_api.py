@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from calibcore import metrics
-from calibcore.model_comparison import compare_models
+from calibcore.insights import compare_models
 from tests.app.test_api import assert_error, upload
 
 

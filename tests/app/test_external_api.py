@@ -21,7 +21,7 @@ from app.services.partitioned_files import computed_rows
 from app.services.report import _split_counts, _split_names
 from calibcore import metrics
 from calibcore.data import build_prediction_set, infer_roles
-from calibcore.uncertainty import global_measures
+from calibcore.metrics import global_measures
 from tests.app.test_api import assert_error
 
 N_ROWS = 30_000

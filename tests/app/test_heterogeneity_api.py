@@ -17,7 +17,7 @@ from calibcore.heterogeneity import (
     hidden_heterogeneity_details,
     recommend_calibration,
 )
-from calibcore.support import calibration_support
+from calibcore.insights import calibration_support
 from tests.app.test_api import assert_error, upload
 
 N_ROWS = 600

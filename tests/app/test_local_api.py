@@ -13,9 +13,9 @@ import pytest
 
 from app.jobs import Job, Progress
 from app.services import local, local_embedding
-from calibcore.embedding import embed
 from calibcore.local import (
     DEFAULT_GAMMAS,
+    embed,
     local_calibration,
     local_calibration_error,
     mlce_curve,

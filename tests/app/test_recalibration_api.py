@@ -14,7 +14,7 @@ import pytest
 from app.cli import main as cli_main
 from app.services.comparison import paired_differences
 from app.services.row_columns import save_row_column
-from calibcore._encoding import Representation
+from calibcore.local import Representation
 from calibcore.recalibration import REGISTRY, Recalibrator
 from calibcore.variable import variable_ece
 from tests.app.test_api import assert_error, upload

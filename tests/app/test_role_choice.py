@@ -4,7 +4,7 @@ features and updates what still stops the dataset from being created."""
 from __future__ import annotations
 
 from app.services.datasets import RoleChoice, choose_roles
-from calibcore.roles import NO_LABEL, NO_PROBABILITIES
+from calibcore.data import NO_LABEL, NO_PROBABILITIES
 
 COLUMNS = ["age", "bought", "member", "score", "q", "split"]
 

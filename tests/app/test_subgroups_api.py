@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from calibcore.data import build_prediction_set, infer_roles
-from calibcore.reliability import binned_reliability
-from calibcore.subgroups import worst_subgroups
+from calibcore.insights import worst_subgroups
+from calibcore.metrics import binned_reliability
 from tests.app.test_api import assert_error, upload
 
 

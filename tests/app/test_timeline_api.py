@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from calibcore import metrics
+from calibcore.insights import calibration_timeline
 from calibcore.recalibration import TemperatureScaling
-from calibcore.timeline import calibration_timeline
 from tests.app.test_api import assert_error, upload
 
 SHIFT_WEEK = 9

@@ -12,7 +12,7 @@ from app.api.deps import ServicesDep
 from app.api.responses import INVALID, NOT_FOUND, error
 from app.schemas import ModelComparison
 from app.services.models_compare import compare_for
-from calibcore.views import View
+from calibcore.data import View
 
 router = APIRouter(prefix="/datasets/{dataset_id}/compare", tags=["compare"],
                    responses={**NOT_FOUND, **INVALID})

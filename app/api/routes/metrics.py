@@ -11,8 +11,8 @@ from app.api.deps import ServicesDep
 from app.api.responses import INVALID, NOT_FOUND
 from app.schemas import BinSensitivity, MetricsResponse, ReliabilityResponse
 from app.services import diagnostics
-from calibcore.binning import Binning
-from calibcore.views import View
+from calibcore.data import View
+from calibcore.metrics import Binning
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["metrics"],
                    responses={**NOT_FOUND, **INVALID})

@@ -11,7 +11,7 @@ from app.api.deps import ServicesDep
 from app.api.responses import INVALID, NOT_FOUND, error
 from app.schemas import Timeline
 from app.services.timeline import ROLLING_METHODS, timeline_for
-from calibcore.timeline import Frequency, TimelineView
+from calibcore.insights import Frequency, TimelineView
 
 router = APIRouter(prefix="/datasets/{dataset_id}/timeline", tags=["timeline"],
                    responses={**NOT_FOUND, **INVALID})

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.ui.figures.reliability import PALETTE
-from calibcore.embedding import PLACEMENT_NEIGHBORS
+from calibcore.local import PLACEMENT_NEIGHBORS
 
 Colour = Literal["lce", "signed"]
 

@@ -64,8 +64,8 @@ from app.ui.pages.local_panels import (
     summary_panel,
 )
 from app.ui.shell_helpers import register_folded_note
-from calibcore.embedding import DEFAULT_SAMPLE_SIZE
 from calibcore.exceptions import CalibrationInputError
+from calibcore.local import DEFAULT_SAMPLE_SIZE
 
 #: Slider default per reducer: 0.2 on 2-D/3-D maps, 0.4 on feature spaces ("none" usually
 #: has many dimensions), the bandwidths Luo et al. 2022 use.

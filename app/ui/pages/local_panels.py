@@ -12,7 +12,7 @@ from app.services import local
 from app.ui.components import info_note, measure_card
 from app.ui.figures import empty_figure
 from app.ui.figures.local import bin_label
-from calibcore.embedding import DEFAULT_SAMPLE_SIZE
+from calibcore.local import DEFAULT_SAMPLE_SIZE
 
 #: Component ids of this page (the shared ones are in app.ui.ids).
 LOCAL_FEATURES = "local-features"

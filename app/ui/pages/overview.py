@@ -22,9 +22,9 @@ from app.ui.figures import (
     reliability_figure,
     smooth_reliability_figure,
 )
-from calibcore.binning import Binning
+from calibcore.data import View
 from calibcore.exceptions import CalibrationInputError
-from calibcore.views import View
+from calibcore.metrics import Binning
 
 #: Component ids of this page (the shared ones are in app.ui.ids).
 VIEW_SELECT = "view-select"

@@ -17,7 +17,7 @@ from app.ui.figures import empty_figure
 from app.ui.figures.timeline import rolling_figure, timeline_figure
 from app.ui.shell_helpers import dataset_summary, view_options
 from calibcore.exceptions import CalibrationInputError
-from calibcore.timeline import PERIODS
+from calibcore.insights import PERIODS
 
 #: Component ids of this page (the shared ones are in app.ui.ids).
 TIME_COLUMN = "time-column"

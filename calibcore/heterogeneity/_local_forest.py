@@ -1,0 +1,532 @@
+"""One neighbourhood's seven pruned bagged forests, grown, pruned and scored in compiled code.
+
+Hidden heterogeneity needs, for each distinct neighbourhood, the OOB accuracy of
+``RandomForestClassifier(n_estimators=100, max_features=None, oob_score=True,
+ccp_alpha=a, random_state=seed)`` for seven alphas, and the in-sample
+probabilities of the best one (:mod:`calibcore.heterogeneity._bagging` explains why the seven
+share their unpruned trees). Profiling HH on default_nb put 60% of the time in
+scikit-learn's tree builder (2 ms per tree of 1,500 rows, most of it sorting the
+node's rows for each feature at every node) and 25% in numpy bookkeeping around
+it (bootstrap counts, ``apply``, OOB sums). This module does all of it in one
+numba kernel per chunk of trees, without the GIL, and keeps no tree once it has
+been scored:
+
+* the rows are sorted by each feature once per neighbourhood; a tree keeps, per
+  feature, its in-bag rows in that order and partitions the lists stably at each
+  split (linear work per level instead of a sort per node and feature);
+* the split search is scikit-learn's ``BestSplitter`` with the Gini criterion,
+  step for step: the same feature draws (``rand_r`` and the Fisher-Yates walk
+  with known and newly found constant features), the same tie skipping
+  (``FEATURE_THRESHOLD`` in float32), the same floating-point expressions for
+  impurities and the proxy improvement, the same strict ``>`` between candidates
+  and the same depth-first node numbering. Bootstrap weights are integer counts,
+  so every weighted class sum is an exact integer and the order in which rows
+  are added cannot change a bit;
+* pruning replays scikit-learn's weakest-link sequence per tree (as
+  :func:`calibcore.heterogeneity._bagging._collapse_alphas`), with a heap instead of a scan
+  over every node at every step;
+* OOB and in-sample probabilities are accumulated tree by tree in the forest's
+  order, for every alpha.
+
+Private: callers validate inputs. The results equal the scikit-learn loop to
+the last bit (tests/calibcore/heterogeneity/test_heterogeneity.py pins it).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from calibcore._progress import Heartbeat
+from calibcore.heterogeneity._bagging import (
+    GrownTrees,
+    TreeSeeds,
+    forest_proba,
+    grow_trees,
+    oob_correct,
+)
+
+#: ``np.finfo(np.float64).eps``: scikit-learn's tree builder treats impurity <= EPSILON as pure.
+_EPSILON = float(np.finfo(np.float64).eps)
+_LEAF = -1
+_UNDEFINED = -2
+
+
+@numba.njit(nogil=True, cache=True)
+def bootstrap_counts(raw: NDArray[np.uint32], n_rows: int) -> tuple[NDArray[np.int32],
+                                                                       NDArray[np.bool_]]:
+    """``bincount(RandomState(seed).randint(0, n_rows, n_rows))`` per tree from its raw stream.
+
+    Masked rejection sampling as numpy's legacy generator does it; ``complete`` is
+    False for trees whose stream ran short (the caller draws those itself).
+    """
+    n_trees = raw.shape[0]
+    counts = np.zeros((n_trees, n_rows), dtype=np.int32)
+    complete = np.ones(n_trees, dtype=np.bool_)
+    largest = n_rows - 1
+    mask = 0
+    while mask < largest:
+        mask = (mask << 1) | 1
+    for tree in range(n_trees):
+        drawn = 0
+        for position in range(raw.shape[1]):
+            if drawn == n_rows:
+                break
+            value = np.int64(raw[tree, position]) & mask
+            if value <= largest:
+                counts[tree, value] += 1
+                drawn += 1
+        complete[tree] = drawn == n_rows
+    return counts, complete
+
+
+@numba.njit(nogil=True, cache=True)
+def _rand_int(low: int, high: int, state: NDArray[np.int64]) -> int:
+    """``sklearn.tree._utils.rand_int``: xorshift ``our_rand_r`` on a uint32 state."""
+    seed = state[0]
+    if seed == 0:
+        seed = 1
+    seed ^= (seed << 13) & 0xFFFFFFFF
+    seed ^= seed >> 17
+    seed ^= (seed << 5) & 0xFFFFFFFF
+    state[0] = seed
+    return low + (seed % 0x80000000) % (high - low)
+
+
+@numba.njit(nogil=True, cache=True)
+def _stable_partition(rows: NDArray[np.intp], start: int, end: int,
+                      goes_left: NDArray[np.bool_], scratch: NDArray[np.intp]) -> None:
+    """Rows of ``rows[start:end]`` going left first, each side in its previous order."""
+    n_left = 0
+    n_right = 0
+    for position in range(start, end):
+        row = rows[position]
+        if goes_left[row]:
+            rows[start + n_left] = row
+            n_left += 1
+        else:
+            scratch[n_right] = row
+            n_right += 1
+    for position in range(n_right):
+        rows[start + n_left + position] = scratch[position]
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _proxy(left_sums, sums, weighted_left, weighted, n_classes):
+    """``Gini.proxy_impurity_improvement`` with scikit-learn's floating-point expressions."""
+    weighted_right = weighted - weighted_left
+    squares_left = squares_right = 0.0
+    for klass in range(n_classes):
+        count = left_sums[klass]
+        squares_left += count * count
+        count = sums[klass] - left_sums[klass]
+        squares_right += count * count
+    gini_left = 1.0 - squares_left / (weighted_left * weighted_left)
+    gini_right = 1.0 - squares_right / (weighted_right * weighted_right)
+    return -weighted_right * gini_right - weighted_left * gini_left
+
+
+@numba.njit(nogil=True, cache=True)
+def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
+               left, right, feature, threshold, value, impurity, node_weight,
+               sorted_rows, scratch, goes_left):
+    """Grow one tree as scikit-learn's ``DepthFirstTreeBuilder`` + ``BestSplitter`` + Gini.
+
+    Node arrays are filled in scikit-learn's node order. Returns the node count,
+    or -1 if a split's partition disagreed with its position (never expected;
+    the caller then uses scikit-learn itself).
+    """
+    n_features = features.shape[1]
+    feature_threshold = np.float32(1e-7)
+    n_in = 0
+    for column in range(n_features):
+        n_in = 0
+        for row in order[column]:
+            if weight[row] != 0:
+                sorted_rows[column, n_in] = row
+                n_in += 1
+    drawn = np.arange(n_features)
+    constant = np.empty(n_features, dtype=np.intp)
+    state = np.array([seed], dtype=np.int64)
+    capacity = 2 * n_in + 2
+    stack_start = np.empty(capacity, dtype=np.intp)
+    stack_end = np.empty(capacity, dtype=np.intp)
+    stack_parent = np.empty(capacity, dtype=np.intp)
+    stack_is_left = np.empty(capacity, dtype=np.bool_)
+    stack_impurity = np.empty(capacity)
+    stack_constants = np.empty(capacity, dtype=np.intp)
+    sums = np.zeros(n_classes)
+    left_sums = np.zeros(n_classes)
+    stack_start[0], stack_end[0], stack_parent[0] = 0, n_in, -1
+    stack_is_left[0], stack_impurity[0], stack_constants[0] = False, np.inf, 0
+    top = 1
+    n_nodes = 0
+    while top > 0:
+        top -= 1
+        start, end = stack_start[top], stack_end[top]
+        parent, is_left = stack_parent[top], stack_is_left[top]
+        node_impurity, n_known = stack_impurity[top], stack_constants[top]
+        sums[:] = 0.0
+        weighted = 0.0
+        for position in range(start, end):
+            row = sorted_rows[0, position]
+            sums[labels[row]] += weight[row]
+            weighted += weight[row]
+        if n_nodes == 0:
+            squares = 0.0
+            for klass in range(n_classes):
+                squares += sums[klass] * sums[klass]
+            node_impurity = 1.0 - squares / (weighted * weighted)
+        is_leaf = end - start < 2 or node_impurity <= _EPSILON
+        best_feature, best_position, best_threshold = _UNDEFINED, end, float(_UNDEFINED)
+        impurity_left = impurity_right = 0.0
+        n_total = n_known
+        if not is_leaf:
+            # node_split_best: draw features without replacement (Fisher-Yates on
+            # ``drawn``), skipping known constant ones and recording new ones.
+            best_proxy = -np.inf
+            f_i = n_features
+            n_visited = n_found = n_drawn = 0
+            while f_i > n_total and (n_visited < n_features
+                                     or n_visited <= n_found + n_drawn):
+                n_visited += 1
+                f_j = _rand_int(n_drawn, f_i - n_found, state)
+                if f_j < n_known:
+                    drawn[n_drawn], drawn[f_j] = drawn[f_j], drawn[n_drawn]
+                    n_drawn += 1
+                    continue
+                f_j += n_found
+                column = drawn[f_j]
+                rows = sorted_rows[column]
+                if (features[rows[end - 1], column]
+                        <= features[rows[start], column] + feature_threshold):
+                    drawn[f_j], drawn[n_total] = drawn[n_total], drawn[f_j]
+                    n_found += 1
+                    n_total += 1
+                    continue
+                f_i -= 1
+                drawn[f_i], drawn[f_j] = drawn[f_j], drawn[f_i]
+                left_sums[:] = 0.0
+                weighted_left = 0.0
+                added = start
+                position = start
+                while position < end:
+                    position += 1
+                    while (position < end and features[rows[position], column]
+                           <= features[rows[position - 1], column] + feature_threshold):
+                        position += 1
+                    if position >= end:
+                        break
+                    while added < position:
+                        row = rows[added]
+                        left_sums[labels[row]] += weight[row]
+                        weighted_left += weight[row]
+                        added += 1
+                    proxy = _proxy(left_sums, sums, weighted_left, weighted, n_classes)
+                    if proxy > best_proxy:
+                        best_proxy = proxy
+                        best_feature, best_position = column, position
+                        best_threshold = (np.float64(features[rows[position - 1], column]) / 2.0
+                                          + np.float64(features[rows[position], column]) / 2.0)
+            drawn[:n_known] = constant[:n_known]
+            constant[n_known:n_known + n_found] = drawn[n_known:n_known + n_found]
+            if best_position < end:
+                n_left = 0
+                left_sums[:] = 0.0
+                weighted_left = 0.0
+                for position in range(start, end):
+                    row = sorted_rows[0, position]
+                    goes_left[row] = features[row, best_feature] <= best_threshold
+                    if goes_left[row]:
+                        n_left += 1
+                        left_sums[labels[row]] += weight[row]
+                        weighted_left += weight[row]
+                if start + n_left != best_position:
+                    return -1
+                for column in range(n_features):
+                    _stable_partition(sorted_rows[column], start, end, goes_left, scratch)
+                weighted_right = weighted - weighted_left
+                squares_left = squares_right = 0.0
+                for klass in range(n_classes):
+                    count = left_sums[klass]
+                    squares_left += count * count
+                    count = sums[klass] - left_sums[klass]
+                    squares_right += count * count
+                impurity_left = 1.0 - squares_left / (weighted_left * weighted_left)
+                impurity_right = 1.0 - squares_right / (weighted_right * weighted_right)
+                improvement = (weighted / total_weight) * (
+                    node_impurity - (weighted_right / weighted * impurity_right)
+                    - (weighted_left / weighted * impurity_left))
+                is_leaf = improvement + _EPSILON < 0.0
+            else:
+                is_leaf = True
+        node = n_nodes
+        n_nodes += 1
+        if parent >= 0:
+            if is_left:
+                left[parent] = node
+            else:
+                right[parent] = node
+        left[node] = right[node] = _LEAF
+        impurity[node] = node_impurity
+        node_weight[node] = weighted
+        for klass in range(n_classes):
+            value[node, klass] = sums[klass] / weighted
+        if is_leaf:
+            feature[node], threshold[node] = _UNDEFINED, float(_UNDEFINED)
+            continue
+        feature[node], threshold[node] = best_feature, best_threshold
+        stack_start[top], stack_end[top], stack_parent[top] = best_position, end, node
+        stack_is_left[top], stack_impurity[top] = False, impurity_right
+        stack_constants[top] = n_total
+        top += 1
+        stack_start[top], stack_end[top], stack_parent[top] = start, best_position, node
+        stack_is_left[top], stack_impurity[top] = True, impurity_left
+        stack_constants[top] = n_total
+        top += 1
+    return n_nodes
+
+
+@numba.njit(nogil=True, cache=True)
+def _collapse_alphas(left, right, risk, n_nodes, max_alpha):
+    """The smallest ``ccp_alpha`` at which scikit-learn's pruning collapses each node of a tree.
+
+    ``sklearn.tree._tree._cost_complexity_prune`` step by step: branch risks summed
+    leaf by leaf in node order, then the weakest link (the first node, in node
+    order, with the smallest ``(R(t) - R(T_t)) / (|T_t| - 1)``) pruned one at a
+    time and its ancestors updated by differences, while the effective alpha is
+    at most ``max_alpha``. A heap ordered by (alpha, node) finds the weakest link;
+    entries made stale by an update are skipped (their alpha no longer matches).
+    Node t collapses for every alpha >= the running maximum of the effective
+    alphas up to its step; inf where that exceeds ``max_alpha``.
+    """
+    collapse_at = np.full(n_nodes, np.inf)
+    parent = np.full(n_nodes, -1, dtype=np.intp)
+    for node in range(n_nodes):
+        if left[node] >= 0:
+            parent[left[node]] = node
+            parent[right[node]] = node
+    branch = np.zeros(n_nodes)
+    n_leaves = np.zeros(n_nodes, dtype=np.intp)
+    candidate = left[:n_nodes] >= 0
+    for leaf in range(n_nodes):
+        if left[leaf] >= 0:
+            continue
+        branch[leaf] = risk[leaf]
+        node = leaf
+        while node != 0:
+            node = parent[node]
+            branch[node] += risk[leaf]
+            n_leaves[node] += 1
+    heap = [(0.0, 0)]
+    heap.pop()
+    for node in range(n_nodes):
+        if candidate[node]:
+            heap.append(((risk[node] - branch[node]) / (n_leaves[node] - 1), node))
+    heapq.heapify(heap)
+    running_max = -np.inf
+    while candidate[0] and len(heap) > 0:
+        effective, weakest = heapq.heappop(heap)
+        if (not candidate[weakest]
+                or effective != (risk[weakest] - branch[weakest]) / (n_leaves[weakest] - 1)):
+            continue  # pruned with an ancestor, or superseded by an update
+        running_max = max(running_max, effective)
+        if running_max > max_alpha:
+            break
+        collapse_at[weakest] = running_max
+        stack = [weakest]
+        while len(stack) > 0:
+            node = stack.pop()
+            candidate[node] = False
+            if left[node] >= 0:
+                stack.append(left[node])
+                stack.append(right[node])
+        pruned = n_leaves[weakest] - 1
+        n_leaves[weakest] = 0
+        difference = risk[weakest] - branch[weakest]
+        branch[weakest] = risk[weakest]
+        node = weakest
+        while node != 0:
+            node = parent[node]
+            n_leaves[node] -= pruned
+            branch[node] += difference
+            heapq.heappush(heap, ((risk[node] - branch[node]) / (n_leaves[node] - 1), node))
+    return collapse_at
+
+
+@numba.njit(nogil=True, cache=True)
+def score_trees(features, labels, n_classes, counts, splitter_seeds, order, alphas,
+                oob_sums, oob_votes, in_sums):
+    """Grow, prune and score a chunk of a forest's trees, in order; accumulate their votes.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n, d), float32
+    labels : ndarray of shape (n,)
+        Class indices 0..n_classes-1.
+    counts : ndarray of shape (n_chunk, n), int32
+        Bootstrap counts of the chunk's trees.
+    splitter_seeds : ndarray of shape (n_chunk,)
+    order : ndarray of shape (d, n)
+        The rows sorted by each feature.
+    alphas : ndarray of shape (m,)
+    oob_sums, in_sums : ndarray of shape (m, n, n_classes)
+        Sums over trees of each pruned tree's leaf value for rows out of its bag
+        (``oob_sums``) and for every row (``in_sums``); updated in place.
+    oob_votes : ndarray of shape (n,)
+        Trees each row was out of bag for; updated in place.
+
+    Returns
+    -------
+    bool
+        False if a tree could not be grown here (the caller falls back).
+    """
+    n_rows = features.shape[0]
+    n_alphas = alphas.size
+    capacity = 2 * n_rows + 1
+    left = np.empty(capacity, dtype=np.intp)
+    right = np.empty(capacity, dtype=np.intp)
+    feature = np.empty(capacity, dtype=np.intp)
+    threshold = np.empty(capacity)
+    value = np.empty((capacity, n_classes))
+    impurity = np.empty(capacity)
+    node_weight = np.empty(capacity)
+    risk = np.empty(capacity)
+    leaf_of = np.empty((capacity, n_alphas), dtype=np.intp)
+    sorted_rows = np.empty((features.shape[1], n_rows), dtype=np.intp)
+    scratch = np.empty(n_rows, dtype=np.intp)
+    goes_left = np.zeros(n_rows, dtype=np.bool_)
+    total_weight = float(n_rows)
+    max_alpha = alphas.max()
+    for tree in range(counts.shape[0]):
+        weight = counts[tree].astype(np.float64)
+        n_nodes = _grow_tree(features, labels, n_classes, weight, order, splitter_seeds[tree],
+                             total_weight, left, right, feature, threshold, value, impurity,
+                             node_weight, sorted_rows, scratch, goes_left)
+        if n_nodes < 0:
+            return False
+        for node in range(n_nodes):
+            risk[node] = node_weight[node] * impurity[node] / node_weight[0]
+        collapse_at = _collapse_alphas(left, right, risk, n_nodes, max_alpha)
+        # Pruned leaf of each node for each alpha: parents precede children in node order.
+        for column in range(n_alphas):
+            leaf_of[0, column] = 0
+        for node in range(n_nodes):
+            if left[node] < 0:
+                continue
+            for column in range(n_alphas):
+                inherited = leaf_of[node, column]
+                absorbed = (inherited != node
+                            or (alphas[column] > 0 and collapse_at[node] <= alphas[column]))
+                leaf_of[left[node], column] = inherited if absorbed else left[node]
+                leaf_of[right[node], column] = inherited if absorbed else right[node]
+        for row in range(n_rows):
+            node = 0
+            while left[node] >= 0:
+                if features[row, feature[node]] <= threshold[node]:
+                    node = left[node]
+                else:
+                    node = right[node]
+            out_of_bag = counts[tree, row] == 0
+            if out_of_bag:
+                oob_votes[row] += 1
+            for column in range(n_alphas):
+                leaf = leaf_of[node, column]
+                for klass in range(n_classes):
+                    in_sums[column, row, klass] += value[leaf, klass]
+                    if out_of_bag:
+                        oob_sums[column, row, klass] += value[leaf, klass]
+    return True
+
+
+#: Rows x trees per kernel call: bounds the time between two heartbeats (about 10-50 ms).
+_ROW_TREES_PER_CALL = 200_000
+
+
+@dataclass(frozen=True)
+class ForestScores:
+    """The seven pruned forests of one neighbourhood, scored on its rows.
+
+    Attributes
+    ----------
+    oob_correct : ndarray of shape (m,)
+        Rows whose OOB prediction is right (OOB accuracy x n), per alpha.
+    in_sample : ndarray of shape (m, n, n_classes)
+        Each forest's ``predict_proba`` on the rows it was trained on.
+    """
+
+    oob_correct: NDArray[np.int64]
+    in_sample: NDArray[np.float64]
+
+
+def score_forests(
+    features: NDArray[np.float64],
+    classes: NDArray[np.intp],
+    n_classes: int,
+    seeds: TreeSeeds,
+    alphas: NDArray[np.float64],
+    heartbeat: Heartbeat,
+) -> ForestScores:
+    """OOB accuracy and in-sample probabilities of the forest for each pruning alpha.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n, d)
+        The neighbourhood's rows, in the reference's order (bootstrap draws are
+        positions in it).
+    classes : ndarray of shape (n,)
+        Class indices 0..n_classes-1, every one present.
+    seeds : TreeSeeds
+    alphas : ndarray of shape (m,)
+    heartbeat : Heartbeat
+        Called between chunks of trees (it may raise to stop).
+    """
+    values = np.ascontiguousarray(features, dtype=np.float32)
+    n_rows = values.shape[0]
+    labels = np.ascontiguousarray(classes, dtype=np.intp)
+    counts, complete = bootstrap_counts(seeds.raw, n_rows)
+    for tree in np.flatnonzero(~complete):  # rare: the stream ran short
+        draws = np.random.RandomState(int(seeds.seeds[tree])).randint(0, n_rows, n_rows)
+        counts[tree] = np.bincount(draws, minlength=n_rows)
+    order = np.ascontiguousarray(np.argsort(values.T, axis=1, kind="stable"), dtype=np.intp)
+    oob_sums = np.zeros((alphas.size, n_rows, n_classes))
+    in_sums = np.zeros((alphas.size, n_rows, n_classes))
+    oob_votes = np.zeros(n_rows, dtype=np.int64)
+    per_call = max(1, _ROW_TREES_PER_CALL // max(n_rows, 1))
+    for first in range(0, counts.shape[0], per_call):
+        heartbeat()
+        chunk = slice(first, first + per_call)
+        if not score_trees(values, labels, n_classes, counts[chunk],
+                           seeds.splitter_seeds[chunk], order, alphas, oob_sums, oob_votes,
+                           in_sums):  # pragma: no cover - a split the kernel cannot place
+            return _score_with_sklearn(values, labels, n_classes, counts, seeds, alphas,
+                                       heartbeat)
+    oob_votes[oob_votes == 0] = 1  # as scikit-learn: rows never out of bag predict all zeros
+    oob = oob_sums / oob_votes[:, None]
+    correct = np.count_nonzero(np.argmax(oob, axis=2) == labels, axis=1)
+    return ForestScores(oob_correct=correct, in_sample=in_sums / counts.shape[0])
+
+
+def _score_with_sklearn(
+    values: NDArray[np.float32],
+    labels: NDArray[np.intp],
+    n_classes: int,
+    counts: NDArray[np.int32],
+    seeds: TreeSeeds,
+    alphas: NDArray[np.float64],
+    heartbeat: Heartbeat,
+) -> ForestScores:
+    """:func:`score_forests` with scikit-learn's tree builder (the slow, safe path)."""
+    weights = counts.astype(np.float64)
+    trees = grow_trees(values, labels, n_classes, weights, seeds, heartbeat=heartbeat)
+    grown, offsets = GrownTrees.concatenate(trees, n_classes)
+    leaf_of = grown.pruned_leaves(alphas)
+    leaves = np.stack([tree.apply(values) for tree in trees]) + offsets[:, None]
+    correct = oob_correct(grown.value, leaf_of, leaves, weights == 0, labels)
+    in_sample = np.stack([forest_proba(grown.value, leaf_of[:, column], leaves)
+                          for column in range(alphas.size)])
+    return ForestScores(oob_correct=correct, in_sample=in_sample)

@@ -1,0 +1,376 @@
+"""Local calibration error (LCE), MLCE and their bandwidth curves (Luo et al. 2022, §3).
+
+For a row x in confidence bin B(x) (15 equal-width bins on [0, 1]) the signed
+local calibration error is the kernel-weighted mean of confidence minus
+correctness over the rows of the same bin, the row itself included (Luo et al. 2022, eq. 4
+without the absolute value; eq. 7 of its appendix)::
+
+    SLCE(x) = sum_{i in B(x)} k(x, x_i) (conf_i - correct_i) / sum_{i in B(x)} k(x, x_i)
+    k(x, x') = exp(-||phi(x) - phi(x')||_1 / (d * gamma))
+
+``LCE = |SLCE|``; MLCE is its maximum over rows (eq. 5). As gamma grows the
+kernel tends to 1 and every row gets its bin's conf - acc, so MLCE tends to the
+MCE and the mean LCE to the ECE over the same bins (Lemma 1).
+
+The sums are computed exactly without forming an n x n matrix (see
+:mod:`calibcore.local._laplace_sums`): for maps of dimension d <= 3 in
+``O(n log^d n)``, otherwise by direct compiled sums, ``O(d sum_b n_b^2)``.
+For very large tables in more than 3 dimensions the ``"sampled"`` approximation
+(the default only beyond :data:`EXACT_ROW_LIMIT` rows) sums each large bin over
+a seeded sample of ``n_sources`` rows, scaled up, the row itself still counted
+exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore.exceptions import CalibrationInputError
+from calibcore.local._estimate import (
+    EXACT_ROW_LIMIT,
+    Progress,
+    bin_gaps,
+    check_embedding,
+    check_gamma,
+    prepare,
+    signed_lce_curve,
+)
+
+Approximation = Literal["auto", "exact", "sampled"]
+
+#: Log grid of bandwidths for MLCE curves (Luo et al. 2022, Figures 1 and 3).
+DEFAULT_GAMMAS: NDArray[np.float64] = np.logspace(-3.0, 2.0, 21)
+#: Sources per bin of the sampled approximation.
+DEFAULT_N_SOURCES = 5_000
+
+__all__ = [
+    "DEFAULT_GAMMAS",
+    "EXACT_ROW_LIMIT",
+    "LCEBinSummary",
+    "LCEDistribution",
+    "LocalCalibration",
+    "MLCECurve",
+    "check_embedding",
+    "local_calibration",
+    "local_calibration_error",
+    "maximum_local_calibration_error",
+    "mean_local_calibration_error",
+    "mlce_curve",
+    "signed_local_calibration_error",
+    "summarize_bins",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class LocalCalibration:
+    """Per-row local calibration at one bandwidth.
+
+    Attributes
+    ----------
+    signed_lce : ndarray of shape (n,)
+        Positive where the neighbourhood is over-confident, negative where under-confident.
+    confidence : ndarray of shape (n,)
+        Top-label confidence max_k p_k.
+    correct : ndarray of shape (n,)
+        1.0 where the top label is the true class.
+    bin_index : ndarray of shape (n,)
+        Confidence bin of each row (right-closed equal-width bins).
+    edges : ndarray of shape (n_bins + 1,)
+    gamma : float
+    dimension : int
+        Dimension d of the kernel space.
+    exact : bool
+        False when the sampled approximation was used for some bin.
+    """
+
+    signed_lce: NDArray[np.float64]
+    confidence: NDArray[np.float64]
+    correct: NDArray[np.float64]
+    bin_index: NDArray[np.intp]
+    edges: NDArray[np.float64]
+    gamma: float
+    dimension: int
+    exact: bool
+
+    @property
+    def lce(self) -> NDArray[np.float64]:
+        """Absolute LCE per row (Luo et al. 2022, eq. 4)."""
+        return np.abs(self.signed_lce)
+
+    @property
+    def mlce(self) -> float:
+        """Maximum LCE over rows (Luo et al. 2022, eq. 5)."""
+        return float(np.abs(self.signed_lce).max())
+
+    @property
+    def mean_lce(self) -> float:
+        """Mean LCE over rows."""
+        return float(np.abs(self.signed_lce).mean())
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.signed_lce.size)
+
+
+def local_calibration(
+    embedding: ArrayLike,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    gamma: float,
+    n_bins: int = 15,
+    approximation: Approximation = "auto",
+    n_sources: int = DEFAULT_N_SOURCES,
+    random_state: int = 0,
+    progress: Progress | None = None,
+) -> LocalCalibration:
+    """Signed and absolute LCE of every row at bandwidth ``gamma`` (Luo et al. 2022, eq. 4).
+
+    Parameters
+    ----------
+    embedding : array-like of shape (n, d)
+        phi(x) for every row (see :func:`calibcore.local.embed`).
+    y_true : array-like of shape (n,)
+        Class indices 0..K-1.
+    y_prob : array-like of shape (n,) or (n, K)
+        P(class 1) for a binary problem, or class probabilities.
+    gamma : float
+        Kernel bandwidth (> 0); the kernel is exp(-||.||_1 / (d * gamma)).
+    n_bins : int, default=15
+        Equal-width confidence bins on [0, 1].
+    approximation : {"auto", "exact", "sampled"}, default="auto"
+        ``"auto"`` is exact when d <= 3 or n <= :data:`EXACT_ROW_LIMIT`, else sampled.
+    n_sources : int, default=5000
+        Rows per bin summed over by the sampled approximation.
+    random_state : int, default=0
+        Seeds the sampled approximation.
+    progress : callable, optional
+        ``progress(fraction, message)``, called as bins finish.
+
+    Returns
+    -------
+    LocalCalibration
+    """
+    prepared = prepare(embedding, y_true, y_prob, n_bins, approximation, n_sources,
+                        random_state)
+    gamma = check_gamma(gamma)
+    signed = signed_lce_curve(prepared, np.array([gamma]), progress)[0]
+    return LocalCalibration(
+        signed_lce=signed, confidence=prepared.confidence, correct=prepared.correct,
+        bin_index=prepared.bin_index, edges=prepared.edges, gamma=gamma,
+        dimension=prepared.coordinates.shape[1], exact=prepared.exact,
+    )
+
+
+def local_calibration_error(
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+) -> NDArray[np.float64]:
+    """Per-row LCE_gamma (Luo et al. 2022, eq. 4), shape (n,); see :func:`local_calibration`."""
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).lce
+
+
+def signed_local_calibration_error(
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+) -> NDArray[np.float64]:
+    """Per-row signed LCE (> 0: over-confident neighbourhood), shape (n,)."""
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).signed_lce
+
+
+def maximum_local_calibration_error(
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+) -> float:
+    """MLCE_gamma, the largest LCE over rows (Luo et al. 2022, eq. 5)."""
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).mlce
+
+
+def mean_local_calibration_error(
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+) -> float:
+    """Mean LCE_gamma over rows."""
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).mean_lce
+
+
+@dataclass(frozen=True, eq=False)
+class MLCECurve:
+    """MLCE and mean LCE against the bandwidth (Luo et al. 2022, Figures 1, 3 and 16-19).
+
+    Attributes
+    ----------
+    gammas, mlce, mean_lce : ndarray of shape (g,)
+    mce : float
+        The gamma -> infinity limit of the MLCE (Lemma 1): max_b |conf_b - acc_b|.
+    ece : float
+        The gamma -> infinity limit of the mean LCE: sum_b (n_b / n) |conf_b - acc_b|.
+    n_rows, dimension : int
+    exact : bool
+    """
+
+    gammas: NDArray[np.float64]
+    mlce: NDArray[np.float64]
+    mean_lce: NDArray[np.float64]
+    mce: float
+    ece: float
+    n_rows: int
+    dimension: int
+    exact: bool
+
+
+def mlce_curve(
+    embedding: ArrayLike,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    gammas: ArrayLike | None = None,
+    n_bins: int = 15,
+    approximation: Approximation = "auto",
+    n_sources: int = DEFAULT_N_SOURCES,
+    random_state: int = 0,
+    progress: Progress | None = None,
+) -> MLCECurve:
+    """MLCE and mean LCE over a grid of bandwidths, with their gamma -> infinity limits.
+
+    Parameters
+    ----------
+    gammas : array-like, optional
+        Bandwidths (> 0); default :data:`DEFAULT_GAMMAS`, 21 points from 1e-3 to 1e2.
+    Others
+        As in :func:`local_calibration`.
+
+    Returns
+    -------
+    MLCECurve
+    """
+    prepared = prepare(embedding, y_true, y_prob, n_bins, approximation, n_sources,
+                        random_state)
+    grid = DEFAULT_GAMMAS if gammas is None else np.atleast_1d(np.asarray(gammas, dtype=float))
+    if grid.ndim != 1 or grid.size == 0:
+        raise CalibrationInputError("gammas must be a non-empty 1-D list of bandwidths.")
+    grid = np.array([check_gamma(g) for g in grid])
+    signed = signed_lce_curve(prepared, grid, progress)
+    gaps = bin_gaps(prepared)
+    counts = np.bincount(prepared.bin_index, minlength=gaps.size)
+    return MLCECurve(
+        gammas=grid,
+        mlce=np.abs(signed).max(axis=1),
+        mean_lce=np.abs(signed).mean(axis=1),
+        mce=float(np.abs(gaps[counts > 0]).max()),
+        ece=float(np.dot(counts, np.abs(np.nan_to_num(gaps))) / counts.sum()),
+        n_rows=int(prepared.confidence.size),
+        dimension=int(prepared.coordinates.shape[1]),
+        exact=prepared.exact,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class LCEDistribution:
+    """Empirical CDF of the LCE in one confidence bin (Luo et al. 2022, Figure 2).
+
+    Attributes
+    ----------
+    bin_index, count : int
+    lower, upper : float
+        The bin's edges.
+    gap : float
+        The bin's |conf - acc| (what a global measure sees), NaN if empty.
+    mean_lce : float
+    values : ndarray of shape (count,)
+        LCE of the bin's rows, sorted.
+    cumulative : ndarray of shape (count,)
+        Fraction of the bin's rows with LCE <= ``values[i]`` ((i + 1) / count).
+    """
+
+    bin_index: int
+    count: int
+    lower: float
+    upper: float
+    gap: float
+    mean_lce: float
+    values: NDArray[np.float64]
+    cumulative: NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
+class LCEBinSummary:
+    """Per confidence bin: global gap against local errors (Luo et al. 2022, §3.3).
+
+    Arrays have one entry per bin; empty bins have count 0 and NaN statistics.
+
+    Attributes
+    ----------
+    edges : ndarray of shape (n_bins + 1,)
+    count : ndarray of shape (n_bins,)
+    confidence, accuracy : ndarray
+        Mean confidence and accuracy of the bin.
+    gap : ndarray
+        |conf - acc|, the bin's calibration error.
+    mean_lce, mean_signed_lce, max_lce : ndarray
+    sorted_lce : ndarray of shape (n,)
+        Each bin's LCE values, sorted, bins one after another; bin b is
+        ``sorted_lce[offsets[b]:offsets[b + 1]]``.
+    offsets : ndarray of shape (n_bins + 1,)
+    """
+
+    edges: NDArray[np.float64]
+    count: NDArray[np.intp]
+    confidence: NDArray[np.float64]
+    accuracy: NDArray[np.float64]
+    gap: NDArray[np.float64]
+    mean_lce: NDArray[np.float64]
+    mean_signed_lce: NDArray[np.float64]
+    max_lce: NDArray[np.float64]
+    sorted_lce: NDArray[np.float64]
+    offsets: NDArray[np.intp]
+
+    @property
+    def best_bin(self) -> int:
+        """Non-empty bin with the smallest |conf - acc| (Luo et al. 2022, Figure 2 top)."""
+        return int(np.nanargmin(self.gap))
+
+    @property
+    def worst_bin(self) -> int:
+        """Non-empty bin with the largest |conf - acc| (Luo et al. 2022, Figure 2 bottom)."""
+        return int(np.nanargmax(self.gap))
+
+    def distribution(self, bin_index: int) -> LCEDistribution:
+        """The CDF of the LCE in bin ``bin_index``."""
+        n_bins = self.count.size
+        if not 0 <= int(bin_index) < n_bins:
+            raise CalibrationInputError(f"bin_index must be in 0..{n_bins - 1}; got {bin_index!r}.")
+        b = int(bin_index)
+        values = self.sorted_lce[self.offsets[b]:self.offsets[b + 1]]
+        return LCEDistribution(
+            bin_index=b, count=int(self.count[b]), lower=float(self.edges[b]),
+            upper=float(self.edges[b + 1]), gap=float(self.gap[b]),
+            mean_lce=float(self.mean_lce[b]), values=values,
+            cumulative=np.arange(1, values.size + 1) / max(values.size, 1),
+        )
+
+
+def summarize_bins(result: LocalCalibration) -> LCEBinSummary:
+    """Per-bin |conf - acc|, mean and max LCE, and the sorted LCE for CDFs."""
+    size = result.edges.size - 1
+    index = result.bin_index
+    count = np.bincount(index, minlength=size)
+
+    def mean_of(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        totals = np.bincount(index, weights=values, minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, totals / count, np.nan)
+
+    lce = result.lce
+    confidence, accuracy = mean_of(result.confidence), mean_of(result.correct)
+    order = np.lexsort((lce, index))
+    max_lce = np.full(size, np.nan)
+    np.fmax.at(max_lce, index, lce)
+    return LCEBinSummary(
+        edges=result.edges, count=count, confidence=confidence, accuracy=accuracy,
+        gap=np.abs(confidence - accuracy), mean_lce=mean_of(lce),
+        mean_signed_lce=mean_of(result.signed_lce), max_lce=max_lce,
+        sorted_lce=lce[order], offsets=np.concatenate([[0], np.cumsum(count)]),
+    )
+
+

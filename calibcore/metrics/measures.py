@@ -1,0 +1,218 @@
+"""Global calibration measures.
+
+Every measure takes ``(y_true, y_prob)``: ``y_true`` holds class indices
+``0..K-1`` and ``y_prob`` is either P(class 1) of shape (n,) or class
+probabilities of shape (n, K). Score-based measures take a ``view``
+(``"top_label"`` by default; see :mod:`calibcore.data.views`); the classwise view
+averages the per-class values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore._validation import check_positive_int, check_predictions
+from calibcore.data.views import View, score_outcome, top_class
+from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics.binning import Binning, bin_edges, bin_sums
+
+__all__ = [
+    "NLL_CLIP",
+    "accuracy",
+    "binary_brier_score",
+    "binned_ece_plus_width",
+    "brier_score",
+    "classwise_expected_calibration_error",
+    "ece_by_bin_count",
+    "expected_calibration_error",
+    "interval_calibration_error",
+    "laplace_kernel_calibration_error",
+    "maximum_calibration_error",
+    "negative_log_likelihood",
+    "smooth_calibration_error",
+    "smooth_ece",
+]
+
+#: Probabilities are clipped to [NLL_CLIP, 1] before taking logs, so NLL stays finite.
+NLL_CLIP = 1e-12
+
+_BINNINGS: tuple[Binning, ...] = ("equal_width", "equal_mass")
+
+
+def _check_binning(binning: str) -> Binning:
+    if binning not in _BINNINGS:
+        raise CalibrationInputError(
+            f"binning must be one of {', '.join(_BINNINGS)}; got {binning!r}."
+        )
+    return binning
+
+
+def _bin_gaps(
+    scores: NDArray[np.float64], outcomes: NDArray[np.float64], n_bins: int, binning: Binning
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-bin weights n_b / n and gaps |mean score - mean outcome| of one problem."""
+    counts, score_sums, outcome_sums = bin_sums(scores, outcomes,
+                                                bin_edges(scores, n_bins, binning))
+    filled = counts > 0
+    gaps = np.abs(score_sums[filled] - outcome_sums[filled]) / counts[filled]
+    return counts[filled] / scores.size, gaps
+
+
+def expected_calibration_error(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 15,
+    binning: Binning = "equal_width",
+    view: View = "top_label",
+) -> float:
+    """Binned expected calibration error, sum_b (n_b / n) |conf_b - acc_b|.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Class indices 0..K-1.
+    y_prob : array-like of shape (n,) or (n, K)
+        P(class 1) for a binary problem, or class probabilities.
+    n_bins : int, default=15
+        Number of bins.
+    binning : {"equal_width", "equal_mass"}
+        Equal-width bins on [0, 1] or equal-mass (quantile) bins.
+    view : {"top_label", "positive", "classwise"}
+        Which scores are calibrated; classwise averages over classes.
+
+    Returns
+    -------
+    float
+        In [0, 1].
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    binning = _check_binning(binning)
+    problems = score_outcome(labels, proba, view)
+    values = [
+        float(np.dot(*_bin_gaps(scores, outcomes, n_bins, binning)))
+        for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True)
+    ]
+    return float(np.mean(values))
+
+
+def ece_by_bin_count(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    bin_counts: Sequence[int],
+    *,
+    binning: Binning = "equal_width",
+    view: View = "top_label",
+) -> NDArray[np.float64]:
+    """:func:`expected_calibration_error` for each number of bins in ``bin_counts``.
+
+    One sort serves every bin count: with scores sorted and R the running sum of the
+    residuals (score - outcome), a bin's gap times its share is |R(last) - R(first)| / n,
+    so each bin count costs O(bins log n).
+
+    Returns
+    -------
+    ndarray of shape (len(bin_counts),)
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    counts = [check_positive_int(count, "n_bins") for count in bin_counts]
+    binning = _check_binning(binning)
+    problems = score_outcome(labels, proba, view)
+    values = np.zeros(len(counts))
+    for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True):
+        order = np.argsort(scores, kind="stable")
+        sorted_scores = scores[order]
+        running = np.concatenate([[0.0], np.cumsum(sorted_scores - outcomes[order])])
+        for position, n_bins in enumerate(counts):
+            edges = bin_edges(sorted_scores, n_bins, binning)
+            # bins are right-closed: a bin ends after the last score <= its right edge
+            ends = np.searchsorted(sorted_scores, edges[1:-1], side="right")
+            bounds = np.concatenate([[0], ends, [scores.size]])
+            values[position] += np.abs(np.diff(running[bounds])).sum() / scores.size
+    return values / problems.scores.shape[0]
+
+
+def maximum_calibration_error(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 15,
+    binning: Binning = "equal_width",
+    view: View = "top_label",
+) -> float:
+    """Largest |conf_b - acc_b| over non-empty bins (averaged over classes when classwise).
+
+    Parameters are those of :func:`expected_calibration_error`.
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    binning = _check_binning(binning)
+    problems = score_outcome(labels, proba, view)
+    values = [
+        float(_bin_gaps(scores, outcomes, n_bins, binning)[1].max())
+        for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True)
+    ]
+    return float(np.mean(values))
+
+
+def classwise_expected_calibration_error(
+    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, binning: Binning = "equal_width"
+) -> float:
+    """Mean over classes k of the ECE of P(class k) against 1[y = k]."""
+    return expected_calibration_error(
+        y_true, y_prob, n_bins=n_bins, binning=binning, view="classwise"
+    )
+
+
+def brier_score(y_true: ArrayLike, y_prob: ArrayLike) -> float:
+    """Multiclass Brier score, (1/n) sum_i sum_k (p_ik - 1[y_i = k])^2, in [0, 2].
+
+    This sums over classes, as Wagstaff & Dietterich 2023 do; for a
+    binary problem it is twice :func:`binary_brier_score`.
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    return _brier(labels, proba)
+
+
+def _brier(labels: NDArray[np.intp], proba: NDArray[np.float64]) -> float:
+    squared = np.square(proba).sum(axis=1)
+    squared -= 2.0 * proba[np.arange(labels.size), labels]
+    return float(np.mean(squared + 1.0))
+
+
+def binary_brier_score(y_true: ArrayLike, y_prob: ArrayLike) -> float:
+    """Brier score of the positive class, (1/n) sum_i (p_i1 - 1[y_i = 1])^2 (binary only)."""
+    labels, proba = check_predictions(y_true, y_prob)
+    if proba.shape[1] != 2:
+        raise CalibrationInputError(
+            f"binary_brier_score needs a binary problem; this one has {proba.shape[1]} classes."
+        )
+    return float(np.mean(np.square(proba[:, 1] - (labels == 1))))
+
+
+def negative_log_likelihood(y_true: ArrayLike, y_prob: ArrayLike) -> float:
+    """Mean negative log probability of the true class, probabilities clipped at 1e-12."""
+    labels, proba = check_predictions(y_true, y_prob)
+    true_class = np.clip(proba[np.arange(labels.size), labels], NLL_CLIP, 1.0)
+    return float(-np.mean(np.log(true_class)))
+
+
+def accuracy(y_true: ArrayLike, y_prob: ArrayLike) -> float:
+    """Fraction of rows whose most probable class is the true class."""
+    labels, proba = check_predictions(y_true, y_prob)
+    return float(np.mean(top_class(proba)[0] == labels))
+
+
+# The consistent measures of Błasiok et al. 2023 live in calibcore.metrics.consistent; they are
+# re-exported here so every global measure is reachable from calibcore.metrics.
+from calibcore.metrics.consistent import (  # noqa: E402
+    binned_ece_plus_width,
+    interval_calibration_error,
+    laplace_kernel_calibration_error,
+    smooth_calibration_error,
+    smooth_ece,
+)

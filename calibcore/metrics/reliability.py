@@ -1,0 +1,395 @@
+"""Reliability diagrams: binned with per-bin 95% intervals, and smooth
+(kernel-smoothed, relplot's construction) with a bootstrap band."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore.data.views import View, score_outcome
+from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics.binning import Binning, assign_bins, bin_edges
+from calibcore.metrics.consistent import ViewProblem, view_problems
+from calibcore.metrics.kernel_smoothing import (
+    DENSITY_EPS,
+    KernelSmoother,
+    grid_size,
+    interpolate,
+    reflected_gaussian_convolve,
+    smooth_ece_rows,
+)
+from calibcore.metrics.proportions import INTERVAL_METHODS, IntervalMethod, proportion_interval
+
+__all__ = [
+    "BinnedReliability",
+    "SmoothReliability",
+    "binned_reliability",
+    "diagram_of_sums",
+    "smooth_reliability",
+    "smooth_reliability_of_groups",
+]
+
+
+@dataclass(frozen=True)
+class BinnedReliability:
+    """A binned reliability diagram of one binary problem.
+
+    Attributes
+    ----------
+    label : str
+        Which problem ("top label", "class 3", ...).
+    edges : ndarray of shape (B + 1,)
+        Bin edges on [0, 1].
+    count : ndarray of shape (B,)
+        Rows per bin (empty bins included, with NaN statistics).
+    mean_score : ndarray of shape (B,)
+        Mean confidence (score) per bin.
+    observed : ndarray of shape (B,)
+        Observed frequency of the outcome per bin.
+    observed_low, observed_high : ndarray of shape (B,)
+        Two-sided confidence interval of ``observed`` (Wilson or Clopper-Pearson).
+    n : int
+        Rows in total.
+    confidence_level : float
+        Coverage of the interval, e.g. 0.95.
+    """
+
+    label: str
+    edges: NDArray[np.float64]
+    count: NDArray[np.int64]
+    mean_score: NDArray[np.float64]
+    observed: NDArray[np.float64]
+    observed_low: NDArray[np.float64]
+    observed_high: NDArray[np.float64]
+    n: int
+    confidence_level: float
+
+
+def binned_reliability(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 15,
+    binning: Binning = "equal_width",
+    view: View = "top_label",
+    interval: IntervalMethod = "wilson",
+    confidence_level: float = 0.95,
+) -> list[BinnedReliability]:
+    """Per-bin counts, mean score, observed rate and its interval.
+
+    Parameters
+    ----------
+    y_true, y_prob, n_bins, binning, view
+        As in :func:`calibcore.metrics.expected_calibration_error`.
+    interval : {"wilson", "beta"}
+        Wilson score interval or Clopper-Pearson ("beta") via statsmodels.
+    confidence_level : float, default=0.95
+
+    Returns
+    -------
+    list of BinnedReliability
+        One per binary problem of the view (one, or K for the classwise view).
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    if interval not in INTERVAL_METHODS:
+        raise CalibrationInputError(
+            f"interval must be one of {', '.join(INTERVAL_METHODS)}; got {interval!r}."
+        )
+    problems = score_outcome(labels, proba, view)
+    return [
+        _one_diagram(scores, outcomes, name, n_bins, binning, interval, level)
+        for scores, outcomes, name in zip(
+            problems.scores, problems.outcomes, problems.labels, strict=True
+        )
+    ]
+
+
+def _one_diagram(
+    scores: NDArray[np.float64],
+    outcomes: NDArray[np.float64],
+    name: str,
+    n_bins: int,
+    binning: Binning,
+    interval: IntervalMethod,
+    level: float,
+) -> BinnedReliability:
+    edges = bin_edges(scores, n_bins, binning)
+    index = assign_bins(scores, edges)
+    size = edges.size - 1
+    return diagram_of_sums(name, edges, np.bincount(index, minlength=size),
+                           np.bincount(index, weights=scores, minlength=size),
+                           np.bincount(index, weights=outcomes, minlength=size),
+                           interval=interval, confidence_level=level)
+
+
+def diagram_of_sums(
+    label: str,
+    edges: NDArray[np.float64],
+    count: ArrayLike,
+    score_sums: ArrayLike,
+    successes: ArrayLike,
+    *,
+    interval: IntervalMethod = "wilson",
+    confidence_level: float = 0.95,
+) -> BinnedReliability:
+    """The diagram of bins given by their rows, score sums and outcome sums (which is
+    all a diagram needs, so merged per-partition sums give it exactly)."""
+    level, size = confidence_level, edges.size - 1
+    rows, hits = np.asarray(count, dtype=np.float64), np.asarray(successes, dtype=np.float64)
+    filled = rows > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_score = np.where(filled, np.asarray(score_sums, dtype=np.float64) / rows, np.nan)
+        observed = np.where(filled, hits / rows, np.nan)
+    low = np.full(size, np.nan)
+    high = np.full(size, np.nan)
+    if filled.any():
+        low[filled], high[filled] = proportion_interval(
+            hits[filled], rows[filled], confidence_level=level, method=interval)
+    return BinnedReliability(
+        label=label,
+        edges=edges,
+        count=rows.astype(np.int64),
+        mean_score=mean_score,
+        observed=observed,
+        observed_low=low,
+        observed_high=high,
+        n=int(rows.sum()),
+        confidence_level=level,
+    )
+
+
+@dataclass(frozen=True)
+class SmoothReliability:
+    """A smooth reliability diagram of one binary problem (relplot's construction).
+
+    Attributes
+    ----------
+    label : str
+        Which problem ("top label", "class 3", ...).
+    grid : ndarray of shape (m,)
+        Evaluation points on [0, 1].
+    curve : ndarray of shape (m,)
+        Kernel-smoothed observed frequency E[outcome | score = t] (reflected
+        Gaussian kernel, bandwidth ``bandwidth``).
+    curve_low, curve_high : ndarray of shape (m,)
+        Pointwise percentile bootstrap band of ``curve`` (bandwidth held fixed).
+    density : ndarray of shape (m,)
+        Kernel density of the scores (integrates to about 1 over [0, 1]).
+    n : int
+        Rows.
+    bandwidth : float
+        Kernel bandwidth sigma: the smooth ECE's fixed point unless given.
+    smooth_ece : float
+        smooth ECE at ``bandwidth``.
+    n_bootstrap : int
+    confidence_level : float
+    """
+
+    label: str
+    grid: NDArray[np.float64]
+    curve: NDArray[np.float64]
+    curve_low: NDArray[np.float64]
+    curve_high: NDArray[np.float64]
+    density: NDArray[np.float64]
+    n: int
+    bandwidth: float
+    smooth_ece: float
+    n_bootstrap: int
+    confidence_level: float
+
+
+def smooth_reliability(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    view: View = "top_label",
+    n_points: int = 200,
+    n_bootstrap: int = 200,
+    confidence_level: float = 0.95,
+    bandwidth: float | None = None,
+    random_state: int | np.random.Generator | None = 0,
+) -> list[SmoothReliability]:
+    """Kernel-smoothed reliability curve with a bootstrap band and the score density.
+
+    The curve is relplot's kernel regression of the outcome on the score,
+    sum_i K(t - v_i) o_i / (sum_i K(t - v_i) + 1e-4), with a Gaussian kernel
+    reflected at 0 and 1 (Błasiok & Nakkiran 2023); its bandwidth defaults to
+    the fixed point of the smooth ECE (see :func:`calibcore.metrics.smooth_ece`).
+    Bootstrap resamples give the pointwise band (drawn per grid cell and
+    outcome, so the cost does not grow with n; see ``_bootstrap_curves``).
+
+    Parameters
+    ----------
+    y_true, y_prob, view
+        As in :func:`calibcore.metrics.expected_calibration_error`.
+    n_points : int, default=200
+        Evaluation points ``linspace(0, 1, n_points)``.
+    n_bootstrap : int, default=200
+        Resamples of the band; 0 gives a band equal to the curve.
+    confidence_level : float, default=0.95
+    bandwidth : float, optional
+        Kernel bandwidth; the smooth ECE's fixed point if None.
+    random_state : int, Generator or None, default=0
+        Seed of the resampling.
+
+    Returns
+    -------
+    list of SmoothReliability
+        One per binary problem of the view.
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    n_points = check_positive_int(n_points, "n_points", minimum=2)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    if bandwidth is not None:
+        bandwidth = check_in_range(bandwidth, "bandwidth", low=0, high=10, inclusive=False)
+    grid = np.linspace(0.0, 1.0, n_points)
+    rng = np.random.default_rng(random_state)
+    return [
+        _one_smooth_diagram(problem, grid, bandwidth, n_bootstrap, level, rng)
+        for problem in view_problems(labels, proba, view)
+    ]
+
+
+def _bootstrap_curves(
+    scores: NDArray[np.float64],
+    outcomes: NDArray[np.intp],
+    weights: NDArray[np.float64],
+    bandwidth: float,
+    grid: NDArray[np.float64],
+    n_bootstrap: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Smoothed curves (n_bootstrap, m) of resamples drawn cell by cell.
+
+    A resample only enters the smoother through the grid sums, so rows (``weights`` of
+    them at each score: ones for the data) are grouped into cells (grid interval x
+    outcome) and each resample's cell counts are drawn from the multinomial that row
+    resampling induces; each cell's rows are split onto the grid with the cell's mean
+    share. Cell counts are exact; positions within a cell (a tenth of a bandwidth) are
+    averaged. Cost does not grow with the rows.
+    """
+    n_grid = grid_size(bandwidth)
+    position = scores * (n_grid - 1)
+    left = np.clip(position.astype(np.intp), 0, n_grid - 2)
+    cells = 2 * left + outcomes
+    counts = np.bincount(cells, weights=weights, minlength=2 * (n_grid - 1))
+    shares = np.bincount(cells, weights=weights * (position - left), minlength=counts.size)
+    right_share = np.divide(shares, counts, out=np.zeros_like(shares), where=counts > 0)
+    total = round(float(weights.sum()))
+    draws = rng.multinomial(total, counts / counts.sum(), size=n_bootstrap)
+    right = (draws * right_share).reshape(n_bootstrap, n_grid - 1, 2)
+    left_part = (draws * (1.0 - right_share)).reshape(n_bootstrap, n_grid - 1, 2)
+    sums = np.zeros((2 * n_bootstrap, n_grid))  # rows: positives, then all rows
+    sums[:n_bootstrap, :-1] += left_part[:, :, 1]
+    sums[:n_bootstrap, 1:] += right[:, :, 1]
+    sums[n_bootstrap:, :-1] += left_part.sum(axis=2)
+    sums[n_bootstrap:, 1:] += right.sum(axis=2)
+    smoothed = interpolate(reflected_gaussian_convolve(sums, bandwidth), grid)
+    return np.clip(smoothed[:n_bootstrap] / (smoothed[n_bootstrap:] + DENSITY_EPS), 0.0, 1.0)
+
+
+def smooth_reliability_of_groups(
+    scores: ArrayLike,
+    outcome_rates: ArrayLike,
+    counts: ArrayLike,
+    *,
+    label: str = "top label",
+    n_points: int = 200,
+    n_bootstrap: int = 200,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> SmoothReliability:
+    """The smooth reliability diagram of rows given as groups (e.g. the resampling cells of
+    :class:`calibcore.partitioned.CellSummary`): ``counts[i]`` rows at score ``scores[i]``,
+    a fraction ``outcome_rates[i]`` of them with outcome 1.
+
+    Equal to :func:`smooth_reliability` on the rows when each group's rows share its
+    score; otherwise every row is moved to its group's mean score (within 1/8,190 for
+    resampling cells), which moves the curve by far less than the band (the tests hold
+    it within :data:`calibcore.partitioned.CELL_ERROR_BOUND`). The band resamples rows, as
+    :func:`smooth_reliability`'s does.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    rates = np.asarray(outcome_rates, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if not (scores.ndim == rates.ndim == counts.ndim == 1
+            and scores.size == rates.size == counts.size) or scores.size == 0:
+        raise CalibrationInputError("scores, outcome_rates and counts must be 1-D arrays of "
+                                    "the same non-zero length.")
+    if not (np.all((scores >= 0) & (scores <= 1)) and np.all((rates >= 0) & (rates <= 1))
+            and np.all(counts > 0)):
+        raise CalibrationInputError("scores and outcome_rates must lie in [0, 1] and counts "
+                                    "be positive.")
+    n_points = check_positive_int(n_points, "n_points", minimum=2)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
+    level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
+    order = np.argsort(scores, kind="stable")
+    # each group as its outcome-1 and outcome-0 rows
+    both = np.concatenate([order, order])
+    outcomes = np.repeat(np.array([1, 0], dtype=np.intp), order.size)
+    weights = np.concatenate([counts[order] * rates[order], counts[order] * (1 - rates[order])])
+    keep = weights > 0
+    position = np.argsort(scores[both][keep], kind="stable")
+    return _weighted_smooth_diagram(
+        label, scores[both][keep][position], outcomes[keep][position],
+        weights[keep][position], np.linspace(0.0, 1.0, n_points), None, n_bootstrap, level,
+        np.random.default_rng(random_state))
+
+
+def _one_smooth_diagram(
+    problem: ViewProblem,
+    grid: NDArray[np.float64],
+    bandwidth: float | None,
+    n_bootstrap: int,
+    level: float,
+    rng: np.random.Generator,
+) -> SmoothReliability:
+    outcomes = np.rint(problem.scores - problem.residuals).astype(np.intp)
+    return _weighted_smooth_diagram(problem.label, problem.scores, outcomes,
+                                    np.ones(problem.scores.size), grid, bandwidth,
+                                    n_bootstrap, level, rng)
+
+
+def _weighted_smooth_diagram(
+    label: str,
+    scores: NDArray[np.float64],
+    outcomes: NDArray[np.intp],
+    weights: NDArray[np.float64],
+    grid: NDArray[np.float64],
+    bandwidth: float | None,
+    n_bootstrap: int,
+    level: float,
+    rng: np.random.Generator,
+) -> SmoothReliability:
+    """The diagram of ``weights`` rows at each (sorted) score with outcome 0 or 1."""
+    n_rows = float(weights.sum())
+    row_weights = weights[None, :]
+    values, bandwidths = smooth_ece_rows(scores, scores - outcomes, row_weights, bandwidth)
+    sigma = float(bandwidths[0])
+    smoothed, density = KernelSmoother(scores, row_weights * outcomes, row_weights).smooth(
+        sigma, grid)
+    # Clipping only removes transform rounding (~1e-12) around empty regions.
+    curve = np.clip(smoothed[0] / (density[0] + DENSITY_EPS), 0.0, 1.0)
+    low, high = curve, curve
+    if n_bootstrap:
+        curves = _bootstrap_curves(scores, outcomes, weights, sigma, grid, n_bootstrap, rng)
+        low, high = np.quantile(curves, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
+    return SmoothReliability(
+        label=label,
+        grid=grid,
+        curve=curve,
+        curve_low=low,
+        curve_high=high,
+        density=np.maximum(density[0], 0.0) / n_rows,
+        n=round(n_rows),
+        bandwidth=sigma,
+        smooth_ece=float(values[0]),
+        n_bootstrap=n_bootstrap,
+        confidence_level=level,
+    )

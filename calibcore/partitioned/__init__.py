@@ -1,0 +1,106 @@
+"""Exact diagnostics of partitioned tables on Dask: mergeable summaries, exact quantiles,
+the global measures and the variables.
+
+The public names of its modules, re-exported here:
+
+- :mod:`calibcore.partitioned.exact_quantiles`: Equal-mass bin edges of scores spread over
+  many parts, exactly, in two passes.
+- :mod:`calibcore.partitioned.measures`: Exact global measures of a partitioned table on
+  Dask.
+- :mod:`calibcore.partitioned.summaries`: Mergeable summaries of prediction rows: exact
+  global measures on any partitioning.
+- :mod:`calibcore.partitioned.variables`: Variable-based calibration of a partitioned table
+  on Dask (Kelly & Smyth 2023).
+"""
+
+from calibcore.partitioned.exact_quantiles import (
+    CELLS,
+    COARSE_SHIFT,
+    FloatCells,
+    cell_counts,
+    cell_of,
+    cell_values,
+    coarse_counts,
+    float_keys,
+    key_floats,
+    linear_quantile_ranks,
+    merge_coarse_counts,
+    merge_values,
+    merged_equal_mass_edges,
+    rank_cells,
+    target_cells,
+    weighted_linear_quantiles,
+)
+from calibcore.partitioned.measures import (
+    compute_reporting,
+    measures_with_intervals,
+    partition_cells,
+    partition_classes,
+    partitioned_equal_mass,
+    partitioned_measures,
+    partitioned_summaries,
+    partitioned_summary,
+    summarize_partition,
+)
+from calibcore.partitioned.summaries import (
+    CELL_ERROR_BOUND,
+    FROM_CELLS,
+    FROM_SCORES,
+    LOSSES,
+    BinnedSummary,
+    CellSummary,
+    ScoreSummary,
+    merge_all,
+)
+from calibcore.partitioned.variables import (
+    MAX_HISTOGRAM_VALUES,
+    STATISTICS,
+    PartitionedVariable,
+    PartitionedVariables,
+    partitioned_variables,
+    qcut_levels,
+    variables_of_parts,
+)
+
+__all__ = [
+    "CELLS",
+    "CELL_ERROR_BOUND",
+    "COARSE_SHIFT",
+    "FROM_CELLS",
+    "FROM_SCORES",
+    "LOSSES",
+    "MAX_HISTOGRAM_VALUES",
+    "STATISTICS",
+    "BinnedSummary",
+    "CellSummary",
+    "FloatCells",
+    "PartitionedVariable",
+    "PartitionedVariables",
+    "ScoreSummary",
+    "cell_counts",
+    "cell_of",
+    "cell_values",
+    "coarse_counts",
+    "compute_reporting",
+    "float_keys",
+    "key_floats",
+    "linear_quantile_ranks",
+    "measures_with_intervals",
+    "merge_all",
+    "merge_coarse_counts",
+    "merge_values",
+    "merged_equal_mass_edges",
+    "partition_cells",
+    "partition_classes",
+    "partitioned_equal_mass",
+    "partitioned_measures",
+    "partitioned_summaries",
+    "partitioned_summary",
+    "partitioned_variables",
+    "qcut_levels",
+    "rank_cells",
+    "summarize_partition",
+    "target_cells",
+    "variables_of_parts",
+    "weighted_linear_quantiles",
+]

@@ -1,0 +1,355 @@
+"""Exact global measures of a partitioned table on Dask.
+
+Each partition of a ``dask.dataframe.DataFrame`` is reduced where it lies to a
+:class:`calibcore.partitioned.BinnedSummary` (O(K x bins) numbers) and the summaries
+are merged, so only summaries travel and the measures equal the in-memory ones on all
+rows to about 1e-15, on any partitioning. Dask schedules the partitions: on the
+distributed client in use (``dask.distributed.Client(address)``), or on its local
+scheduler without one.
+
+The functions take a ``progress(fraction)`` callback, called as each partition of each
+of their passes is done (:mod:`calibcore.partitioned._dask_progress`); raising from it stops the
+pass and cancels what it has left to compute. The pass finding the classes when they
+are not given reports nothing: give them (as the report does) to follow every pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from calibcore._validation import check_predictions
+from calibcore.data.tables import ColumnRoles, class_names_of, label_value_names
+from calibcore.data.views import score_outcome
+from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics.binning import bin_sums
+from calibcore.metrics.uncertainty import MEASURES, GlobalMeasures, measure_estimates
+from calibcore.partitioned._dask_progress import compute_reporting, within
+from calibcore.partitioned.exact_quantiles import (
+    cell_counts,
+    cell_values,
+    merge_values,
+    merged_equal_mass_edges,
+    target_cells,
+)
+from calibcore.partitioned.summaries import FROM_CELLS, BinnedSummary, CellSummary, ScoreSummary
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+#: Most resampling cells a partition, or all of them, may hold (beyond, no intervals).
+MAX_CELLS = 2_000_000
+
+
+def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                        classes: Sequence[str], n_bins: int) -> BinnedSummary:
+    """The summary of one partition. Labels are named as uploads name them
+    (:func:`calibcore.data.label_value_names`) and mapped to ``classes`` (the class of
+    each probability column); a single column holds P(``classes[1]``)."""
+    if part.shape[0] == 0:
+        return BinnedSummary.empty(max(len(probabilities), 2), n_bins)
+    return BinnedSummary.of(*_partition_rows(part, label, probabilities, classes),
+                            n_bins=n_bins)
+
+
+def partition_cells(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str], n_bins: int) -> CellSummary | None:
+    """The resampling cells of one partition (as :func:`summarize_partition` reads it), or
+    None above :data:`MAX_CELLS` (rows with distinct probability vectors, many classes:
+    the cells would be as large as the rows)."""
+    if part.shape[0] == 0:
+        return CellSummary.empty(max(len(probabilities), 2), n_bins)
+    cells = CellSummary.of(*_partition_rows(part, label, probabilities, classes),
+                           n_bins=n_bins)
+    return cells if cells.sums.shape[0] <= MAX_CELLS else None
+
+
+def merge_cells(first: CellSummary | None, second: CellSummary | None) -> CellSummary | None:
+    """Both partitions' cells, or None when either was too many or together they are."""
+    if first is None or second is None:
+        return None
+    merged = first.merge(second)
+    return merged if merged.sums.shape[0] <= MAX_CELLS else None
+
+
+def _tree(merge: Any, items: list[Any]) -> Any:
+    """Delayed pairwise merges of ``items`` (depth log2 of their number), so no task
+    folds every partition's result into a growing one."""
+    import dask
+
+    while len(items) > 1:
+        pairs = [dask.delayed(merge)(items[i], items[i + 1])
+                 for i in range(0, len(items) - 1, 2)]
+        items = pairs + items[len(pairs) * 2:]
+    return items[0]
+
+
+def _partition_rows(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The class index of each row and its probabilities (one column: P(classes[1]))."""
+    names = label_value_names(part[label])
+    labels = pd.Index(list(classes)).get_indexer(names)
+    if (labels < 0).any():
+        unknown = names[labels < 0].unique()[:5]
+        raise CalibrationInputError(
+            f"label column {label!r} holds values that are not classes "
+            f"({', '.join(map(repr, unknown))}); the classes are "
+            f"{', '.join(map(repr, classes))}.", code="unknown_class", column=label)
+    try:
+        proba = part[list(probabilities)].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationInputError(f"probability columns must be numeric: {exc}") from exc
+    return labels, proba[:, 0] if proba.shape[1] == 1 else proba
+
+
+def partition_classes(frame: dd.DataFrame, label: str, probabilities: Sequence[str], *,
+                      progress: Callable[[float], None] | None = None) -> list[str]:
+    """The class of each probability column (two for one column), as an upload names
+    them, from the column names and the distinct labels (one pass over the labels;
+    ``progress(fraction)`` as each partition's are found)."""
+    import dask
+
+    distinct = [dask.delayed(pd.Series.drop_duplicates)(part)
+                for part in frame[label].to_delayed()]
+    (labels,) = compute_reporting([dask.delayed(_distinct)(distinct)], distinct, progress)
+    names = label_value_names(labels)
+    return list(class_names_of(ColumnRoles(label, tuple(probabilities)), names.dropna()))
+
+
+def _distinct(parts: list[pd.Series]) -> pd.Series:
+    return pd.concat(parts).drop_duplicates()
+
+
+def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                         classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                         n_bootstrap: int = 200, random_state: int = 0,
+                         progress: Callable[[float], None] | None = None) -> GlobalMeasures:
+    """The binned measures of every partition of ``frame`` with their 95% intervals
+    (:func:`partitioned_summaries`, with ``progress``, then
+    :func:`measures_with_intervals`)."""
+    summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
+                                                   n_bins=n_bins, progress=progress)
+    return measures_with_intervals(summary, cells, scores, n_bootstrap=n_bootstrap,
+                                   random_state=random_state)
+
+
+def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                          classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                          progress: Callable[[float], None] | None = None
+                          ) -> tuple[BinnedSummary, CellSummary | None, ScoreSummary | None]:
+    """The merged bin sums, resampling cells and distinct-confidence sums of every
+    partition, in one Dask pass (each partition is read once and reduced to all three
+    where it lies); cells or scores are None above :data:`MAX_CELLS`.
+    ``progress(fraction)`` is called as each partition's summaries are done."""
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    parts = frame[[label, *columns]].to_delayed()
+    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
+    cells = _each_partition(parts, partition_cells, label, columns, classes, n_bins)
+    scores = _each_partition(parts, partition_scores, label, columns, classes)
+    summary, merged, merged_scores = compute_reporting(
+        [_tree(BinnedSummary.merge, summaries), _tree(merge_cells, cells),
+         _tree(merge_scores, scores)], [*summaries, *cells, *scores], progress)
+    return summary, merged, merged_scores
+
+
+def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None,
+                            scores: ScoreSummary | None = None, *, n_bootstrap: int = 200,
+                            random_state: int = 0) -> GlobalMeasures:
+    """The exact measures of ``summary`` with intervals from resampling ``cells``.
+
+    intCE, kCE and smooth ECE are exact from ``scores`` (the rows at each distinct
+    confidence); without it (more than :data:`MAX_CELLS` distinct confidences) they are
+    computed on the cells, within :data:`calibcore.partitioned.CELL_ERROR_BOUND`. Without
+    cells (more than :data:`MAX_CELLS`: many classes with distinct probability vectors),
+    the binned values come without intervals, with a note saying so.
+    """
+    values = {key: value for key, value in summary.measures().items() if key in MEASURES}
+    if scores is not None:
+        values.update(scores.measures())
+    keys = [key for key in MEASURES if key in values]
+    if cells is not None:
+        keys = [key for key in MEASURES if key in values or key in FROM_CELLS]
+        return cells.measures(values, keys, n_bootstrap=n_bootstrap, random_state=random_state)
+    note = (f"no interval: the rows fall into more than {MAX_CELLS:,} cells of the "
+            "probabilities (many classes with distinct probability vectors), too many to "
+            "resample")
+    estimates = measure_estimates(keys, values, {}, 0.95, "hybrid", missing="",
+                                  unresampled=note)
+    return GlobalMeasures(estimates, "top_label", summary.n_rows, summary.classwise.shape[0],
+                          summary.n_bins, "equal_width", 0, 0.95, note)
+
+
+def partition_scores(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                     classes: Sequence[str]) -> ScoreSummary | None:
+    """The rows and residual sums at each distinct confidence of one partition, or None
+    above :data:`MAX_CELLS` distinct confidences."""
+    if part.shape[0] == 0:
+        return ScoreSummary.empty()
+    scores = ScoreSummary.of(*_partition_rows(part, label, probabilities, classes))
+    return scores if scores.sums.shape[0] <= MAX_CELLS else None
+
+
+def merge_scores(first: ScoreSummary | None,
+                 second: ScoreSummary | None) -> ScoreSummary | None:
+    """Both partitions' confidences, or None when either was too many or together they are."""
+    if first is None or second is None:
+        return None
+    merged = first.merge(second)
+    return merged if merged.sums.shape[0] <= MAX_CELLS else None
+
+
+def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                           classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                           progress: Callable[[float], None] | None = None
+                           ) -> dict[str, Any]:
+    """ECE, MCE and classwise ECE with equal-mass bins, exactly, in three Dask passes.
+
+    Bins are numpy's quantiles of the scores of all rows (top-label confidence; each
+    class's probability for classwise ECE), found exactly by
+    :mod:`calibcore.partitioned.exact_quantiles` (cell counts, then the scores of a few cells);
+    a third pass sums each bin. The values equal :mod:`calibcore.metrics` with
+    ``binning="equal_mass"`` on all rows; the edges are returned with them.
+    ``progress(fraction)`` is called as each partition of each pass is done (a third of
+    the fraction a pass).
+    """
+    import dask
+
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    parts = frame[[label, *probabilities]].to_delayed()
+
+    def reduce(merge: Any, function: Any, *args: Any) -> Any:
+        leaves = _each_partition(parts, function, label, columns, classes, *args)
+        index = (_problem_counts, _problem_values, _problem_sums).index(function)
+        (merged,) = compute_reporting([dask.delayed(merge)(leaves)], leaves,
+                                      within(progress, index / 3, (index + 1) / 3))
+        return merged
+
+    counts = reduce(sum, _problem_counts)
+    targets = [target_cells(problem, n_bins) for problem in counts]
+    values = reduce(_merged_values, _problem_values, targets)
+    edges = [merged_equal_mass_edges(problem, problem_values, n_bins)
+             for problem, problem_values in zip(counts, values, strict=True)]
+    sums = reduce(_added, _problem_sums, edges)
+    n_rows = int(counts[0].sum())
+    top, per_class = sums[0], sums[1:]
+    if n_rows == 0:
+        raise CalibrationInputError("no rows were summarized.")
+    filled = top[0] > 0
+    return {"ece": float(np.abs(top[1] - top[2]).sum() / n_rows),
+            "mce": float((np.abs(top[1] - top[2])[filled] / top[0][filled]).max()),
+            "classwise_ece": float(np.mean([np.abs(b[1] - b[2]).sum() / n_rows
+                                            for b in per_class])),
+            "n_rows": n_rows, "edges": [e.tolist() for e in edges]}
+
+
+def _problems(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+              classes: Sequence[str]) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """(scores, outcomes) of the top-label problem, then of each class's."""
+    if part.shape[0] == 0:
+        empty = np.empty(0)
+        return [(empty, empty)] * (1 + max(len(probabilities), 2))
+    labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    top, each_class = score_outcome(labels, proba, "top_label"), score_outcome(
+        labels, proba, "classwise")
+    return [(top.scores[0], top.outcomes[0]),
+            *zip(each_class.scores, each_class.outcomes, strict=True)]
+
+
+def _problem_counts(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str]) -> NDArray[np.int64]:
+    return np.stack([cell_counts(scores)
+                     for scores, _ in _problems(part, label, probabilities, classes)])
+
+
+def _problem_values(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                    classes: Sequence[str], targets: list[NDArray[np.int64]]) -> list[pd.Series]:
+    return [cell_values(scores, cells) for (scores, _), cells in
+            zip(_problems(part, label, probabilities, classes), targets, strict=True)]
+
+
+def _merged_values(parts: list[list[pd.Series]]) -> list[pd.Series]:
+    return [merge_values(list(problem)) for problem in zip(*parts, strict=True)]
+
+
+def _problem_sums(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                  classes: Sequence[str], edges: list[NDArray[np.float64]]
+                  ) -> list[NDArray[np.float64]]:
+    return [bin_sums(scores, outcomes, problem_edges) for (scores, outcomes), problem_edges
+            in zip(_problems(part, label, probabilities, classes), edges, strict=True)]
+
+
+def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:
+    return [np.sum(problem, axis=0) for problem in zip(*parts, strict=True)]
+
+
+def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                        classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                        progress: Callable[[float], None] | None = None) -> BinnedSummary:
+    """The merged summary of every partition of ``frame`` (computed by Dask).
+
+    Parameters
+    ----------
+    frame : dask.dataframe.DataFrame
+    label : str
+        The label column.
+    probabilities : sequence of str
+        One probability column per class, or one column holding P(positive).
+    classes : sequence, optional
+        The class (label value) of each probability column; by default found as an
+        upload finds them, from the column names and the distinct labels (one more
+        pass over the label column).
+    n_bins : int, default=15
+    progress : callable, optional
+        ``progress(fraction)``, called as each partition is summarized; it may raise to
+        stop the pass (what is left of it is cancelled).
+    """
+    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    parts = frame[[label, *columns]].to_delayed()
+    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
+    (summary,) = compute_reporting([_tree(BinnedSummary.merge, summaries)], summaries,
+                                   progress)
+    return summary
+
+
+def _each_partition(parts: list[Any], function: Any, label: str, columns: list[str],
+                    classes: list[str], *args: Any) -> list[Any]:
+    """``function(part, label, columns, classes, *args)`` delayed on every partition
+    (the same delayed ``parts`` for every reduction, so each partition is read once)."""
+    import dask
+
+    return [dask.delayed(function)(part, label, columns, classes, *args) for part in parts]
+
+
+def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                   classes: Sequence[Any] | None) -> tuple[list[str], list[str]]:
+    """The classes (found as an upload finds them when not given) and the probability
+    columns, after checking that the columns exist and match the classes."""
+    missing = [c for c in (label, *probabilities) if c not in frame.columns]
+    if missing:
+        raise CalibrationInputError(
+            f"no column named {', '.join(map(repr, missing))}; the columns are "
+            f"{', '.join(map(repr, frame.columns))}.", code="unknown_column",
+            column=str(missing[0]))
+    classes = (partition_classes(frame, label, probabilities) if classes is None
+               else [str(c) for c in classes])
+    if len(classes) != max(len(probabilities), 2):
+        raise CalibrationInputError(
+            f"{len(classes)} classes for {len(probabilities)} probability columns.")
+    return list(classes), list(probabilities)
+
+
+__all__ = [
+    "compute_reporting",
+    "measures_with_intervals",
+    "partition_cells",
+    "partition_classes",
+    "partitioned_equal_mass",
+    "partitioned_measures",
+    "partitioned_summaries",
+    "partitioned_summary",
+    "summarize_partition",
+]

@@ -1,0 +1,54 @@
+"""Variable-based calibration (Kelly & Smyth 2023): VECE, LOESS curves with bands, the
+ranking of variables and its permutation test.
+
+The public names of its modules, re-exported here:
+
+- :mod:`calibcore.variable.smoothing`: LOESS: local quadratic regression with pointwise
+  confidence bands.
+- :mod:`calibcore.variable.vece`: Variable-based calibration: VECE, LOESS calibration
+  curves, variable ranking.
+"""
+
+from calibcore.variable.smoothing import (
+    MAX_LEVERAGE,
+    MIN_NEIGHBOURS,
+    N_EXACT,
+    LoessFit,
+    loess,
+    loess_fit,
+    loess_leverage,
+    loess_many,
+)
+from calibcore.variable.vece import (
+    CURVE_RANGES,
+    CurveRange,
+    LoessCurves,
+    VariableKind,
+    VariableView,
+    loess_curves,
+    rank_variables,
+    variable_bins,
+    variable_ece,
+    variable_eces,
+)
+
+__all__ = [
+    "CURVE_RANGES",
+    "MAX_LEVERAGE",
+    "MIN_NEIGHBOURS",
+    "N_EXACT",
+    "CurveRange",
+    "LoessCurves",
+    "LoessFit",
+    "VariableKind",
+    "VariableView",
+    "loess",
+    "loess_curves",
+    "loess_fit",
+    "loess_leverage",
+    "loess_many",
+    "rank_variables",
+    "variable_bins",
+    "variable_ece",
+    "variable_eces",
+]

@@ -1,0 +1,206 @@
+"""The LOESS calibration curves of one variable (Kelly & Smyth 2023, Figure 1b), and what
+they need.
+
+:func:`calibcore.variable.loess_curves` and the ranking's largest gap use these on all rows;
+:mod:`calibcore.partitioned._numeric_variables` on the rows of a partitioned table it can hold. The
+public names are re-exported by :mod:`calibcore.variable`.
+
+Private: callers validate inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore._validation import check_predictions
+from calibcore.data.views import score_outcome
+from calibcore.exceptions import CalibrationInputError
+from calibcore.variable._binning import Variable
+from calibcore.variable.smoothing import MAX_LEVERAGE, LoessFit, loess_many
+
+CurveRange = Literal["5-95", "1-99", "all"]
+#: Quantiles of V the curves run between, per ``curve_range``: the paper's 5th-95th
+#: percentiles hide the tails, where a model is often most wrong, so wider ones are offered
+#: ("all": quantiles 0 and 1 are the minimum and maximum).
+CURVE_RANGES: dict[CurveRange, tuple[float, float]] = {
+    "5-95": (0.05, 0.95),
+    "1-99": (0.01, 0.99),
+    "all": (0.0, 1.0),
+}
+#: The default range (the paper's reference).
+CURVE_QUANTILES = CURVE_RANGES["5-95"]
+#: An integer-valued V with at most this many integers in the plotted range gets one
+#: histogram bar per integer (edges at k +/- 0.5); otherwise equal-width bins.
+MAX_INTEGER_BINS = 60
+
+
+@dataclass(frozen=True)
+class LoessCurves:
+    """LOESS error and predicted-error curves against a variable (Kelly & Smyth 2023, Figure 1b).
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_points,)
+        Equally spaced values of V between the quantiles of ``curve_range``
+        (by default its 5th and 95th percentiles).
+    error, error_low, error_high : ndarray of shape (n_points,)
+        Smoothed error rate 1[y != argmax] and its pointwise band (fractions).
+    predicted_error, predicted_error_low, predicted_error_high : ndarray of shape (n_points,)
+        Smoothed predicted error ``1 - confidence`` and its band. Bands are
+        ``fit +/- t s ||l(x)||`` and are not clipped to [0, 1]. All six are NaN where the
+        fit is less certain than one row (``||l(x)||^2`` above
+        :data:`calibcore.variable.MAX_LEVERAGE`: LOESS extrapolating into a gap of V).
+    vce_max : float
+        ``VCE(v*) = max |error - predicted_error|`` over the ``x`` where both are drawn.
+    v_star : float
+        The ``x`` where that maximum occurs.
+    n : int
+        Rows used (V not missing).
+    n_missing : int
+        Rows left out because V was missing.
+    span : float
+        LOESS span.
+    confidence_level : float
+        Pointwise coverage of the bands.
+    histogram_edges : ndarray of shape (n_bars + 1,)
+        Bins of the histogram of V: ``n_histogram_bins`` equal-width bins over
+        ``[x[0], x[-1]]``, or, when V is integer-valued with at most
+        :data:`MAX_INTEGER_BINS` integers in that range, one bin per integer k
+        there with edges at ``k - 0.5`` and ``k + 0.5``.
+    histogram_counts : ndarray of shape (n_bars,)
+        Rows per histogram bin (rows outside ``[x[0], x[-1]]`` are not counted).
+    exact : bool
+        False when the band statistics were approximated (large n; see
+        :mod:`calibcore.variable.smoothing`).
+    curve_range : {"5-95", "1-99", "all"}
+        Which quantiles of V the curves run between (:data:`CURVE_RANGES`).
+    """
+
+    x: NDArray[np.float64]
+    error: NDArray[np.float64]
+    error_low: NDArray[np.float64]
+    error_high: NDArray[np.float64]
+    predicted_error: NDArray[np.float64]
+    predicted_error_low: NDArray[np.float64]
+    predicted_error_high: NDArray[np.float64]
+    vce_max: float
+    v_star: float
+    n: int
+    n_missing: int
+    span: float
+    confidence_level: float
+    histogram_edges: NDArray[np.float64]
+    histogram_counts: NDArray[np.int64]
+    exact: bool
+    curve_range: CurveRange = "5-95"
+
+
+VariableView = Literal["top_label", "positive"]
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Per-row predicted error and error of the top-label view (internal)."""
+
+    predicted: NDArray[np.float64]
+    actual: NDArray[np.float64]
+
+
+def curve_points(values: NDArray[np.float64], n_points: int,
+                  curve_range: CurveRange = "5-95") -> NDArray[np.float64]:
+    """``n_points`` equally spaced values between the quantiles of ``curve_range`` of V."""
+    low, high = np.quantile(values, CURVE_RANGES[curve_range])
+    return np.linspace(float(low), float(high), n_points)
+
+
+def histogram(values: NDArray[np.float64], low: float, high: float,
+               n_bins: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Counts and edges of V over ``[low, high]``: one bin per integer for an
+    integer-valued V with few integers there (so bars sit on the integers), else
+    ``n_bins`` equal-width bins."""
+    first, last = np.ceil(low), np.floor(high)
+    if first <= last <= first + MAX_INTEGER_BINS - 1 and np.all(values == np.round(values)):
+        shown = values[(values >= first) & (values <= last)]
+        counts = np.bincount((shown - first).astype(np.intp), minlength=int(last - first) + 1)
+        return counts.astype(np.int64), np.arange(first - 0.5, last + 1.0)
+    counts, edges = np.histogram(values, bins=n_bins, range=(low, high))
+    return counts.astype(np.int64), edges
+
+
+def variable_curves(
+    variable: Variable,
+    errors: Errors,
+    span: float,
+    n_points: int,
+    confidence_level: float,
+    n_histogram_bins: int,
+    random_state: int | None,
+    curve_range: CurveRange = "5-95",
+) -> LoessCurves:
+    values = variable.values
+    x = curve_points(values, n_points, curve_range)
+    error_fit, predicted_fit = loess_many(
+        values,
+        np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),
+        x,
+        span=span,
+        confidence_level=confidence_level,
+        random_state=random_state,
+    )
+    error, error_low, error_high, predicted, predicted_low, predicted_high = drawn(
+        error_fit, predicted_fit)
+    vce_max, v_star = largest_gap(x, np.abs(error - predicted))
+    counts, edges = histogram(values, float(x[0]), float(x[-1]), n_histogram_bins)
+    return LoessCurves(
+        x=x,
+        error=error,
+        error_low=error_low,
+        error_high=error_high,
+        predicted_error=predicted,
+        predicted_error_low=predicted_low,
+        predicted_error_high=predicted_high,
+        vce_max=vce_max,
+        v_star=v_star,
+        n=int(values.size),
+        n_missing=int(variable.used.size - values.size),
+        span=error_fit.span,
+        confidence_level=error_fit.confidence_level,
+        histogram_edges=edges,
+        histogram_counts=counts,
+        exact=error_fit.exact,
+        curve_range=curve_range,
+    )
+
+
+def drawn(error_fit: LoessFit, predicted_fit: LoessFit) -> tuple[NDArray[np.float64], ...]:
+    """Both curves and their bands, NaN where the fit's leverage exceeds
+    :data:`calibcore.variable.MAX_LEVERAGE` (a quadratic extrapolated into a gap of V)."""
+    unsupported = error_fit.leverage > MAX_LEVERAGE
+    return tuple(np.where(unsupported, np.nan, curve) for curve in (
+        error_fit.fit, error_fit.low, error_fit.high,
+        predicted_fit.fit, predicted_fit.low, predicted_fit.high))
+
+
+def largest_gap(x: NDArray[np.float64], gap: NDArray[np.float64]) -> tuple[float, float]:
+    """VCE(v*) and v*: the largest gap where it is drawn (NaN, NaN where it is nowhere)."""
+    if np.isnan(gap).all():
+        return np.nan, np.nan
+    worst = int(np.nanargmax(gap))
+    return float(gap[worst]), float(x[worst])
+
+
+def view_errors(y_true: ArrayLike, y_prob: ArrayLike,
+                view: VariableView = "top_label") -> Errors:
+    """Predicted error 1 - score and error 1 - outcome of a view: on the top label
+    (Kelly & Smyth 2023) 1 - confidence and 1[y != argmax]; on the positive view of a
+    binary model 1 - P(class 1) and 1[y != 1], whose curves and VECE follow P(class 1)
+    against the frequency of class 1 along the variable."""
+    if view not in ("top_label", "positive"):
+        raise CalibrationInputError(f"view must be top_label or positive, not {view!r}.")
+    labels, proba = check_predictions(y_true, y_prob)
+    problem = score_outcome(labels, proba, view)
+    return Errors(predicted=1.0 - problem.scores[0], actual=1.0 - problem.outcomes[0])

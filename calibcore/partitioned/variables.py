@@ -73,7 +73,8 @@ from calibcore.partitioned._variable_summaries import (
 from calibcore.partitioned.exact_quantiles import CELLS, FloatCells
 from calibcore.partitioned.measures import _checked_roles, _each_partition, _tree
 from calibcore.variable._binning import _factorize
-from calibcore.variable.vece import RANKING_COLUMNS, LoessCurves
+from calibcore.variable.ranking import RANKING_COLUMNS
+from calibcore.variable.vece import LoessCurves
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

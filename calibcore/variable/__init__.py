@@ -5,10 +5,11 @@ The public names of its modules, re-exported here:
 
 - :mod:`calibcore.variable.smoothing`: LOESS: local quadratic regression with pointwise
   confidence bands.
-- :mod:`calibcore.variable.vece`: Variable-based calibration: VECE, LOESS calibration
-  curves, variable ranking.
+- :mod:`calibcore.variable.vece`: VECE and the LOESS calibration curves along a variable.
+- :mod:`calibcore.variable.ranking`: the ranking of variables with permutation p-values.
 """
 
+from calibcore.variable.ranking import rank_variables
 from calibcore.variable.smoothing import (
     MAX_LEVERAGE,
     MIN_NEIGHBOURS,
@@ -26,7 +27,6 @@ from calibcore.variable.vece import (
     VariableKind,
     VariableView,
     loess_curves,
-    rank_variables,
     variable_bins,
     variable_ece,
     variable_eces,

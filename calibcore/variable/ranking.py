@@ -1,0 +1,348 @@
+"""The ranking of variables by VECE (Kelly & Smyth 2023, Table 1), with VCE(v*), v* and a
+permutation p-value per variable (beyond the paper, so that signal can be told from noise).
+
+Each variable's VECE and curves come from :mod:`calibcore.variable.vece`; the permutations
+of every variable are drawn in a background thread while the curves are fitted, and the
+largest gap is searched only where the curves are supported by rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from calibcore._progress import Heartbeat
+from calibcore._validation import check_in_range, check_positive_int
+from calibcore.variable._binning import (
+    Variable,
+    bin_index,
+    binned_vece,
+    feature_table,
+    prepare_variable,
+)
+from calibcore.variable._curves import (
+    Errors,
+    VariableView,
+    curve_points,
+    variable_curves,
+    view_errors,
+)
+from calibcore.variable._loess_moments import compile_fit_only
+from calibcore.variable._permutation import NullCache, compile_shuffle, permutation_p_value
+from calibcore.variable.smoothing import (
+    MAX_LEVERAGE,
+    MIN_NEIGHBOURS,
+    N_EXACT,
+    loess_fit,
+    loess_leverage,
+)
+
+__all__ = ["RANKING_COLUMNS", "rank_variables"]
+
+#: Columns of the ranking table, in order.
+RANKING_COLUMNS = ("variable", "kind", "vece", "vce_max", "v_star", "p_value", "n", "n_missing")
+
+
+def rank_variables(
+    features: object,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 10,
+    span: float = 0.8,
+    n_points: int = 500,
+    n_permutations: int = 200,
+    max_categories: int = 10,
+    random_state: int | None = 0,
+    progress: Callable[[int, int], None] | None = None,
+    view: VariableView = "top_label",
+) -> pd.DataFrame:
+    """Rank variables by VECE, with VCE(v*), v* and a permutation p-value.
+
+    As in Kelly & Smyth 2023, Table 1.
+
+    Parameters
+    ----------
+    features : pandas.DataFrame or array-like of shape (n, n_variables)
+        One column per variable (columns of an array are named ``x0, x1, ...``).
+        Strings, booleans, categoricals and numeric columns with at most
+        ``max_categories`` distinct values are *categorical*: one bin per
+        category. Other columns are *numeric*: equal-mass bins and LOESS curves.
+    y_true, y_prob
+        As in :func:`variable_ece`.
+    n_bins : int, default=10
+        Equal-mass bins for numeric variables.
+    span, n_points
+        As in :func:`loess_curves` (used for ``vce_max`` and ``v_star``).
+    n_permutations : int, default=200
+        Permutations of V against the (confidence, error) pairs; 0 skips the
+        test (``p_value`` NaN).
+    max_categories : int, default=10
+        Numeric columns with at most this many distinct values are categorical.
+    random_state : int or None, default=0
+        Seed of the permutations (every variable uses the same seed, so a
+        variable's p-value does not depend on the other columns).
+    progress : callable, optional
+        Called as ``progress(done, total)`` at most every 0.25 s, ``done`` rising
+        from 0 to ``total`` (the number of variables) with the curves and the
+        permutations (which are drawn in a background thread meanwhile), and
+        ``(total, total)`` at the end; an exception raised by it stops the ranking
+        and propagates.
+
+    view : {"top_label", "positive"}, default="top_label"
+        The paper's top-label errors, or (binary only) those of P(class 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per variable, sorted by ``vece`` descending (NaN last), with
+        columns ``variable``, ``kind`` ("numeric"/"categorical"), ``vece``,
+        ``vce_max``, ``v_star``, ``p_value = (1 + #{permuted VECE >= VECE}) /
+        (1 + n_permutations)``, ``n`` (rows used) and ``n_missing``.
+        For a numeric variable ``vce_max`` and ``v_star`` are the largest gap
+        between the LOESS curves and where it occurs (NaN when there are too
+        few rows to smooth); for a categorical one they are the largest
+        ``|error - predicted error|`` over categories and that category.
+    """
+    errors = view_errors(y_true, y_prob, view)
+    settings = _RankSettings(
+        n_bins=check_positive_int(n_bins, "n_bins"),
+        span=check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False),
+        n_points=check_positive_int(n_points, "n_points"),
+        n_permutations=check_positive_int(n_permutations, "n_permutations", minimum=0),
+        max_categories=check_positive_int(max_categories, "max_categories", minimum=0),
+        random_state=random_state,
+    )
+    table = feature_table(features, errors.predicted.size)
+    tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
+                                                                           table.shape[1]))
+    stop = threading.Event()
+    # One background thread draws the permutation nulls while this one smooths curves.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="calibcore-permutations")
+    nulls = NullCache(pool, stop, tracker.permutation_drawn)
+    try:
+        # Compiling the kernels (seconds, once per process) is done in the background
+        # while the variables are binned.
+        compiled = pool.submit(compile_fit_only)
+        pool.submit(compile_shuffle)
+        prepared = []
+        for position in range(table.shape[1]):
+            prepared.append(_prepare_one(table.iloc[:, position], str(table.columns[position]),
+                                         errors, settings, nulls))
+            tracker.curves((position + 1) * _PREPARE_SHARE / table.shape[1])
+        tracker.expect_nulls(nulls.n_nulls)
+        _wait(compiled, tracker)
+        rows = [_finish_one(item, errors, settings, tracker, position)
+                for position, item in enumerate(prepared)]
+    finally:
+        # On a cancel or an error, do not wait for the thread: a draw in progress stops
+        # at its next permutation (a compilation at its end), queued ones never start.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+    tracker.finished()
+    ranking = pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
+    ranking = ranking.sort_values("vece", ascending=False, kind="mergesort", na_position="last")
+    return ranking.reset_index(drop=True)
+
+
+T = TypeVar("T")
+
+#: Share of the curves' side of the progress taken by validating and binning the variables.
+_PREPARE_SHARE = 0.1
+#: Share of a large variable's curve work taken by sorting it.
+_SORT_SHARE = 0.1
+#: Seconds between progress reports while waiting for a permutation null.
+_WAIT_SECONDS = 0.1
+#: Candidate points of the largest gap whose leverage is computed at once.
+_LEVERAGE_BATCH = 8
+
+
+class _Tracker:
+    """Progress of a ranking from its two threads: ``done`` (of ``total`` variables) is
+    the mean of the fractions of curves and of permutations done, never decreasing."""
+
+    def __init__(self, total: int, n_permutations: int, heartbeat: Heartbeat) -> None:
+        self._total = total
+        self._n_permutations = n_permutations
+        self._heartbeat = heartbeat
+        self._lock = threading.Lock()
+        self._curves = 0.0
+        self._drawn = 0
+        self._needed = 0
+        self._done = 0.0
+
+    @property
+    def n_variables(self) -> int:
+        return self._total
+
+    def curves(self, fraction: float) -> None:
+        with self._lock:
+            self._curves = max(self._curves, fraction)
+        self._report()
+
+    def expect_nulls(self, n_nulls: int) -> None:
+        with self._lock:
+            self._needed = n_nulls * self._n_permutations
+        self._report()
+
+    def permutation_drawn(self) -> None:
+        with self._lock:
+            self._drawn += 1
+        self._report()
+
+    def waiting(self) -> None:
+        self._report()
+
+    def finished(self) -> None:
+        self._heartbeat.now(self._total, self._total)
+
+    def _report(self) -> None:
+        with self._lock:
+            permutations = self._drawn / self._needed if self._needed else None
+            fraction = (self._curves if permutations is None
+                        else (self._curves + permutations) / 2.0)
+            self._done = max(self._done, min(fraction, 1.0) * self._total)
+            done = self._done
+        self._heartbeat(done, self._total)
+
+
+@dataclass
+class _Prepared:
+    """A variable validated and binned, its row begun and its null (if any) submitted."""
+
+    variable: Variable
+    index: NDArray[np.intp]
+    size: int
+    row: dict[str, object]
+    null: Future[NDArray[np.float64]] | None
+
+
+@dataclass(frozen=True)
+class _RankSettings:
+    n_bins: int
+    span: float
+    n_points: int
+    n_permutations: int
+    max_categories: int
+    random_state: int | None
+
+
+def _prepare_one(
+    column: pd.Series,
+    name: str,
+    errors: Errors,
+    settings: _RankSettings,
+    nulls: NullCache,
+) -> _Prepared:
+    """Validate and bin one variable, compute its VECE and submit its permutation null."""
+    variable = prepare_variable(column, errors.predicted.size, "auto", name)
+    if variable.kind == "numeric" and np.unique(variable.values).size <= settings.max_categories:
+        variable = prepare_variable(column, errors.predicted.size, "categorical", name)
+    row: dict[str, object] = {
+        "variable": name,
+        "kind": variable.kind,
+        "vece": np.nan,
+        "vce_max": np.nan,
+        "v_star": np.nan,
+        "p_value": np.nan,
+        "n": int(variable.values.size),
+        "n_missing": variable.n_missing,
+    }
+    if variable.values.size == 0:
+        return _Prepared(variable, np.empty(0, dtype=np.intp), 0, row, None)
+    index, size = bin_index(variable, settings.n_bins)
+    residual = (errors.predicted - errors.actual)[variable.used]
+    row["vece"] = binned_vece(index, size, residual)
+    null = None
+    if settings.n_permutations > 0:
+        sizes = np.bincount(index, minlength=size)
+        null = nulls.submit(residual, variable.used, sizes[sizes > 0],
+                            settings.n_permutations, settings.random_state)
+    return _Prepared(variable, index, size, row, null)
+
+
+def _finish_one(
+    item: _Prepared,
+    errors: Errors,
+    settings: _RankSettings,
+    tracker: _Tracker,
+    position: int,
+) -> dict[str, object]:
+    """VCE(v*) and v* of a prepared variable, then its p-value once its null is drawn."""
+    row = dict(item.row)
+    n_variables = tracker.n_variables
+    if item.variable.values.size:
+        def curves(fraction: float) -> None:
+            tracker.curves(_PREPARE_SHARE + (1 - _PREPARE_SHARE) * (position + fraction)
+                           / n_variables)
+
+        row["vce_max"], row["v_star"] = _largest_gap(item.variable, errors, item.index,
+                                                     item.size, settings, curves)
+        curves(1.0)
+    if item.null is not None:
+        null = _wait(item.null, tracker)
+        row["p_value"] = permutation_p_value(float(row["vece"]), null)  # type: ignore[arg-type]
+    return row
+
+
+def _wait(future: Future[T], tracker: _Tracker) -> T:
+    """The future's result, reporting progress while it is not ready."""
+    while True:
+        try:
+            return future.result(timeout=_WAIT_SECONDS)
+        except FutureTimeout:
+            tracker.waiting()
+
+
+def _largest_gap(
+    variable: Variable,
+    errors: Errors,
+    index: NDArray[np.intp],
+    size: int,
+    settings: _RankSettings,
+    progress: Callable[[float], None],
+) -> tuple[float, object]:
+    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories.
+
+    Large numeric variables fit the gap alone: by linearity the difference of the
+    error and predicted-error curves is the LOESS fit of ``error - predicted error``,
+    and VCE(v*) needs no band (the bands' statistics would double the cost).
+    """
+    if variable.kind == "categorical":
+        counts = np.bincount(index, minlength=size)
+        residual = (errors.predicted - errors.actual)[variable.used]
+        gaps = np.abs(np.bincount(index, weights=residual, minlength=size)) / np.maximum(counts, 1)
+        worst = int(np.argmax(gaps))
+        return float(gaps[worst]), variable.categories[worst]
+    if min(variable.values.size, np.floor(variable.values.size * settings.span)) < MIN_NEIGHBOURS:
+        return np.nan, np.nan
+    if variable.values.size <= N_EXACT:
+        curves = variable_curves(
+            variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
+        )
+        return curves.vce_max, curves.v_star
+    order = np.argsort(variable.values, kind="stable")
+    sorted_values = variable.values[order]
+    progress(_SORT_SHARE)
+    x = curve_points(sorted_values, settings.n_points)
+    gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
+                           x, span=settings.span, progress=lambda fraction: progress(
+                               _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
+    # the largest gap where the curves are drawn: leverage only at the candidates, largest
+    # first (almost always the first is drawn)
+    ranked = np.argsort(-gap, kind="stable")
+    for start in range(0, x.size, _LEVERAGE_BATCH):
+        candidates = ranked[start:start + _LEVERAGE_BATCH]
+        drawn = loess_leverage(sorted_values, x[candidates], span=settings.span) <= MAX_LEVERAGE
+        if drawn.any():
+            worst = int(candidates[np.argmax(drawn)])
+            return float(gap[worst]), float(x[worst])
+    return np.nan, np.nan

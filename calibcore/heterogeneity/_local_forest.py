@@ -35,20 +35,10 @@ the last bit (tests/calibcore/heterogeneity/test_heterogeneity.py pins it).
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numpy.typing import NDArray
-
-from calibcore._progress import Heartbeat
-from calibcore.heterogeneity._bagging import (
-    GrownTrees,
-    TreeSeeds,
-    forest_proba,
-    grow_trees,
-    oob_correct,
-)
 
 #: ``np.finfo(np.float64).eps``: scikit-learn's tree builder treats impurity <= EPSILON as pure.
 _EPSILON = float(np.finfo(np.float64).eps)
@@ -441,92 +431,3 @@ def score_trees(features, labels, n_classes, counts, splitter_seeds, order, alph
                     if out_of_bag:
                         oob_sums[column, row, klass] += value[leaf, klass]
     return True
-
-
-#: Rows x trees per kernel call: bounds the time between two heartbeats (about 10-50 ms).
-_ROW_TREES_PER_CALL = 200_000
-
-
-@dataclass(frozen=True)
-class ForestScores:
-    """The seven pruned forests of one neighbourhood, scored on its rows.
-
-    Attributes
-    ----------
-    oob_correct : ndarray of shape (m,)
-        Rows whose OOB prediction is right (OOB accuracy x n), per alpha.
-    in_sample : ndarray of shape (m, n, n_classes)
-        Each forest's ``predict_proba`` on the rows it was trained on.
-    """
-
-    oob_correct: NDArray[np.int64]
-    in_sample: NDArray[np.float64]
-
-
-def score_forests(
-    features: NDArray[np.float64],
-    classes: NDArray[np.intp],
-    n_classes: int,
-    seeds: TreeSeeds,
-    alphas: NDArray[np.float64],
-    heartbeat: Heartbeat,
-) -> ForestScores:
-    """OOB accuracy and in-sample probabilities of the forest for each pruning alpha.
-
-    Parameters
-    ----------
-    features : ndarray of shape (n, d)
-        The neighbourhood's rows, in the reference's order (bootstrap draws are
-        positions in it).
-    classes : ndarray of shape (n,)
-        Class indices 0..n_classes-1, every one present.
-    seeds : TreeSeeds
-    alphas : ndarray of shape (m,)
-    heartbeat : Heartbeat
-        Called between chunks of trees (it may raise to stop).
-    """
-    values = np.ascontiguousarray(features, dtype=np.float32)
-    n_rows = values.shape[0]
-    labels = np.ascontiguousarray(classes, dtype=np.intp)
-    counts, complete = bootstrap_counts(seeds.raw, n_rows)
-    for tree in np.flatnonzero(~complete):  # rare: the stream ran short
-        draws = np.random.RandomState(int(seeds.seeds[tree])).randint(0, n_rows, n_rows)
-        counts[tree] = np.bincount(draws, minlength=n_rows)
-    order = np.ascontiguousarray(np.argsort(values.T, axis=1, kind="stable"), dtype=np.intp)
-    oob_sums = np.zeros((alphas.size, n_rows, n_classes))
-    in_sums = np.zeros((alphas.size, n_rows, n_classes))
-    oob_votes = np.zeros(n_rows, dtype=np.int64)
-    per_call = max(1, _ROW_TREES_PER_CALL // max(n_rows, 1))
-    for first in range(0, counts.shape[0], per_call):
-        heartbeat()
-        chunk = slice(first, first + per_call)
-        if not score_trees(values, labels, n_classes, counts[chunk],
-                           seeds.splitter_seeds[chunk], order, alphas, oob_sums, oob_votes,
-                           in_sums):  # pragma: no cover - a split the kernel cannot place
-            return _score_with_sklearn(values, labels, n_classes, counts, seeds, alphas,
-                                       heartbeat)
-    oob_votes[oob_votes == 0] = 1  # as scikit-learn: rows never out of bag predict all zeros
-    oob = oob_sums / oob_votes[:, None]
-    correct = np.count_nonzero(np.argmax(oob, axis=2) == labels, axis=1)
-    return ForestScores(oob_correct=correct, in_sample=in_sums / counts.shape[0])
-
-
-def _score_with_sklearn(
-    values: NDArray[np.float32],
-    labels: NDArray[np.intp],
-    n_classes: int,
-    counts: NDArray[np.int32],
-    seeds: TreeSeeds,
-    alphas: NDArray[np.float64],
-    heartbeat: Heartbeat,
-) -> ForestScores:
-    """:func:`score_forests` with scikit-learn's tree builder (the slow, safe path)."""
-    weights = counts.astype(np.float64)
-    trees = grow_trees(values, labels, n_classes, weights, seeds, heartbeat=heartbeat)
-    grown, offsets = GrownTrees.concatenate(trees, n_classes)
-    leaf_of = grown.pruned_leaves(alphas)
-    leaves = np.stack([tree.apply(values) for tree in trees]) + offsets[:, None]
-    correct = oob_correct(grown.value, leaf_of, leaves, weights == 0, labels)
-    in_sample = np.stack([forest_proba(grown.value, leaf_of[:, column], leaves)
-                          for column in range(alphas.size)])
-    return ForestScores(oob_correct=correct, in_sample=in_sample)

@@ -41,7 +41,7 @@ from calibcore._validation import (
 )
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity._bagging import TreeSeeds
-from calibcore.heterogeneity._local_forest import score_forests
+from calibcore.heterogeneity._forest_scores import score_forests
 from calibcore.heterogeneity.neighbourhoods import hellinger_neighbourhoods, neighbour_counts
 
 __all__ = [

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from calibcore._progress import silent
 from calibcore.heterogeneity import CCP_ALPHAS
 from calibcore.heterogeneity._bagging import TreeSeeds, grow_trees
-from calibcore.heterogeneity._local_forest import _grow_tree, _score_with_sklearn, score_forests
+from calibcore.heterogeneity._forest_scores import _score_with_sklearn, score_forests
+from calibcore.heterogeneity._local_forest import _grow_tree
 
 
 def random_problem(seed: int, n_rows: int, n_features: int, n_classes: int, kind: int):

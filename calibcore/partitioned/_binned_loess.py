@@ -42,16 +42,14 @@ from scipy.interpolate import CubicSpline
 
 from calibcore.variable._curves import LoessCurves, drawn, largest_gap
 from calibcore.variable._loess_moments import hankel, intercept_rows
+from calibcore.variable._loess_windows import _deltas, _operator_rows, _tricube
 from calibcore.variable.smoothing import (
     _COVERAGE_POINTS,
     _KNOT_SEPARATION,
     MIN_NEIGHBOURS,
     N_EXACT,
     _coverage,
-    _deltas,
-    _operator_rows,
     _Smoothed,
-    _tricube,
     _with_band,
 )
 
@@ -125,7 +123,7 @@ class CellDistribution:
 
     def bandwidth(self, points: NDArray[np.float64], span: float) -> NDArray[np.float64]:
         """Distance from each point to its ``floor(n * span)``-th nearest row
-        (:func:`calibcore.variable.smoothing._bandwidth`), from the cells' counts."""
+        (:func:`calibcore.variable._loess_windows._bandwidth`), from the cells' counts."""
         n = self.n
         q = min(n, int(np.floor(n * span)))
         widest = np.maximum(np.abs(points - self.low[0]), np.abs(self.high[-1] - points))
@@ -144,7 +142,8 @@ class CellDistribution:
     def _past_ties(self, points: NDArray[np.float64],
                    bandwidth: NDArray[np.float64]) -> NDArray[np.float64]:
         """A window in which every row lies at distance h (weight 0) goes half-way to the
-        next occupied distance, as :func:`calibcore.variable.smoothing._past_ties` widens it."""
+        next occupied distance, as
+        :func:`calibcore.variable._loess_windows._past_ties` widens it."""
         inside = np.searchsorted(self.low, points, side="right") - 1
         within = (inside >= 0) & (self.high[np.maximum(inside, 0)] >= points)
         nearest = np.where(within, 0.0, self._distance_beyond(points, np.zeros_like(points)))
@@ -171,8 +170,9 @@ class CellDistribution:
     def _onto_ties(self, points: NDArray[np.float64],
                    bandwidth: NDArray[np.float64]) -> NDArray[np.float64]:
         """The bandwidth ``|t - x0|`` where a window ends (to within :data:`_SNAP` of the
-        range) on a value t of tied rows, as :func:`calibcore.variable.smoothing._bandwidth` gives
-        it: those rows then weigh exactly 0 there too."""
+        range) on a value t of tied rows, as
+        :func:`calibcore.variable._loess_windows._bandwidth` gives it: those rows then
+        weigh exactly 0 there too."""
         tolerance = _SNAP * (self.high[-1] - self.low[0])
         tied = self.low == self.high
         for end in (points + bandwidth, points - bandwidth):

@@ -180,3 +180,29 @@ def test_with_a_token_nothing_answers_without_it(operation, sessions) -> None:
         assert response.status_code == (200 if public else 401), (case.path, response.text)
 
     _run(operation, check, substitute=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("token", [False, True], ids=["no token", "token"])
+def test_stateful_sequences_never_get_a_server_error(token: bool) -> None:
+    """Schemathesis's stateful phase: sequences of calls that follow the links it infers
+    from the document (create a dataset, read it, recalibrate it, download, delete, ...),
+    each response's ids fed to the next call; no step answers 5xx."""
+    app = GUARDED if token else OPEN
+    headers = {"Authorization": f"Bearer {TOKEN}"} if token else {}
+    schema = schemathesis.openapi.from_dict(app.openapi())
+    schema.app = app
+    machine = schema.as_state_machine()
+    assert len(machine.bundles) > 0  # links were found: the phase is stateful
+
+    class Sequences(machine):  # type: ignore[valid-type, misc]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": headers}
+
+        def validate_response(self, response: Any, case: Any,
+                              additional_checks: Any = None, **kwargs: Any) -> None:
+            case.validate_response(response, checks=[not_a_server_error],
+                                   transport_kwargs=kwargs or None)
+
+    Sequences.run(settings=settings(max_examples=8, stateful_step_count=5, deadline=None,
+                                    suppress_health_check=list(HealthCheck)))

@@ -93,13 +93,15 @@ class JobRunner:
             job.status = "succeeded"
         except JobCancelled:
             self._stopped(job)
+        # the error is set before the status: a client polling in between must never see
+        # a failed job without its error
         except CalibrationInputError as exc:
-            job.status = "failed"
             job.error = {"code": exc.code, "message": exc.message, "details": exc.details()}
-        except Exception as exc:  # keep the server up, report it on the job
             job.status = "failed"
+        except Exception as exc:  # keep the server up, report it on the job
             job.error = failure(job.id, job.kind, exc,
                                 dataset_deleted=lambda: self._dataset_deleted(job))
+            job.status = "failed"
 
     def _dataset_deleted(self, job: Job) -> bool:
         """Whether a dataset named in the job's params (``dataset_id``,
@@ -113,10 +115,10 @@ class JobRunner:
     def _stopped(self, job: Job) -> None:
         """Cancelled by the user, or interrupted by the server shutting down."""
         if self._stopping.is_set():
-            job.status = "interrupted"
             job.progress.message = INTERRUPTED_MESSAGE
             job.error = {"code": "interrupted", "message": INTERRUPTED_MESSAGE,
                          "details": {"params": job.params}}
+            job.status = "interrupted"
         else:
             job.status = "cancelled"
             job.progress.message = "cancelled"

@@ -213,3 +213,26 @@ def test_a_table_gone_before_the_record_is_a_missing_dataset(client, dataset_id)
     with pytest.raises(NotFound) as raised:
         services.datasets.frame(dataset_id)
     assert raised.value.kind == "dataset" and raised.value.record_id == dataset_id
+
+
+def test_a_failed_job_is_never_seen_without_its_error(client, monkeypatch) -> None:
+    """The error is worked out (logging, looking the dataset up) before the job says
+    "failed": a client polling meanwhile sees it running, then failed with its error."""
+    from app.jobs import runner
+
+    working, release = threading.Event(), threading.Event()
+    real_failure = runner.failure
+
+    def slow_failure(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        working.set()
+        assert release.wait(30)
+        return real_failure(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "failure", slow_failure)
+    job = services_of(client).jobs.submit("heterogeneity", failing(RuntimeError("boom")))
+    assert working.wait(10)
+    seen = client.get(f"/api/v1/jobs/{job.id}").json()
+    assert seen["status"] == "running" and seen["error"] is None
+    release.set()
+    ended = finished(client, job.id)
+    assert ended["status"] == "failed" and ended["error"]["code"] == "internal_error"

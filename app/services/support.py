@@ -44,22 +44,25 @@ SWC_MAX_ROWS = 20_000
 
 MAX_HISTOGRAM_BINS = 40
 #: Cost model of one proximity forest of 100 trees: seconds per row x log2(rows) x
-#: sqrt(columns), the columns being the features and the class probabilities (the forest
-#: considers sqrt(columns) of them at each split). Fitted on measured runs on 2 cores
-#: (five folds plus the scoring forest): 2,161 calibration rows took 1.0-2.5 s with 4
-#: features, 2.3-5.9 s with 20 and 3.5-8.6 s with 85 (quiet to loaded machine), 10,000
-#: rows of 4 features 6.7-17 s. It once counted columns linearly, which made an 85-column
-#: file's estimate 9 min for a 3 s job. ``benchmarks/bench_estimates.py`` checks it.
-FOREST_ROW_SECONDS = 6e-6
+#: columns ** 0.7, the columns being the features and the class probabilities. The forest
+#: considers sqrt(columns) of them at each split, and its trees grow somewhat deeper with
+#: more columns; fitted on measured runs on 2 cores, quiet (five folds plus the scoring
+#: forest): default_nb's 3,526 calibration rows of 3 features in 1.2 s, 2,104 rows of 85
+#: features in 5.1 s; loaded machines take up to 2.5 times as long. It once counted
+#: columns linearly, which made an 85-column file's estimate 9 min for a 3-5 s job.
+#: ``benchmarks/bench_estimates.py`` checks it.
+FOREST_ROW_SECONDS = 2.2e-6
+#: The exponent of the column count in the cost of a forest.
+COLUMN_EXPONENT = 0.7
 #: What a support job costs besides its forests (cross-fitted scores, histogram, tests).
-SUPPORT_OVERHEAD_SECONDS = 1.0
+SUPPORT_OVERHEAD_SECONDS = 0.2
 
 
 def proximity_forest_seconds(rows: list[float], n_columns: int) -> float:
     """Rough seconds of proximity forests grown on ``rows`` rows each (capped at
     :data:`SWC_MAX_ROWS`) with ``n_columns`` columns (features and probabilities)."""
     capped = np.minimum(np.asarray(rows, dtype=np.float64), float(SWC_MAX_ROWS))
-    return float(np.sum(FOREST_ROW_SECONDS * np.sqrt(n_columns) * capped
+    return float(np.sum(FOREST_ROW_SECONDS * n_columns**COLUMN_EXPONENT * capped
                         * np.log2(np.maximum(capped, 2.0))))
 
 

@@ -9,7 +9,7 @@ caches the result per dataset and settings.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from calibcore.data.views import default_view
 from calibcore.insights import Subgroup, SubgroupView, worst_subgroups
 from calibcore.metrics import binned_reliability
 
@@ -64,8 +65,7 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
     submit the job."""
     prediction_set = services.datasets.prediction_set(dataset_id)
     if params.view is None:
-        params = replace(params, view="positive" if prediction_set.n_classes == 2
-                         else "top_label")
+        params = replace(params, view=cast(SubgroupView, default_view(prediction_set.n_classes)))
     view: SubgroupView = params.view or "top_label"
     columns = resolve_columns(prediction_set, params.features)
     rows = rows_for(prediction_set, params.subset)

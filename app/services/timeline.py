@@ -8,7 +8,7 @@ fitted on each window and scored on the next one (``rolling``).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
 from calibcore import metrics
+from calibcore.data.views import default_view
 from calibcore.exceptions import CalibrationInputError
 from calibcore.insights.timeline import (
     MIN_WINDOW_ROWS,
@@ -39,7 +40,7 @@ def timeline_for(services: ServiceContext, dataset_id: str, *, freq: Frequency =
         raise CalibrationInputError(f"method must be one of {', '.join(ROLLING_METHODS)}, "
                                     f"not {method!r}.", code="invalid_parameters")
     meta = services.datasets.record(dataset_id).meta
-    chosen: TimelineView = view or ("positive" if len(meta["classes"]) == 2 else "top_label")
+    chosen = view or cast(TimelineView, default_view(len(meta["classes"])))
     column = time or meta["roles"].get("time")
     frame = services.datasets.frame(dataset_id)
     if column is None:

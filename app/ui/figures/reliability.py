@@ -61,7 +61,7 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
     score = "confidence" if result["view"] == "top_label" else "predicted probability"
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
     figure.update_layout(
-        title=title or f"Binned reliability diagram<br><sup>{_view_name(result['view'])}, "
+        title=title or f"Binned reliability diagram<br><sup>{view_name(result['view'])}, "
                        f"n = {result.get('n_binned', result['n']):,}, {result['n_bins']} "
                        "bins; bars: 95% Wilson intervals</sup>",
         barmode="overlay", legend={"orientation": "h", "y": -0.18},
@@ -109,7 +109,8 @@ _AXES = {"top_label": ("confidence", "accuracy"),
          "positive": ("predicted P(class 1)", "observed frequency of class 1")}
 
 
-def _view_name(view: str) -> str:
+def view_name(view: str) -> str:
+    """How a figure names a view: "positive-class view", ..."""
     return {"top_label": "top-label view", "positive": "positive-class view",
             "classwise": "classwise view"}.get(view, view)
 
@@ -230,7 +231,7 @@ def slice_figure(whole: dict[str, Any], diagram: dict[str, Any], name: str,
     return overlaid_diagrams_figure(
         [(whole, f"all rows (n = {sum(whole['count']):,})", "#6b7a8f"),
          (diagram, f"slice (n = {sum(diagram['count']):,})", PALETTE[1])],
-        f"Reliability of the slice and of all rows<br><sup>{name}; {_view_name(view)}, "
+        f"Reliability of the slice and of all rows<br><sup>{name}; {view_name(view)}, "
         f"{len(diagram['count'])} equal-width bins; bars: 95% Wilson intervals</sup>",
         height=460, view=view)
 
@@ -243,5 +244,5 @@ def models_figure(result: dict[str, Any]) -> go.Figure:
         [(model["reliability"], model["name"] + (
             " (reference)" if model["name"] == result["reference"] else ""),
           PALETTE[number % len(PALETTE)]) for number, model in enumerate(result["models"])],
-        f"Reliability of each model<br><sup>{_view_name(view)}, n = {result['n']:,} shared "
+        f"Reliability of each model<br><sup>{view_name(view)}, n = {result['n']:,} shared "
         "rows, 15 equal-width bins; bars: 95% Wilson intervals</sup>", view=view)

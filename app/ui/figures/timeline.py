@@ -10,10 +10,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.ui.figures.bands import translucent
-from app.ui.figures.reliability import PALETTE
+from app.ui.figures.reliability import PALETTE, view_name
 
 FLAG = "rgba(200, 40, 40, 0.12)"
-_VIEW_WORDS = {"top_label": "top-label view", "positive": "positive-class view"}
 
 
 def _band(x: list[str], low: list[float | None], high: list[float | None], colour: str,
@@ -72,7 +71,7 @@ def timeline_figure(result: dict[str, Any]) -> go.Figure:
                 "(shaded)" if flagged else f"no window changed against {reference}")
     figure.update_layout(
         title=f"Calibration over time: {headline}<br><sup>per {result['period']}, "
-              f"{_VIEW_WORDS[view]}; ECE bands and bars: 95% bootstrap intervals, frequency: "
+              f"{view_name(view)}; ECE bands and bars: 95% bootstrap intervals, frequency: "
               "95% Wilson; change test: Welch's t test of the gap, Holm-adjusted</sup>",
         template="plotly_white", height=640, legend={"orientation": "h", "y": -0.12},
         margin={"l": 70, "r": 20, "t": 80, "b": 60}, bargap=0.15)

@@ -35,8 +35,10 @@ def test_example_dataset_is_ready_on_first_page(server, browser) -> None:
     wait(browser).until(lambda b: "n = 7,000" in b.find_element(
         By.CSS_SELECTOR, "#reliability-graph .gtitle").text)
     assert "reliability diagram" in title.text.lower()
-    cards = browser.find_element(By.ID, "measure-cards").text
-    assert "ECE" in cards and "n = 7,000" in cards
+    # the cards sit in a dcc.Loading that hides them (empty .text) while the view
+    # callback redraws the page: wait for them to show, as for the figure
+    wait(browser).until(lambda b: "ECE" in b.find_element(By.ID, "measure-cards").text)
+    assert "n = 7,000" in browser.find_element(By.ID, "measure-cards").text
 
 
 def test_upload_digits_see_reliability_fit_temperature_and_download(

@@ -9,6 +9,8 @@ The public names of its modules, re-exported here:
   :class:`PredictionSet`.
 - :mod:`calibcore.data.views`: Score views: how class probabilities become (score, outcome)
   pairs.
+- :mod:`calibcore.data.weights`: Row weights: their validation, negative downsampling and
+  Kish's effective sample size.
 """
 
 from calibcore.data.roles import (
@@ -22,6 +24,7 @@ from calibcore.data.roles import (
     PROBABILITY_SUFFIXES,
     SPLIT_NAMES,
     SPLIT_VALUES,
+    WEIGHT_NAMES,
     ColumnRoles,
     RoleGuess,
     Split,
@@ -55,6 +58,11 @@ from calibcore.data.views import (
     top_class,
     top_label,
 )
+from calibcore.data.weights import (
+    check_sample_weight,
+    effective_sample_size,
+    negative_rate_weights,
+)
 
 __all__ = [
     "BINARY_PROBABILITY_NAMES",
@@ -70,6 +78,7 @@ __all__ = [
     "SPLIT_VALUES",
     "SUM_TOLERANCE",
     "VIEWS",
+    "WEIGHT_NAMES",
     "ColumnRoles",
     "FeatureKind",
     "PredictionSet",
@@ -78,16 +87,19 @@ __all__ = [
     "Split",
     "View",
     "build_prediction_set",
+    "check_sample_weight",
     "class_names_of",
     "classwise",
     "column_class_parts",
     "default_view",
     "describe_rows",
+    "effective_sample_size",
     "feature_kind",
     "first_rows",
     "infer_roles",
     "label_value_names",
     "natural_order",
+    "negative_rate_weights",
     "normalize_name",
     "positive",
     "role_problems",

@@ -18,6 +18,7 @@ __all__ = [
     "PROBABILITY_SUFFIXES",
     "SPLIT_NAMES",
     "TIME_NAMES",
+    "WEIGHT_NAMES",
     "column_class_parts",
     "model_groups",
     "natural_order",
@@ -68,6 +69,10 @@ ID_NAMES = ("id", "row_id", "sample_id", "example_id", "uid", "uuid", "key", "in
 #: When each prediction was made (dates, datetimes, or an ordered number).
 TIME_NAMES = ("time", "timestamp", "datetime", "date", "event_time", "prediction_time",
               "scored_at", "created_at", "ts")
+
+
+#: Row weights (survey, importance or downsampling weights), compared case-insensitively.
+WEIGHT_NAMES = ("weight", "weights", "sample_weight", "sample_weights")
 
 
 def normalize_name(name: str) -> str:

@@ -25,6 +25,7 @@ from calibcore.data.column_names import (
     PROBABILITY_SUFFIXES,
     SPLIT_NAMES,
     TIME_NAMES,
+    WEIGHT_NAMES,
     _class_columns,
     _class_groups,
     _find_named,
@@ -47,6 +48,7 @@ __all__ = [
     "PROBABILITY_SUFFIXES",
     "SPLIT_NAMES",
     "SPLIT_VALUES",
+    "WEIGHT_NAMES",
     "ColumnRoles",
     "RoleGuess",
     "Split",
@@ -101,6 +103,9 @@ class ColumnRoles:
     models : tuple of (str, tuple of str)
         Several models' probabilities of the same rows: (model name, its probability
         columns) for each, the first being ``probabilities`` (the Compare page reads it).
+    weight : str or None
+        Row weights (survey, importance or downsampling weights): non-negative numbers,
+        each the number of examples its row stands for (:mod:`calibcore.data.weights`).
     """
 
     label: str | None
@@ -111,13 +116,15 @@ class ColumnRoles:
     logits: bool = False
     time: str | None = None
     models: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    weight: str | None = None
 
     def columns(self) -> list[str]:
         """Every column with a role, label first."""
         named = [*([self.label] if self.label else []), *self.probabilities, *self.features]
         others = [c for _, columns in self.models for c in columns
                   if c not in self.probabilities]
-        return named + others + [c for c in (self.split, self.id, self.time) if c is not None]
+        return named + others + [c for c in (self.split, self.id, self.time, self.weight)
+                                 if c is not None]
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,7 @@ class RoleGuess:
     notes: tuple[str, ...] = ()
     time: str | None = None
     models: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    weight: str | None = None
 
     def to_roles(self) -> ColumnRoles:
         """The guess as :class:`ColumnRoles`; raises if label or probabilities are missing."""
@@ -147,7 +155,7 @@ class RoleGuess:
                 code="roles_not_found",
             )
         return ColumnRoles(self.label, self.probabilities, self.features, self.split, self.id,
-                           time=self.time, models=self.models)
+                           time=self.time, models=self.models, weight=self.weight)
 
 
 
@@ -243,7 +251,9 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
 
     A probability column whose name does not say so (``score``, ``y_pred``,
     ``pred_<label>``), and every guessed one, must hold values in [0, 1], not only 0
-    and 1. Label and probability columns are never features.
+    and 1. Label and probability columns are never features. A numeric column named
+    ``weight``, ``weights``, ``sample_weight`` or ``sample_weights`` (any case:
+    :data:`WEIGHT_NAMES`) holds the row weights.
 
     Parameters
     ----------
@@ -283,10 +293,15 @@ def infer_roles(frame: pd.DataFrame) -> RoleGuess:
     if time is not None and not looks_like_time(frame[time]):
         time = None
     taken.add(time)
+    weight = _find_named([c for c in columns if c not in taken], WEIGHT_NAMES)
+    if weight is not None and (pd.api.types.is_bool_dtype(frame[weight])
+                               or not pd.api.types.is_numeric_dtype(frame[weight])):
+        weight = None  # text named "weight" is no row weight
+    taken.add(weight)
     features = tuple(c for c in columns if c not in taken)
     return RoleGuess(found.label, found.probabilities, features, split, id_column,
                      role_problems(found.label, found.probabilities), found.notes, time,
-                     models)
+                     models, weight)
 
 
 def _probability_values(values: pd.Series) -> bool:
@@ -319,14 +334,14 @@ def looks_like_time(values: pd.Series) -> bool:
 
 def role_problems(label: str | None, probabilities: Sequence[str], split: str | None = None,
                   id_column: str | None = None, *, unlabeled: bool = False,
-                  time: str | None = None) -> tuple[str, ...]:
+                  time: str | None = None, weight: str | None = None) -> tuple[str, ...]:
     """What stops these roles from making a prediction set: a missing label (unless the
     table is an ``unlabeled`` batch), no probability column, a column in two roles.
     Features are left out: they are whatever the other roles leave."""
     problems = [*([NO_LABEL] if label is None and not unlabeled else []),
                 *([NO_PROBABILITIES] if not probabilities else [])]
     roles = [(label, "label"), *((p, "probability") for p in probabilities),
-             (split, "split"), (id_column, "id"), (time, "time")]
+             (split, "split"), (id_column, "id"), (time, "time"), (weight, "weight")]
     for column in dict.fromkeys(c for c, _ in roles if c is not None):
         held = [role for c, role in roles if c == column]
         if len(held) > 1:
@@ -374,7 +389,7 @@ def _guessed_probability(label: str, columns: Sequence[str], clues: _ValueClues
         The column and why it was taken (for the note), or None when there is no
         candidate or several of equal standing.
     """
-    reserved = {*SPLIT_NAMES, *ID_NAMES, *TIME_NAMES}
+    reserved = {*SPLIT_NAMES, *ID_NAMES, *TIME_NAMES, *WEIGHT_NAMES}
     candidates = [c for c in columns if c != label and normalize_name(c) not in reserved
                   and clues.probability_like(c)]
     named = [c for c in candidates if normalize_name(c).endswith(PROBABILITY_SUFFIXES)]

@@ -18,6 +18,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
+from calibcore.data.weights import (
+    check_sample_weight,
+    effective_sample_size,
+    negative_rate_weights,
+)
 from calibcore.data.roles import (
     BINARY_PROBABILITY_NAMES,
     BOOLEAN_LABELS,
@@ -96,6 +101,9 @@ class PredictionSet:
         Positions, in the table given to :func:`build_prediction_set`, of the rows left
         out for a missing label or probability (``drop_missing``); the other arrays hold
         the remaining rows in order.
+    weights : ndarray of shape (n,) or None
+        Row weights (the weight column times the ``negative_rate`` weights), or None when
+        every row counts once.
     """
 
     classes: tuple[str, ...]
@@ -109,10 +117,30 @@ class PredictionSet:
     warnings: tuple[str, ...] = field(default=())
     labelled: bool = True
     left_out: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    weights: NDArray[np.float64] | None = None
 
     @property
     def n_rows(self) -> int:
         return int(self.y_true.size)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the rows carry weights."""
+        return self.weights is not None
+
+    def weights_of(self, mask: NDArray[np.bool_] | None = None) -> NDArray[np.float64] | None:
+        """The weights of the rows of ``mask`` (all rows if None), or None if unweighted."""
+        if self.weights is None:
+            return None
+        return self.weights if mask is None else self.weights[mask]
+
+    def n_eff(self, mask: NDArray[np.bool_] | None = None) -> float:
+        """Kish's effective sample size of the rows of ``mask`` (their count if unweighted;
+        :func:`calibcore.data.weights.effective_sample_size`)."""
+        weights = self.weights_of(mask)
+        if weights is None:
+            return float(self.n_rows if mask is None else np.count_nonzero(mask))
+        return effective_sample_size(weights)
 
     @property
     def n_classes(self) -> int:
@@ -140,7 +168,7 @@ def feature_kind(values: pd.Series) -> FeatureKind:
 
 def build_prediction_set(
     frame: pd.DataFrame, roles: ColumnRoles, *, renormalize: bool = False,
-    drop_missing: bool = False,
+    drop_missing: bool = False, negative_rate: float | None = None,
 ) -> PredictionSet:
     """Validate ``frame`` under ``roles`` and return a :class:`PredictionSet`.
 
@@ -158,6 +186,10 @@ def build_prediction_set(
         dataset's or any compared model's columns) instead of rejecting the table; they
         are counted in ``warnings`` and listed in ``left_out``. Missing feature values
         never cost a row.
+    negative_rate : float, optional
+        The fraction of negatives a log kept (every positive kept): its negatives
+        (class 0 of a binary problem) get weight 1 / rate, multiplying the weight
+        column's weights if there is one. Binary problems only.
 
     Raises
     ------
@@ -221,6 +253,8 @@ def build_prediction_set(
             code="label_without_probability", column=roles.label,
             rows=first_rows(unknown), count=int(unknown.sum()),
         )
+    weights = _row_weights(frame, roles, y_true.to_numpy(dtype=np.intp), classes,
+                           negative_rate)
     features = frame[list(roles.features)].reset_index(drop=True)
     kinds = {name: feature_kind(features[name]) for name in roles.features}
     missing = {name: int(n) for name, n in features.isna().sum().items() if n}
@@ -240,7 +274,37 @@ def build_prediction_set(
         warnings=tuple(warnings),
         labelled=roles.label is not None,
         left_out=left_out,
+        weights=weights,
     )
+
+
+def _row_weights(frame: pd.DataFrame, roles: ColumnRoles, y_true: NDArray[np.intp],
+                 classes: tuple[str, ...], negative_rate: float | None
+                 ) -> NDArray[np.float64] | None:
+    """The weight column's values (checked) times the ``negative_rate`` weights."""
+    weights = None
+    if roles.weight is not None:
+        values = frame[roles.weight]
+        numbers = pd.to_numeric(values, errors="coerce")
+        text = (numbers.isna() & values.notna()).to_numpy()
+        if text.any() or pd.api.types.is_bool_dtype(values):
+            bad = text if text.any() else np.ones(values.size, dtype=bool)
+            raise CalibrationInputError(
+                f"column {roles.weight!r} (weight) has non-numeric values in "
+                f"{describe_rows(bad)}; weights must be non-negative numbers.",
+                code="invalid_weight", column=roles.weight, rows=first_rows(bad),
+                count=int(bad.sum()))
+        weights = check_sample_weight(numbers.to_numpy(dtype=np.float64, na_value=np.nan),
+                                      values.size, column=roles.weight)
+    if negative_rate is not None:
+        if len(classes) != 2 or roles.label is None:
+            raise CalibrationInputError(
+                f"negative_rate weights the negatives of a labelled binary problem; this "
+                f"one has {len(classes)} classes{'' if roles.label else ' and no label'}. "
+                "Give a weight column instead.", code="invalid_negative_rate")
+        rate_weights = negative_rate_weights(y_true, negative_rate)
+        weights = rate_weights if weights is None else weights * rate_weights
+    return weights
 
 
 def _check_columns_exist(frame: pd.DataFrame, roles: ColumnRoles) -> None:

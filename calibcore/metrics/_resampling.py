@@ -23,12 +23,18 @@ so above :data:`ROW_BOOTSTRAP_MAX_ROWS` rows the resampling is done on a summary
     spread of these measures shrinks (Bickel, Götze & van Zwet 1997).
 ``"rows"``
     Up to :data:`ROW_BOOTSTRAP_MAX_ROWS` rows, rows are resampled as they are.
+
+With row weights (``sample_weight``), a resample draws rows as above and each drawn row
+carries its weight: the resample's weights are counts times sample weights. Cells then
+also hold rows of one weight when the weights take at most :data:`WEIGHT_LEVELS`
+values (as the weights of negative downsampling, one per label, do), which keeps the
+cells exact; otherwise each cell's rows carry the cell's mean weight.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -50,6 +56,8 @@ CELL_BLOCK_RESAMPLES = 20
 SUBSAMPLE_ROWS = 20_000
 #: Rows probed for distinct cells before grouping them all (many classes).
 PROBE_ROWS = 10_000
+#: Row weights of at most this many distinct values split the cells by weight.
+WEIGHT_LEVELS = 64
 
 ResamplingMethod = Literal["rows", "cells", "subsample"]
 
@@ -87,6 +95,10 @@ class ResamplingPlan:
         ``"cells"``: rows per cell.
     scale : float
         Factor of each resample's deviation (sqrt(m / n) for ``"subsample"``, else 1).
+    unit_weights : ndarray or None
+        With row weights: the weight each drawn row, subsample row or cell row carries
+        (the cell's mean weight), multiplying the counts of every resample; None for
+        unweighted rows.
     """
 
     method: ResamplingMethod
@@ -94,22 +106,33 @@ class ResamplingPlan:
     groups: NDArray[np.intp] | None = None
     counts: NDArray[np.float64] | None = None
     scale: float = 1.0
+    unit_weights: NDArray[np.float64] | None = None
+    weights_split: bool = True
 
     @property
     def note(self) -> str:
         """One line saying how the resamples were drawn."""
+        weighted = ""
+        if self.unit_weights is not None:
+            weighted = ("; each drawn row carries its weight" if self.weights_split
+                        else "; each drawn row carries its cell's mean weight")
         if self.method == "cells" and self.counts is not None:
             return (f"resampled through {self.counts.size:,} cells of the probabilities: "
-                    f"exact counts, scores within 1/{GRID_CELLS:,}")
+                    f"exact counts, scores within 1/{GRID_CELLS:,}{weighted}")
         if self.method == "subsample" and self.groups is not None:
             return (f"m-out-of-n bootstrap: {self.groups.size:,} of {self.n_rows:,} rows, "
-                    "spread scaled by sqrt(m/n)")
-        return "rows resampled"
+                    f"spread scaled by sqrt(m/n){weighted}")
+        return "rows resampled" + weighted
 
     def blocks(
         self, n_resamples: int, random_state: int | np.random.Generator | None
     ) -> Iterator[NDArray[np.float64]]:
-        """The resamples as count weights over the plan's rows or cells, in blocks."""
+        """The resamples as count weights over the plan's rows or cells, in blocks (times
+        ``unit_weights`` with row weights)."""
+        if self.unit_weights is not None:
+            for block in replace(self, unit_weights=None).blocks(n_resamples, random_state):
+                yield block * self.unit_weights
+            return
         if self.method != "cells" or self.counts is None:
             size = self.n_rows if self.groups is None else self.groups.size
             yield from resample_blocks(size, n_resamples, random_state)
@@ -128,16 +151,25 @@ def resampling_plan(
     proba: NDArray[np.float64],
     n_bins: int,
     random_state: int | np.random.Generator | None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> ResamplingPlan:
     """The cheapest faithful way to resample these rows (module docstring)."""
     n_rows = labels.size
     if n_rows <= ROW_BOOTSTRAP_MAX_ROWS:
-        return ResamplingPlan("rows", n_rows)
-    cells = row_cells(labels, proba, n_bins)
+        return ResamplingPlan("rows", n_rows, unit_weights=sample_weight)
+    cells = row_cells(labels, proba, n_bins, sample_weight)
     if cells is not None:
         groups, counts = cells
-        return ResamplingPlan("cells", n_rows, groups, counts)
-    return subsample_plan(n_rows, random_state)
+        unit = None
+        if sample_weight is not None:
+            unit = np.bincount(groups, weights=sample_weight, minlength=counts.size) / counts
+        split = sample_weight is None or pd.unique(sample_weight).size <= WEIGHT_LEVELS
+        return ResamplingPlan("cells", n_rows, groups, counts, unit_weights=unit,
+                              weights_split=split)
+    plan = subsample_plan(n_rows, random_state)
+    if sample_weight is not None and plan.groups is not None:
+        plan = replace(plan, unit_weights=sample_weight[plan.groups])
+    return plan
 
 
 def subsample_plan(
@@ -158,17 +190,24 @@ def subsample_plan(
 
 
 def row_cells(
-    labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int
+    labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
     """Cell of each row and rows per cell, or None when cells would not halve the rows.
 
     A cell holds rows with the same label, the same equal-width bin (of ``n_bins``) of
     the top-label score and, for every class, the same of the ``GRID_CELLS`` sub-cells
     of [0, 1] refining the equal-width bins of its probability (bins right-closed,
-    like :func:`calibcore.metrics.assign_bins`), so no cell straddles a bin edge.
+    like :func:`calibcore.metrics.assign_bins`), so no cell straddles a bin edge; and,
+    for row weights of at most :data:`WEIGHT_LEVELS` values, the same weight.
     """
     n_rows, n_classes = proba.shape
     columns, sizes = cell_columns(labels, proba, n_bins)
+    if sample_weight is not None:
+        levels, distinct = pd.factorize(sample_weight, sort=True)
+        if distinct.size <= WEIGHT_LEVELS:
+            columns.append(levels.astype(np.int64))
+            sizes.append(int(distinct.size))
     if n_classes > 2:
         probe = np.unique(np.column_stack([c[:PROBE_ROWS] for c in columns]), axis=0)
         if probe.shape[0] > min(PROBE_ROWS, n_rows) // 2:

@@ -88,18 +88,30 @@ class WeightedMeasures:
         return cls(row_losses(labels, proba), view_problems(labels, proba, view),
                    view_problems(labels, proba, "classwise", sort=False), n_bins, binning)
 
-    def grouped(self, groups: NDArray[np.intp], counts: NDArray[np.float64]) -> WeightedMeasures:
+    def grouped(self, groups: NDArray[np.intp], counts: NDArray[np.float64],
+                sample_weight: NDArray[np.float64] | None = None) -> WeightedMeasures:
         """The same quantities with the rows of each group merged into one weighted row
-        (its mean score, residual and losses): the measures with weights ``counts``
+        (its mean score, residual and losses; means weighted by ``sample_weight`` when
+        given): the measures with weights ``counts`` (times the groups' mean weights)
         are those of the rows with every score moved to its group's mean."""
+        mass = None
+        if sample_weight is not None:
+            mass = np.bincount(groups, weights=sample_weight, minlength=counts.size)
 
-        def mean(values: NDArray[np.float64], row_groups: NDArray[np.intp]) -> Vector:
-            return np.bincount(row_groups, weights=values, minlength=counts.size) / counts
+        def mean(values: NDArray[np.float64], row_groups: NDArray[np.intp],
+                 order: NDArray[np.intp] | None = None) -> Vector:
+            plain = np.bincount(row_groups, weights=values, minlength=counts.size) / counts
+            if sample_weight is None or mass is None:
+                return plain
+            row_weights = sample_weight if order is None else sample_weight[order]
+            weighted = np.bincount(row_groups, weights=values * row_weights,
+                                   minlength=counts.size)
+            return np.divide(weighted, mass, out=plain, where=mass > 0)
 
         def merge(problem: ViewProblem) -> ViewProblem:
             row_groups = groups if problem.order is None else groups[problem.order]
-            scores = mean(problem.scores, row_groups)
-            residuals = mean(problem.residuals, row_groups)
+            scores = mean(problem.scores, row_groups, problem.order)
+            residuals = mean(problem.residuals, row_groups, problem.order)
             if problem.order is None:
                 return ViewProblem(problem.label, scores, residuals, None)
             order = np.argsort(scores, kind="stable")

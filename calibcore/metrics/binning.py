@@ -48,13 +48,23 @@ def weighted_equal_mass_edges(
 def sorted_weighted_equal_mass_edges(
     sorted_scores: NDArray[np.float64], counts: NDArray[np.float64], n_bins: int
 ) -> NDArray[np.float64]:
-    """:func:`weighted_equal_mass_edges` of scores already sorted ascending."""
-    cumulative = np.cumsum(counts.astype(np.int64))
-    total = int(cumulative[-1])
-    virtual = (total - 1) * np.linspace(0.0, 1.0, n_bins + 1)
+    """:func:`weighted_equal_mass_edges` of scores already sorted ascending.
+
+    Integer ``counts`` (bootstrap counts, frequency weights) give numpy's quantiles of the
+    repeated scores bit for bit. Other weights (survey weights) give the weighted
+    inverted-CDF quantiles: the smallest score whose cumulative share of the weight
+    reaches each level, which do not change when every weight is scaled.
+    """
+    cumulative = np.cumsum(counts, dtype=np.float64)
+    total = cumulative[-1]
+    levels = np.linspace(0.0, 1.0, n_bins + 1)
+    if not np.array_equal(counts, np.round(counts)):
+        position = np.searchsorted(cumulative, levels * total, side="left")
+        return _stretched(sorted_scores[np.minimum(position, sorted_scores.size - 1)])
+    virtual = (total - 1) * levels
     previous = np.floor(virtual)
     gamma = virtual - previous
-    below = previous.astype(np.int64)
+    below = previous
     above = np.minimum(below + 1, total - 1)
     low = sorted_scores[np.searchsorted(cumulative, below, side="right")]
     high = sorted_scores[np.searchsorted(cumulative, above, side="right")]
@@ -73,9 +83,13 @@ def _stretched(quantiles: NDArray[np.float64]) -> NDArray[np.float64]:
     return edges
 
 
-def bin_edges(scores: NDArray[np.float64], n_bins: int, binning: Binning) -> NDArray[np.float64]:
-    """Edges for ``binning`` (validated by the caller)."""
+def bin_edges(scores: NDArray[np.float64], n_bins: int, binning: Binning,
+              weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Edges for ``binning`` (validated by the caller); equal-mass edges split the
+    ``weights`` (row weights) evenly when given."""
     if binning == "equal_mass":
+        if weights is not None:
+            return weighted_equal_mass_edges(scores, weights, n_bins)
         return equal_mass_edges(scores, n_bins)
     return equal_width_edges(n_bins)
 
@@ -97,14 +111,20 @@ def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDAr
 
 
 def bin_sums(
-    scores: NDArray[np.float64], outcomes: NDArray[np.float64], edges: NDArray[np.float64]
+    scores: NDArray[np.float64], outcomes: NDArray[np.float64], edges: NDArray[np.float64],
+    weights: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """Rows, score sums and outcome sums of each bin, shape (3, bins)."""
+    """Rows (or their total weight), weighted score sums and weighted outcome sums of each
+    bin, shape (3, bins)."""
     index = assign_bins(scores, edges)
     size = edges.size - 1
-    return np.stack([np.bincount(index, minlength=size).astype(np.float64),
-                     np.bincount(index, weights=scores, minlength=size),
-                     np.bincount(index, weights=outcomes, minlength=size)])
+    if weights is None:
+        return np.stack([np.bincount(index, minlength=size).astype(np.float64),
+                         np.bincount(index, weights=scores, minlength=size),
+                         np.bincount(index, weights=outcomes, minlength=size)])
+    return np.stack([np.bincount(index, weights=weights, minlength=size),
+                     np.bincount(index, weights=weights * scores, minlength=size),
+                     np.bincount(index, weights=weights * outcomes, minlength=size)])
 
 
 #: From this many scores, equal-width edges are found by arithmetic (a tenth of

@@ -22,6 +22,15 @@ count and whose variance exceeds it by at most rows / (4 * cells^2), and the sta
 is evaluated on the same cells, with scores moved by less than one cell width. The
 result says which was done.
 
+With row weights (``sample_weight``) the statistic is the weighted measure and each row
+keeps its weight in every resample: rows are grouped by score and weight (pooled cells
+by weight too when the weights take at most :data:`WEIGHT_LEVELS` values, else by
+quantile bands of the weight, whose rows then carry the band's mean weight), and a
+group's hits are drawn as above and weighted by the group's weight. This tests
+calibration of the weighted population when the weights do not depend on the label;
+downsampling weights that do (1 / rate on the negatives) are held at each row's
+observed label, an approximation the result says.
+
 The statistic is the Laplace kernel calibration error kCE by default: a consistent
 calibration measure (Błasiok et al. 2023, §8: zero only for calibrated scores, within polynomial
 factors of the distance to calibration), computed exactly, and its square is the
@@ -43,7 +52,8 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_positive_int, check_predictions
 from calibcore.data.views import score_outcome
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS
+from calibcore.data.weights import check_sample_weight
+from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
 from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 
@@ -179,12 +189,55 @@ class ScoreGroups:
         Rows per group whose outcome is 1.
     pooled : bool
         Whether some cell holds rows of different scores (otherwise the grouping is exact).
+    weights : ndarray of shape (m,) or None
+        With row weights: each group's (mean) weight, which every row of it carries.
     """
 
     scores: NDArray[np.float64]
     counts: NDArray[np.int64]
     positives: NDArray[np.float64]
     pooled: bool
+    weights: NDArray[np.float64] | None = None
+
+
+#: Quantile bands of the weight that pool rows of many distinct weights.
+WEIGHT_BANDS = 16
+
+
+def group_weighted_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                          weights: NDArray[np.float64]) -> ScoreGroups:
+    """:func:`group_scores` with row weights: groups of one score (or cell) and one weight
+    (or weight band); ``positives`` counts rows in weight units (weighted hits over the
+    group's mean weight), so the data's statistic is that of the weighted rows."""
+    levels, distinct = np.unique(weights, return_inverse=True)
+    banded = levels.size > WEIGHT_LEVELS
+    if banded:
+        edges = np.unique(np.quantile(weights, np.linspace(0, 1, WEIGHT_BANDS + 1)))
+        distinct = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0,
+                           max(edges.size - 2, 0))
+    if scores.size <= SORT_MAX_ROWS:
+        cell = np.unique(scores, return_inverse=True)[1].ravel()
+    else:
+        cell = np.minimum((scores * POOLING_CELLS).astype(np.intp), POOLING_CELLS - 1)
+    key = cell.astype(np.int64) * (int(distinct.max()) + 1) + distinct
+    groups, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.ravel()
+    counts = np.bincount(inverse, minlength=groups.size)
+    mass = np.bincount(inverse, weights=weights, minlength=groups.size)
+    means = np.clip(np.bincount(inverse, weights=scores, minlength=groups.size) / counts,
+                    0.0, 1.0)
+    spread = np.bincount(inverse, weights=np.abs(scores - means[inverse]),
+                         minlength=groups.size)
+    mean_weight = mass / counts
+    weight_spread = np.bincount(inverse, weights=np.abs(weights - mean_weight[inverse]),
+                                minlength=groups.size) if banded else np.zeros(1)
+    pooled = bool(np.any(spread > SAME_SCORE_TOLERANCE * counts)
+                  or np.any(weight_spread > SAME_SCORE_TOLERANCE * mass))
+    hits = np.bincount(inverse, weights=weights * outcomes, minlength=groups.size)
+    positives = np.divide(hits, mean_weight, out=np.zeros_like(hits), where=mean_weight > 0)
+    order = np.argsort(means, kind="stable")
+    return ScoreGroups(means[order], counts[order].astype(np.int64), positives[order],
+                       pooled, mean_weight[order])
 
 
 def group_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> ScoreGroups:
@@ -230,10 +283,17 @@ def _statistics(
     weights = np.empty((positives.shape[0], scores.size))
     weights[:, 0::2] = groups.counts - positives
     weights[:, 1::2] = positives
+    if groups.weights is not None:
+        weights *= np.repeat(groups.weights, 2)
     return kernel(scores, residuals, weights)
 
 
 def _resampling_note(groups: ScoreGroups, n_rows: int) -> str:
+    if groups.weights is not None:
+        return (f"{'pooled' if groups.pooled else 'exact'}, weighted: {n_rows:,} rows "
+                f"grouped by score and weight into {groups.scores.size:,} groups, each "
+                "group's hits drawn as Binomial(rows, score) and weighted by its weight "
+                "(each row keeps its weight)")
     if not groups.pooled:
         return (f"exact: {n_rows:,} rows grouped by their {groups.scores.size:,} distinct "
                 "scores, each group's hits (outcome 1) drawn as Binomial(rows, score)")
@@ -250,6 +310,7 @@ def consistency_resampling_test(
     view: TestView = "top_label",
     n_resamples: int = 200,
     random_state: int | np.random.Generator | None = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> CalibrationTestResult:
     """Test the null hypothesis "these probabilities are calibrated" (Bröcker & Smith 2007).
 
@@ -277,6 +338,9 @@ def consistency_resampling_test(
     random_state : int, Generator or None, default=0
         Seed of the resamples. Resample b draws, for every distinct score (or cell) in
         ascending order, ``rng.binomial(rows, score)``, so the draws are specified.
+    sample_weight : array-like of shape (n,), optional
+        Row weights: the statistic is the weighted measure and each row keeps its
+        weight in the resamples (module docstring).
 
     Returns
     -------
@@ -297,6 +361,7 @@ def consistency_resampling_test(
     NeurIPS.
     """
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     if statistic not in _STATISTICS:
         raise CalibrationInputError(
@@ -307,7 +372,8 @@ def consistency_resampling_test(
             "the classwise outcomes of one row are not independent. Use view='top_label'.")
     problem = score_outcome(labels, proba, view)
     return scores_test(problem.scores[0], problem.outcomes[0], view=view, statistic=statistic,
-                       n_resamples=n_resamples, random_state=random_state)
+                       n_resamples=n_resamples, random_state=random_state,
+                       sample_weight=weights)
 
 
 def scores_test(
@@ -318,11 +384,13 @@ def scores_test(
     statistic: Statistic = "kce",
     n_resamples: int = 200,
     random_state: int | np.random.Generator | None = 0,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> CalibrationTestResult:
     """:func:`consistency_resampling_test` of one binary problem given as scores in [0, 1]
     and 0/1 outcomes (inputs trusted: checked by the caller); ``view`` names it."""
     info = _STATISTICS[statistic]
-    groups = group_scores(scores, outcomes)
+    groups = (group_scores(scores, outcomes) if sample_weight is None
+              else group_weighted_scores(scores, outcomes, sample_weight))
     observed = float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
     null = _null_statistics(groups, info.kernel, n_resamples, random_state)
     exceed = int(np.count_nonzero(null >= observed * (1.0 - TIE_TOLERANCE)))

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore.data.weights import check_sample_weight
 from calibcore.metrics.calibration_test import (
     LEVEL,
     CalibrationTestResult,
@@ -82,6 +83,7 @@ def calibration_tests_by_view(
     n_resamples: int = 200,
     level: float = LEVEL,
     random_state: int = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> ViewedCalibrationTest:
     """Test calibration in the default view and check the verdict in a second view.
 
@@ -99,6 +101,8 @@ def calibration_tests_by_view(
         Level of the verdicts.
     random_state : int, default=0
         Seed of the headline's resamples; the other view's derive from it.
+    sample_weight : array-like of shape (n,), optional
+        Row weights, kept by each row in every resample.
 
     Returns
     -------
@@ -115,16 +119,19 @@ def calibration_tests_by_view(
     ('positive', True)
     """
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     level = check_in_range(level, "level", low=0, high=1, inclusive=False)
     n_classes = proba.shape[1]
     headline = consistency_resampling_test(labels, proba, statistic=statistic,
                                            view="positive" if n_classes == 2 else "top_label",
-                                           n_resamples=n_resamples, random_state=random_state)
+                                           n_resamples=n_resamples, random_state=random_state,
+                                           sample_weight=weights)
     if n_classes == 2:
         other = consistency_resampling_test(labels, proba, statistic=statistic,
                                             view="top_label", n_resamples=n_resamples,
-                                            random_state=random_state + 1)
+                                            random_state=random_state + 1,
+                                            sample_weight=weights)
         return ViewedCalibrationTest(headline, (other,), _binary_disagreement(
             headline, other, level), None, level)
     if n_classes > level * (1 + n_resamples):
@@ -132,19 +139,21 @@ def calibration_tests_by_view(
                 f"Bonferroni over {n_classes} classes cannot reject at the {level:.0%} level "
                 f"(it needs at least {int(np.ceil(n_classes / level)) - 1} resamples)")
         return ViewedCalibrationTest(headline, (), None, note, level)
-    other = _classwise_test(labels, proba, statistic, n_resamples, random_state)
+    other = _classwise_test(labels, proba, statistic, n_resamples, random_state, weights)
     return ViewedCalibrationTest(headline, (other,), _multiclass_disagreement(
         headline, other, level), None, level)
 
 
 def _classwise_test(labels: np.ndarray, proba: np.ndarray, statistic: Statistic,
-                    n_resamples: int, random_state: int) -> CalibrationTestResult:
+                    n_resamples: int, random_state: int,
+                    weights: np.ndarray | None = None) -> CalibrationTestResult:
     """Each class's P(class k) against 1[y = k] (each marginally a positive-view test
     under y* ~ Categorical(p)), combined by Bonferroni over the classes; the result
     carries the statistic of the class with the smallest p-value."""
     results = [scores_test(proba[:, k], (labels == k).astype(np.float64), view="classwise",
                            statistic=statistic, n_resamples=n_resamples,
-                           random_state=random_state + _CLASS_SEED_STEP * (k + 1))
+                           random_state=random_state + _CLASS_SEED_STEP * (k + 1),
+                           sample_weight=weights)
                for k in range(proba.shape[1])]
     worst = int(np.argmin([result.p_value for result in results]))
     n_classes = len(results)

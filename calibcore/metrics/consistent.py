@@ -15,7 +15,11 @@ Public measures take ``(y_true, y_prob)`` like :mod:`calibcore.metrics` and a
 Each measure has a ``*_rows`` kernel taking sorted scores, residuals and a
 ``(b, n)`` matrix of row weights, so bootstrap resamples (count weights) are
 evaluated as rows of one array operation; the public function is the kernel
-with a single row of ones.
+with a single row of ones, or of the ``sample_weight`` given: each measure is then
+that of the weighted empirical distribution (every sum over rows weighted, every
+1/n a 1/sum of weights), which integer weights make exactly the measure of the rows
+repeated by their weights (kCE, intCE, smCE and the smooth ECE alike, the smooth
+ECE's fixed-point bandwidth included).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View, score_outcome
+from calibcore.data.weights import check_sample_weight
 from calibcore.metrics.binning import (
     Binning,
     assign_bins,
@@ -186,9 +191,9 @@ def binned_rows(
     n_bins: int,
     binning: Binning,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Binned ECE and MCE per row of (integer) weights, as :mod:`calibcore.metrics` bins.
+    """Binned ECE and MCE per row of weights, as :mod:`calibcore.metrics` bins.
 
-    Equal-mass edges are recomputed from each row's resample (its scores
+    Equal-mass edges are recomputed from each row's weights (for counts, its scores
     repeated by their counts), so a bootstrap resample is binned like data.
     """
     if binning == "equal_width":
@@ -221,19 +226,24 @@ def _binned_with_edges(
 
 
 def _mean_over_problems(
-    y_true: ArrayLike, y_prob: ArrayLike, view: View, kernel: RowKernel
+    y_true: ArrayLike, y_prob: ArrayLike, view: View, kernel: RowKernel,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
-    """Validate, split into the view's problems, apply ``kernel`` to the data, average."""
+    """Validate, split into the view's problems, apply ``kernel`` to the data (rows
+    weighted by ``sample_weight``), average."""
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
+    row = np.ones((1, labels.size)) if weights is None else weights[None, :]
     values = [
-        float(kernel(problem.scores, problem.residuals, np.ones((1, problem.scores.size)))[0])
+        float(kernel(problem.scores, problem.residuals, problem.reorder(row))[0])
         for problem in view_problems(labels, proba, view)
     ]
     return float(np.mean(values))
 
 
 def laplace_kernel_calibration_error(
-    y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label"
+    y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Laplace kernel calibration error, computed exactly (Błasiok et al. 2023, §8, eq. 28).
 
@@ -250,17 +260,20 @@ def laplace_kernel_calibration_error(
         P(class 1) for a binary problem, or class probabilities.
     view : {"top_label", "positive", "classwise"}
         Which scores are calibrated; classwise averages over classes.
+    sample_weight : array-like of shape (n,), optional
+        Row weights: sqrt(sum_ij w_i w_j r_i r_j exp(-|v_i - v_j|)) / sum_i w_i.
 
     Returns
     -------
     float
         In [0, 1]; 0 when every residual is 0.
     """
-    return _mean_over_problems(y_true, y_prob, view, laplace_kernel_rows)
+    return _mean_over_problems(y_true, y_prob, view, laplace_kernel_rows, sample_weight)
 
 
 def smooth_calibration_error(
-    y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label"
+    y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Smooth calibration error smCE (Błasiok et al. 2023, §7, Theorem 7.14), exactly.
 
@@ -276,7 +289,7 @@ def smooth_calibration_error(
     float
         In [0, 1].
     """
-    return _mean_over_problems(y_true, y_prob, view, smooth_calibration_rows)
+    return _mean_over_problems(y_true, y_prob, view, smooth_calibration_rows, sample_weight)
 
 
 def interval_calibration_error(
@@ -285,6 +298,7 @@ def interval_calibration_error(
     *,
     precision: float = INTERVAL_PRECISION,
     view: View = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Surrogate interval calibration error (Błasiok et al. 2023, Definition 6.10), deterministic.
 
@@ -308,8 +322,7 @@ def interval_calibration_error(
     """
     precision = check_in_range(precision, "precision", low=0, high=1, inclusive=False)
     return _mean_over_problems(
-        y_true, y_prob, view, partial(interval_rows, precision=precision)
-    )
+        y_true, y_prob, view, partial(interval_rows, precision=precision), sample_weight)
 
 
 def smooth_ece(
@@ -318,6 +331,7 @@ def smooth_ece(
     *,
     bandwidth: float | None = None,
     view: View = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Smooth ECE with a reflected Gaussian kernel (Błasiok & Nakkiran 2023; relplot 1.0.3).
 
@@ -346,11 +360,12 @@ def smooth_ece(
     ) -> NDArray[np.float64]:
         return smooth_ece_rows(scores, residuals, weights, bandwidth)[0]
 
-    return _mean_over_problems(y_true, y_prob, view, kernel)
+    return _mean_over_problems(y_true, y_prob, view, kernel, sample_weight)
 
 
 def binned_ece_plus_width(
-    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, view: View = "top_label"
+    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, view: View = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """binnedECE with ``n_bins`` equal-width bins plus the bin width 1 / n_bins.
 
@@ -374,4 +389,4 @@ def binned_ece_plus_width(
     ) -> NDArray[np.float64]:
         return binned_rows(scores, residuals, weights, n_bins, "equal_width")[0]
 
-    return _mean_over_problems(y_true, y_prob, view, kernel) + 1.0 / n_bins
+    return _mean_over_problems(y_true, y_prob, view, kernel, sample_weight) + 1.0 / n_bins

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View, score_outcome
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.binning import Binning, assign_bins, bin_edges
 from calibcore.metrics.consistent import ViewProblem, view_problems
@@ -55,6 +56,12 @@ class BinnedReliability:
         Rows in total.
     confidence_level : float
         Coverage of the interval, e.g. 0.95.
+    weight : ndarray of shape (B,) or None
+        With row weights: the total weight per bin (``mean_score`` and ``observed`` are
+        then weighted means); None without.
+    n_eff : ndarray of shape (B,) or None
+        With row weights: Kish's effective sample size of each bin, (sum w)^2 / sum w^2,
+        on which its interval rests; None without.
     """
 
     label: str
@@ -66,6 +73,8 @@ class BinnedReliability:
     observed_high: NDArray[np.float64]
     n: int
     confidence_level: float
+    weight: NDArray[np.float64] | None = None
+    n_eff: NDArray[np.float64] | None = None
 
 
 def binned_reliability(
@@ -77,6 +86,7 @@ def binned_reliability(
     view: View = "top_label",
     interval: IntervalMethod = "wilson",
     confidence_level: float = 0.95,
+    sample_weight: ArrayLike | None = None,
 ) -> list[BinnedReliability]:
     """Per-bin counts, mean score, observed rate and its interval.
 
@@ -87,6 +97,10 @@ def binned_reliability(
     interval : {"wilson", "beta"}
         Wilson score interval or Clopper-Pearson ("beta") via statsmodels.
     confidence_level : float, default=0.95
+    sample_weight : array-like of shape (n,), optional
+        Row weights: each bin's mean score and observed rate are weighted means, and
+        its interval is that of a proportion on Kish's effective sample size of the
+        bin (Kish 1965), so weights that add up to many rows do not narrow it.
 
     Returns
     -------
@@ -94,6 +108,7 @@ def binned_reliability(
         One per binary problem of the view (one, or K for the classwise view).
     """
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_bins = check_positive_int(n_bins, "n_bins")
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     if interval not in INTERVAL_METHODS:
@@ -102,7 +117,7 @@ def binned_reliability(
         )
     problems = score_outcome(labels, proba, view)
     return [
-        _one_diagram(scores, outcomes, name, n_bins, binning, interval, level)
+        _one_diagram(scores, outcomes, name, n_bins, binning, interval, level, weights)
         for scores, outcomes, name in zip(
             problems.scores, problems.outcomes, problems.labels, strict=True
         )
@@ -117,14 +132,24 @@ def _one_diagram(
     binning: Binning,
     interval: IntervalMethod,
     level: float,
+    weights: NDArray[np.float64] | None = None,
 ) -> BinnedReliability:
-    edges = bin_edges(scores, n_bins, binning)
+    edges = bin_edges(scores, n_bins, binning, weights)
     index = assign_bins(scores, edges)
     size = edges.size - 1
-    return diagram_of_sums(name, edges, np.bincount(index, minlength=size),
-                           np.bincount(index, weights=scores, minlength=size),
-                           np.bincount(index, weights=outcomes, minlength=size),
-                           interval=interval, confidence_level=level)
+    rows = np.bincount(index, minlength=size)
+    if weights is None:
+        return diagram_of_sums(name, edges, rows,
+                               np.bincount(index, weights=scores, minlength=size),
+                               np.bincount(index, weights=outcomes, minlength=size),
+                               interval=interval, confidence_level=level)
+    return diagram_of_sums(name, edges, rows,
+                           np.bincount(index, weights=weights * scores, minlength=size),
+                           np.bincount(index, weights=weights * outcomes, minlength=size),
+                           interval=interval, confidence_level=level,
+                           weight=np.bincount(index, weights=weights, minlength=size),
+                           square_weight=np.bincount(index, weights=np.square(weights),
+                                                     minlength=size))
 
 
 def diagram_of_sums(
@@ -136,20 +161,30 @@ def diagram_of_sums(
     *,
     interval: IntervalMethod = "wilson",
     confidence_level: float = 0.95,
+    weight: ArrayLike | None = None,
+    square_weight: ArrayLike | None = None,
 ) -> BinnedReliability:
     """The diagram of bins given by their rows, score sums and outcome sums (which is
-    all a diagram needs, so merged per-partition sums give it exactly)."""
+    all a diagram needs, so merged per-partition sums give it exactly).
+
+    With row weights, ``score_sums`` and ``successes`` are weighted sums, ``weight`` the
+    bins' total weights and ``square_weight`` their sums of squared weights: means are
+    weighted, and each interval is a proportion's on the bin's Kish effective size."""
     level, size = confidence_level, edges.size - 1
     rows, hits = np.asarray(count, dtype=np.float64), np.asarray(successes, dtype=np.float64)
-    filled = rows > 0
+    mass = rows if weight is None else np.asarray(weight, dtype=np.float64)
+    filled = mass > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_score = np.where(filled, np.asarray(score_sums, dtype=np.float64) / rows, np.nan)
-        observed = np.where(filled, hits / rows, np.nan)
+        mean_score = np.where(filled, np.asarray(score_sums, dtype=np.float64) / mass, np.nan)
+        observed = np.where(filled, hits / mass, np.nan)
+        n_eff = (None if weight is None else
+                 np.where(filled, np.square(mass) / np.asarray(square_weight), 0.0))
     low = np.full(size, np.nan)
     high = np.full(size, np.nan)
     if filled.any():
+        sizes, successes_of = (rows, hits) if n_eff is None else (n_eff, observed * n_eff)
         low[filled], high[filled] = proportion_interval(
-            hits[filled], rows[filled], confidence_level=level, method=interval)
+            successes_of[filled], sizes[filled], confidence_level=level, method=interval)
     return BinnedReliability(
         label=label,
         edges=edges,
@@ -160,6 +195,8 @@ def diagram_of_sums(
         observed_high=high,
         n=int(rows.sum()),
         confidence_level=level,
+        weight=None if weight is None else mass,
+        n_eff=n_eff,
     )
 
 
@@ -213,6 +250,7 @@ def smooth_reliability(
     confidence_level: float = 0.95,
     bandwidth: float | None = None,
     random_state: int | np.random.Generator | None = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> list[SmoothReliability]:
     """Kernel-smoothed reliability curve with a bootstrap band and the score density.
 
@@ -236,6 +274,10 @@ def smooth_reliability(
         Kernel bandwidth; the smooth ECE's fixed point if None.
     random_state : int, Generator or None, default=0
         Seed of the resampling.
+    sample_weight : array-like of shape (n,), optional
+        Row weights: the curve, density and bandwidth are those of the weighted rows
+        (equal to the repeated rows for integer weights); the band resamples the rows,
+        each carrying its weight.
 
     Returns
     -------
@@ -243,6 +285,7 @@ def smooth_reliability(
         One per binary problem of the view.
     """
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_points = check_positive_int(n_points, "n_points", minimum=2)
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
@@ -251,7 +294,7 @@ def smooth_reliability(
     grid = np.linspace(0.0, 1.0, n_points)
     rng = np.random.default_rng(random_state)
     return [
-        _one_smooth_diagram(problem, grid, bandwidth, n_bootstrap, level, rng)
+        _one_smooth_diagram(problem, grid, bandwidth, n_bootstrap, level, rng, weights)
         for problem in view_problems(labels, proba, view)
     ]
 
@@ -264,6 +307,7 @@ def _bootstrap_curves(
     grid: NDArray[np.float64],
     n_bootstrap: int,
     rng: np.random.Generator,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Smoothed curves (n_bootstrap, m) of resamples drawn cell by cell.
 
@@ -272,17 +316,23 @@ def _bootstrap_curves(
     outcome) and each resample's cell counts are drawn from the multinomial that row
     resampling induces; each cell's rows are split onto the grid with the cell's mean
     share. Cell counts are exact; positions within a cell (a tenth of a bandwidth) are
-    averaged. Cost does not grow with the rows.
+    averaged. Cost does not grow with the rows. With ``sample_weight`` (row weights of
+    the ``weights`` rows), rows are drawn as above and each carries its cell's mean
+    weight.
     """
     n_grid = grid_size(bandwidth)
     position = scores * (n_grid - 1)
     left = np.clip(position.astype(np.intp), 0, n_grid - 2)
     cells = 2 * left + outcomes
     counts = np.bincount(cells, weights=weights, minlength=2 * (n_grid - 1))
-    shares = np.bincount(cells, weights=weights * (position - left), minlength=counts.size)
-    right_share = np.divide(shares, counts, out=np.zeros_like(shares), where=counts > 0)
+    mass = weights if sample_weight is None else weights * sample_weight
+    cell_mass = np.bincount(cells, weights=mass, minlength=counts.size)
+    shares = np.bincount(cells, weights=mass * (position - left), minlength=counts.size)
+    right_share = np.divide(shares, cell_mass, out=np.zeros_like(shares), where=cell_mass > 0)
     total = round(float(weights.sum()))
-    draws = rng.multinomial(total, counts / counts.sum(), size=n_bootstrap)
+    draws = rng.multinomial(total, counts / counts.sum(), size=n_bootstrap).astype(np.float64)
+    if sample_weight is not None:
+        draws *= np.divide(cell_mass, counts, out=np.zeros_like(counts), where=counts > 0)
     right = (draws * right_share).reshape(n_bootstrap, n_grid - 1, 2)
     left_part = (draws * (1.0 - right_share)).reshape(n_bootstrap, n_grid - 1, 2)
     sums = np.zeros((2 * n_bootstrap, n_grid))  # rows: positives, then all rows
@@ -349,8 +399,14 @@ def _one_smooth_diagram(
     n_bootstrap: int,
     level: float,
     rng: np.random.Generator,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> SmoothReliability:
     outcomes = np.rint(problem.scores - problem.residuals).astype(np.intp)
+    if sample_weight is not None:
+        return _weighted_smooth_diagram(
+            problem.label, problem.scores, outcomes, np.ones(problem.scores.size), grid,
+            bandwidth, n_bootstrap, level, rng, sample_weight[problem.order]
+            if problem.order is not None else sample_weight)
     return _weighted_smooth_diagram(problem.label, problem.scores, outcomes,
                                     np.ones(problem.scores.size), grid, bandwidth,
                                     n_bootstrap, level, rng)
@@ -366,10 +422,13 @@ def _weighted_smooth_diagram(
     n_bootstrap: int,
     level: float,
     rng: np.random.Generator,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> SmoothReliability:
-    """The diagram of ``weights`` rows at each (sorted) score with outcome 0 or 1."""
+    """The diagram of ``weights`` rows at each (sorted) score with outcome 0 or 1, each
+    row weighted by ``sample_weight`` when given."""
     n_rows = float(weights.sum())
-    row_weights = weights[None, :]
+    row_weights = (weights if sample_weight is None else weights * sample_weight)[None, :]
+    total = float(row_weights.sum())
     values, bandwidths = smooth_ece_rows(scores, scores - outcomes, row_weights, bandwidth)
     sigma = float(bandwidths[0])
     smoothed, density = KernelSmoother(scores, row_weights * outcomes, row_weights).smooth(
@@ -378,7 +437,8 @@ def _weighted_smooth_diagram(
     curve = np.clip(smoothed[0] / (density[0] + DENSITY_EPS), 0.0, 1.0)
     low, high = curve, curve
     if n_bootstrap:
-        curves = _bootstrap_curves(scores, outcomes, weights, sigma, grid, n_bootstrap, rng)
+        curves = _bootstrap_curves(scores, outcomes, weights, sigma, grid, n_bootstrap, rng,
+                                   sample_weight)
         low, high = np.quantile(curves, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
     return SmoothReliability(
         label=label,
@@ -386,7 +446,7 @@ def _weighted_smooth_diagram(
         curve=curve,
         curve_low=low,
         curve_high=high,
-        density=np.maximum(density[0], 0.0) / n_rows,
+        density=np.maximum(density[0], 0.0) / total,
         n=round(n_rows),
         bandwidth=sigma,
         smooth_ece=float(values[0]),

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View
+from calibcore.data.weights import check_sample_weight, effective_sample_size
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import (
     BLOCK_ELEMENTS,
@@ -128,7 +129,8 @@ class MeasureEstimate:
 @dataclass(frozen=True)
 class GlobalMeasures:
     """All global measures of one view, with the settings they were computed with and
-    ``resampling``, how the bootstrap resamples were drawn (one line)."""
+    ``resampling``, how the bootstrap resamples were drawn (one line); ``n_eff`` is
+    Kish's effective sample size of weighted rows (None without weights)."""
 
     measures: tuple[MeasureEstimate, ...]
     view: View
@@ -139,6 +141,7 @@ class GlobalMeasures:
     n_bootstrap: int
     confidence_level: float
     resampling: str = ""
+    n_eff: float | None = None
 
     def __getitem__(self, key: str) -> MeasureEstimate:
         for measure in self.measures:
@@ -214,6 +217,7 @@ def global_measures(
     smce_bootstrap_max_rows: int = 10_000,
     interval: IntervalMethod = "percentile",
     progress: Callable[[float], None] | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> GlobalMeasures:
     """Every global measure of one view with a percentile bootstrap interval.
 
@@ -267,12 +271,19 @@ def global_measures(
     progress : callable, optional
         Called with the fraction of resamples done after each block (for progress bars;
         it may raise to cancel).
+    sample_weight : array-like of shape (n,), optional
+        Row weights (:mod:`calibcore.data.weights`): every measure is that of the
+        weighted empirical distribution (see :mod:`calibcore.metrics.measures`), so
+        integer weights give the values of the rows repeated by their weights; the
+        bootstrap resamples the rows, each carrying its weight (so the intervals reflect
+        the rows there are, not the weight they add up to).
 
     Returns
     -------
     GlobalMeasures
     """
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
     n_bins = check_positive_int(n_bins, "n_bins")
     binning = _check_binning(binning)
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
@@ -284,13 +295,15 @@ def global_measures(
     n_rows, n_classes = proba.shape
     context = WeightedMeasures.of_rows(labels, proba, view, n_bins, binning)
     skip_smce = n_rows > smce_max_rows
-    values = context.rows(keys, np.ones((1, n_rows)), skip_smce)
+    values = context.rows(keys, np.ones((1, n_rows)) if weights is None else weights[None, :],
+                          skip_smce)
     smce_interval = not skip_smce and n_rows * len(context.problems) <= smce_bootstrap_max_rows
     samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in values}
     resampling = ""
     if n_bootstrap:
         resampling = _bootstrap(context, labels, proba, view, keys, values, samples,
-                                n_bootstrap, random_state, not smce_interval, progress)
+                                n_bootstrap, random_state, not smce_interval, progress,
+                                weights)
     unresampled = (f"no interval: {n_rows:,} rows x {len(context.problems)} problems > "
                    f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}")
     results = measure_estimates(
@@ -300,8 +313,8 @@ def global_measures(
                  "kCE, also consistent, are shown"),
         unresampled=unresampled if n_bootstrap else None)
     return GlobalMeasures(
-        results, view, n_rows, n_classes, n_bins, binning, n_bootstrap, level, resampling
-    )
+        results, view, n_rows, n_classes, n_bins, binning, n_bootstrap, level, resampling,
+        None if weights is None else effective_sample_size(weights))
 
 
 def measure_estimates(
@@ -346,6 +359,7 @@ def _bootstrap(
     random_state: int | np.random.Generator | None,
     skip_smce: bool,
     progress: Callable[[float], None] | None,
+    weights: NDArray[np.float64] | None = None,
 ) -> str:
     """Append each measure's resampled values to ``samples``; return how they were drawn.
 
@@ -353,15 +367,16 @@ def _bootstrap(
     plus the resample's scaled deviation from the summary's own value, so the summary's
     small displacement of the scores cancels out of the point estimate.
     """
-    plan = resampling_plan(labels, proba, context.n_bins, random_state)
+    plan = resampling_plan(labels, proba, context.n_bins, random_state, weights)
     resampled, base = context, values
+    unit = 1.0 if plan.unit_weights is None else plan.unit_weights
     if plan.method == "cells" and plan.groups is not None and plan.counts is not None:
-        resampled = context.grouped(plan.groups, plan.counts)
-        base = resampled.rows(keys, plan.counts[None, :], skip_smce)
+        resampled = context.grouped(plan.groups, plan.counts, weights)
+        base = resampled.rows(keys, (plan.counts * unit)[None, :], skip_smce)
     elif plan.method == "subsample" and plan.groups is not None:
         resampled = WeightedMeasures.of_rows(labels[plan.groups], proba[plan.groups],
                                              view, context.n_bins, context.binning)
-        base = resampled.rows(keys, np.ones((1, plan.groups.size)), skip_smce)
+        base = resampled.rows(keys, np.ones((1, plan.groups.size)) * unit, skip_smce)
     resample(plan, resampled, base, values, keys, samples, n_bootstrap, random_state,
              skip_smce, progress)
     return plan.note

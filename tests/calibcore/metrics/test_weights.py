@@ -79,7 +79,7 @@ def test_the_weighted_means_by_hand() -> None:
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), scale=st.floats(0.01, 100))
+@given(seed=st.integers(0, 10_000), scale=st.floats(0.5, 50))
 def test_scaling_every_weight_changes_nothing(seed: int, scale: float) -> None:
     """Up to the smooth ECE's density floor (relplot's 1e-4 added to the unnormalized
     density), which weighs a little more against a smaller total weight."""

@@ -34,6 +34,7 @@ from app.schemas.metrics import (
     ReliabilityResponse,
     SmoothDiagram,
     ViewTestBody,
+    Weighting,
 )
 from app.schemas.models import DocumentInputs, ModelInputs, RecalibratorDocument, SavedModel
 from app.schemas.parameters import MAX_ROW_COUNT, RowCount, Seed

@@ -34,6 +34,17 @@ class RolesRequest(BaseModel):
     drop_missing: bool = Field(default=False, description=(
         "leave out the rows with a missing label or probability instead of refusing the "
         "file (counted in n_left_out and the warnings); rows missing a feature stay"))
+    weight: str | None = Field(default=None, description=(
+        "row weights (survey, importance or downsampling weights): non-negative numbers, "
+        "not all zero; omitted: a column named weight, weights, sample_weight or "
+        "sample_weights, if any"))
+    no_weight: bool = Field(default=False, description="no weight column, even if one is "
+                            "inferred")
+    negative_rate: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None, description=(
+            "the fraction of negatives a sampled log kept (every positive kept): its "
+            "negatives weigh 1 / negative_rate (times the weight column, if any); binary "
+            "labels only"))
     name: str | None = None
 
 
@@ -77,6 +88,7 @@ class DatasetRoles(BaseModel):
     models: list[tuple[str, list[str]]] = Field(
         default_factory=list, description="several models' probability columns: "
         "[name, columns] pairs, the first being the dataset's probabilities")
+    weight: str | None = Field(default=None, description="row weights")
 
 
 class DatasetSummary(BaseModel):
@@ -105,6 +117,12 @@ class DatasetSummary(BaseModel):
     external: dict[str, Any] | None = Field(
         default=None, description="files registered by reference: uri, n_rows, n_sample, "
         "sampled, random_state, n_partitions, scheduler")
+    weighted: bool = Field(default=False, description="the rows carry weights (a weight "
+                           "column or negative_rate)")
+    negative_rate: float | None = Field(default=None, description="the fraction of "
+                                        "negatives the log kept, if given")
+    n_eff: float | None = Field(default=None, description="Kish's effective sample size "
+                                "(sum w)^2 / sum w^2 of weighted rows")
 
 
 class InferredRoles(BaseModel):
@@ -119,6 +137,7 @@ class InferredRoles(BaseModel):
     id: str | None
     time: str | None = None
     models: list[tuple[str, list[str]]] = Field(default_factory=list)
+    weight: str | None = Field(default=None, description="row weights")
     problems: list[str] = Field(description="what to choose before the dataset can be "
                                 "created (no label column found, ...)")
     notes: list[str] = Field(description="roles resting on weak evidence, to check")

@@ -5,6 +5,18 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class Weighting(BaseModel):
+    """Whether a result applies the dataset's row weights (shared by every diagnostic)."""
+
+    weighted: bool = Field(default=False, description="the dataset's row weights were "
+                           "applied (false also for a dataset without weights)")
+    n_eff: float | None = Field(default=None, description="Kish's effective sample size "
+                                "(sum w)^2 / sum w^2 of the rows, when weighted")
+    weights_note: str | None = Field(default=None, description="'weighted (Kish n_eff = "
+                                     "...)', or, on a weighted dataset, that this "
+                                     "diagnostic does not apply the weights yet")
+
+
 class MeasureEstimate(BaseModel):
     """One measure: the value shown, its 95% interval, the plug-in value and its meaning."""
 
@@ -73,7 +85,7 @@ class CalibrationTestBody(BaseModel):
                                          "tested, when none was")
 
 
-class MetricsResponse(BaseModel):
+class MetricsResponse(Weighting):
     """Every global measure of one view with its interval, and the test of calibration."""
 
     model_config = ConfigDict(extra="allow")
@@ -108,7 +120,7 @@ class BinFreeMeasure(BaseModel):
     value: float
 
 
-class BinSensitivity(BaseModel):
+class BinSensitivity(Weighting):
     """Binned ECE for 5 to 100 bins beside the bin-free consistent measures."""
 
     model_config = ConfigDict(extra="allow")
@@ -133,6 +145,11 @@ class ReliabilityDiagram(BaseModel):
     label: str = Field(description="which problem: 'top label', 'class 1', ...")
     edges: list[float] = Field(description="bin edges on [0, 1] (one more than the bins)")
     count: list[int] = Field(description="rows per bin")
+    weight: list[float] | None = Field(default=None, description="with row weights: the "
+                                       "total weight per bin (means are weighted)")
+    n_eff: list[float] | None = Field(default=None, description="with row weights: Kish's "
+                                      "effective sample size per bin, on which its "
+                                      "interval rests")
     mean_score: list[float | None] = Field(description="mean score per bin")
     observed: list[float | None] = Field(description="observed frequency per bin")
     observed_low: list[float | None]
@@ -160,7 +177,7 @@ class SmoothDiagram(BaseModel):
     confidence_level: float
 
 
-class ReliabilityResponse(BaseModel):
+class ReliabilityResponse(Weighting):
     """Binned and smooth reliability diagrams of one view (one of each per problem)."""
 
     model_config = ConfigDict(extra="allow")

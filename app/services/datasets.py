@@ -59,6 +59,10 @@ class RoleOverrides:
     models: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     #: Leave out the rows with a missing label or probability instead of refusing the file.
     drop_missing: bool = False
+    weight: str | None = None
+    no_weight: bool = False
+    #: The fraction of negatives a sampled log kept: its negatives weigh 1 / rate.
+    negative_rate: float | None = None
 
 
 def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[str]) -> ColumnRoles:
@@ -77,6 +81,7 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
     split = None if overrides.no_split else (overrides.split or guess.split)
     id_column = None if overrides.no_id else (overrides.id or guess.id)
     time = None if overrides.no_time else (overrides.time or guess.time)
+    weight = None if overrides.no_weight else (overrides.weight or guess.weight)
     if overrides.models is not None and len(overrides.models) == 1:
         raise CalibrationInputError("give at least two models to compare, or none.",
                                     code="invalid_models")
@@ -87,14 +92,15 @@ def apply_overrides(guess: RoleGuess, overrides: RoleOverrides, columns: list[st
                 "probabilities are the reference for the other pages).",
                 code="invalid_models")
         models = ()  # the chosen probabilities are not one of the inferred models'
-    taken = {label, *probabilities, split, id_column, time,
+    taken = {label, *probabilities, split, id_column, time, weight,
              *(c for _, group in models for c in group)}
     features = overrides.features
     if features is None:
         features = tuple(c for c in columns if c not in taken)
     return ColumnRoles(label=label, probabilities=tuple(probabilities), features=tuple(features),
                        split=split, id=id_column, logits=overrides.logits, time=time,
-                       models=tuple((name, tuple(group)) for name, group in models))
+                       models=tuple((name, tuple(group)) for name, group in models),
+                       weight=weight)
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,11 @@ class RoleChoice:
 def choose_roles(columns: list[str], features: list[str], previously_assigned: list[str], *,
                  label: str | None, probabilities: list[str], split: str | None,
                  id_column: str | None, unlabeled: bool,
-                 time: str | None = None) -> RoleChoice:
+                 time: str | None = None, weight: str | None = None) -> RoleChoice:
     """Features and problems after a role choice: a column picked as label, probability,
-    split, id or time leaves the features; one that loses such a role returns to them."""
-    assigned = tuple(c for c in (label, *probabilities, split, id_column, time)
+    split, id, time or weight leaves the features; one that loses such a role returns to
+    them."""
+    assigned = tuple(c for c in (label, *probabilities, split, id_column, time, weight)
                      if c is not None)
     freed = set(previously_assigned) - set(assigned)
     kept = set(features) | freed
@@ -131,7 +138,7 @@ def choose_roles(columns: list[str], features: list[str], previously_assigned: l
         features=tuple(c for c in columns if c in kept and c not in assigned),
         assigned=assigned,
         problems=role_problems(label, probabilities, split, id_column, unlabeled=unlabeled,
-                               time=time))
+                               time=time, weight=weight))
 
 
 def preview_rows(frame: pd.DataFrame, limit: int = PREVIEW_ROWS) -> list[dict[str, Any]]:
@@ -262,13 +269,15 @@ class DatasetService:
         guess = infer_roles(frame)
         roles = _roles(guess, overrides, columns, table.dropped_columns)
         prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize,
-                                              drop_missing=overrides.drop_missing)
+                                              drop_missing=overrides.drop_missing,
+                                              negative_rate=overrides.negative_rate)
         # the stored table holds the rows the prediction set holds, so every page that
         # reads other columns of it (models, time, downloads) meets the same rows
         frame = without_left_out(frame, prediction_set)
         dataset_id = new_id("ds")
         self._store.write_table(dataset_id, frame)
-        meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns))
+        meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns),
+                             overrides.negative_rate)
         # guesses nobody confirmed (roles left to inference) stay said on the dataset
         unconfirmed = overrides.label is None or overrides.probabilities is None
         meta["warnings"] = [*table.warnings, *(guess.notes if unconfirmed else ()),
@@ -328,7 +337,8 @@ class DatasetService:
                                "models": tuple((name, tuple(group)) for name, group
                                                in stored.get("models", ()))})
         prediction_set = build_prediction_set(self.frame(dataset_id), roles,
-                                              renormalize=meta.get("renormalized", False))
+                                              renormalize=meta.get("renormalized", False),
+                                              negative_rate=meta.get("negative_rate"))
         self._remember(dataset_id, prediction_set)
         return prediction_set
 
@@ -415,7 +425,7 @@ def _roles(guess: RoleGuess, overrides: RoleOverrides, columns: list[str],
            dropped: tuple[str, ...]) -> ColumnRoles:
     """The confirmed roles; a role given to a nested (dropped) column is refused by name."""
     chosen = [overrides.label, *(overrides.probabilities or ()), *(overrides.features or ()),
-              overrides.split, overrides.id, overrides.time]
+              overrides.split, overrides.id, overrides.time, overrides.weight]
     nested = [column for column in chosen if column is not None and column in dropped]
     if nested:
         raise CalibrationInputError(
@@ -444,7 +454,7 @@ def _guess_dict(guess: RoleGuess) -> dict[str, Any]:
 
 
 def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bool,
-                  n_columns: int) -> dict[str, Any]:
+                  n_columns: int, negative_rate: float | None = None) -> dict[str, Any]:
     roles = replace(prediction_set.roles)
     split = prediction_set.split
     return {
@@ -456,7 +466,8 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "roles": {"label": roles.label, "probabilities": list(roles.probabilities),
                   "features": list(roles.features), "split": roles.split, "id": roles.id,
                   "logits": roles.logits, "time": roles.time,
-                  "models": [[name, list(group)] for name, group in roles.models]},
+                  "models": [[name, list(group)] for name, group in roles.models],
+                  "weight": roles.weight},
         "feature_kinds": prediction_set.feature_kinds,
         "n_calibration": None if split is None else int((split == "calibration").sum()),
         "n_test": None if split is None else int((split == "test").sum()),
@@ -464,4 +475,7 @@ def _dataset_meta(prediction_set: PredictionSet, filename: str, renormalized: bo
         "n_left_out": int(prediction_set.left_out.size),
         "labelled": prediction_set.labelled,
         "warnings": [*prediction_set.warnings, *sample_size_warnings(prediction_set)],
+        "weighted": prediction_set.weighted,
+        "negative_rate": negative_rate,
+        "n_eff": prediction_set.n_eff() if prediction_set.weighted else None,
     }

@@ -14,6 +14,7 @@ from app.services.cache import cache_key, cached
 from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from app.services.weighting import weighting
 from calibcore import metrics
 from calibcore.data import PredictionSet, View, default_view
 from calibcore.exceptions import CalibrationInputError
@@ -48,10 +49,11 @@ VIEW_NAMES = {"top_label": "top-label", "positive": "positive-class", "classwise
 TEST_LEVEL = 0.05
 
 #: Bumped when the cached measures change shape (2: the calibration test; 3: checked in
-#: a second view).
-_METRICS_CACHE_VERSION = 3
-#: Bumped when the cached diagrams change (1: intervals moved onto an estimate past them).
-_RELIABILITY_CACHE_VERSION = 1
+#: a second view; 4: row weights).
+_METRICS_CACHE_VERSION = 4
+#: Bumped when the cached diagrams change (1: intervals moved onto an estimate past them;
+#: 2: row weights).
+_RELIABILITY_CACHE_VERSION = 2
 
 
 def dataset_view(services: ServiceContext, dataset_id: str, view: View | None) -> View:
@@ -90,12 +92,14 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     """
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
+    weights = prediction_set.weights_of(mask)
     result = global_measures(labels, proba, view=view, n_bins=n_bins, binning=binning,
                              n_bootstrap=n_bootstrap, random_state=random_state,
-                             interval="hybrid", progress=progress)
+                             interval="hybrid", progress=progress, sample_weight=weights)
     test = (calibration_test(labels, proba, n_resamples=n_bootstrap,
-                             random_state=random_state) if n_bootstrap > 0 else None)
-    return jsonable({
+                             random_state=random_state, sample_weight=weights)
+            if n_bootstrap > 0 else None)
+    return jsonable({**weighting(prediction_set, mask),
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
         "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,
         "confidence_level": result.confidence_level,
@@ -109,7 +113,8 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
 
 
 def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
-                     n_resamples: int = 200, random_state: int = 0) -> dict[str, Any]:
+                     n_resamples: int = 200, random_state: int = 0,
+                     sample_weight: NDArray[np.float64] | None = None) -> dict[str, Any]:
     """The consistency-resampling test of calibration on kCE in the default view (positive
     for two classes, top label for more), checked in a second view
     (:func:`calibcore.metrics.calibration_tests_by_view`), as a JSON-able dict
@@ -117,7 +122,8 @@ def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
     says when the views disagree. The test does not depend on the view the measures
     are shown in: a verdict is never read from a folded view."""
     checked = calibration_tests_by_view(labels, proba, n_resamples=n_resamples,
-                                        level=TEST_LEVEL, random_state=random_state)
+                                        level=TEST_LEVEL, random_state=random_state,
+                                        sample_weight=sample_weight)
     headline = checked.headline
     summary = calibration_test_summary(headline)
     if checked.disagreement:
@@ -162,14 +168,16 @@ def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
     """
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
+    weights = prediction_set.weights_of(mask)
     curves = {binning: metrics.ece_by_bin_count(labels, proba, bin_counts, binning=binning,
-                                                view=view).tolist()
+                                                view=view, sample_weight=weights).tolist()
               for binning in ("equal_width", "equal_mass")}
     if bin_free is None:
-        fixed = global_measures(labels, proba, view=view, n_bootstrap=0, measures=BIN_FREE)
+        fixed = global_measures(labels, proba, view=view, n_bootstrap=0, measures=BIN_FREE,
+                                sample_weight=weights)
         bin_free = {m.key: {"name": m.name, "value": m.value} for m in fixed.measures
                     if m.value is not None}
-    return jsonable({
+    return jsonable({**weighting(prediction_set, mask),
         "view": view, "subset": subset, "n": int(mask.sum()), "n_bins": list(bin_counts),
         "ece": curves,
         "bin_free": {key: {"name": bin_free[key]["name"], "value": bin_free[key]["value"]}
@@ -180,21 +188,27 @@ def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
 
 def measure_values(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
                    view: View = "top_label", n_bins: int = 15,
-                   binning: Binning = "equal_width") -> dict[str, float]:
-    """The global measures as plain numbers (view-dependent ones on ``view``)."""
+                   binning: Binning = "equal_width",
+                   sample_weight: NDArray[np.float64] | None = None) -> dict[str, float]:
+    """The global measures as plain numbers (view-dependent ones on ``view``; weighted
+    by ``sample_weight`` when given)."""
+    weights = sample_weight
     values = {
-        "accuracy": metrics.accuracy(labels, proba),
+        "accuracy": metrics.accuracy(labels, proba, sample_weight=weights),
         "ece": metrics.expected_calibration_error(labels, proba, n_bins=n_bins,
-                                                  binning=binning, view=view),
+                                                  binning=binning, view=view,
+                                                  sample_weight=weights),
         "mce": metrics.maximum_calibration_error(labels, proba, n_bins=n_bins,
-                                                 binning=binning, view=view),
+                                                 binning=binning, view=view,
+                                                 sample_weight=weights),
         "classwise_ece": metrics.classwise_expected_calibration_error(
-            labels, proba, n_bins=n_bins, binning=binning),
-        "brier": metrics.brier_score(labels, proba),
-        "nll": metrics.negative_log_likelihood(labels, proba),
+            labels, proba, n_bins=n_bins, binning=binning, sample_weight=weights),
+        "brier": metrics.brier_score(labels, proba, sample_weight=weights),
+        "nll": metrics.negative_log_likelihood(labels, proba, sample_weight=weights),
     }
     if proba.shape[1] == 2:
-        values["binary_brier"] = metrics.binary_brier_score(labels, proba)
+        values["binary_brier"] = metrics.binary_brier_score(labels, proba,
+                                                            sample_weight=weights)
     return values
 
 
@@ -205,15 +219,18 @@ def reliability(prediction_set: PredictionSet, *, view: View = "top_label", n_bi
     curve with a bootstrap 95% band and the density of predictions), one per problem."""
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
-    diagrams = binned_reliability(labels, proba, n_bins=n_bins, binning=binning, view=view)
+    weights = prediction_set.weights_of(mask)
+    diagrams = binned_reliability(labels, proba, n_bins=n_bins, binning=binning, view=view,
+                                  sample_weight=weights)
     smooth = smooth_reliability(labels, proba, view=view, n_bootstrap=n_bootstrap,
-                                random_state=random_state)
+                                random_state=random_state, sample_weight=weights)
     if view == "classwise":
         names = [f"class {name}" for name in prediction_set.classes]
         diagrams = [replace(d, label=name) for d, name in zip(diagrams, names, strict=True)]
         smooth = [replace(d, label=name) for d, name in zip(smooth, names, strict=True)]
     return jsonable({"view": view, "subset": subset, "n": int(mask.sum()), "n_bins": n_bins,
-                     "binning": binning, "diagrams": diagrams, "smooth": smooth})
+                     "binning": binning, "diagrams": diagrams, "smooth": smooth,
+                     **weighting(prediction_set, mask)})
 
 
 @dataclass(frozen=True)
@@ -274,8 +291,9 @@ def _exact_report(services: ServiceContext, dataset_id: str,
                   request: MetricsRequest) -> dict[str, Any] | None:
     """The exact report of every row of an external dataset when it answers ``request``
     (top-label view, equal-width bins, its bin count and resamples), else None."""
-    if not services.datasets.record(dataset_id).meta.get("external"):
-        return None
+    meta = services.datasets.record(dataset_id).meta
+    if not meta.get("external") or meta.get("weighted"):
+        return None  # the Dask engine does not take weights yet: the weighted sample
     report = services.datasets.document(dataset_id, EXTERNAL_REPORT)
     if report is None or (request.view, request.binning, request.n_bins) != (
             "top_label", "equal_width", report["n_bins"]):
@@ -338,7 +356,7 @@ def reliability_for(services: ServiceContext, dataset_id: str,
 def bin_sensitivity_for(services: ServiceContext, dataset_id: str, *, view: View, subset: Subset,
                         bin_free: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`bin_sensitivity` of a stored dataset, cached per view and subset."""
-    key = cache_key(dataset_id, "bins", view=view, subset=subset)
+    key = cache_key(dataset_id, "bins", view=view, subset=subset, version=1)  # 1: weights
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)

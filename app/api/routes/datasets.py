@@ -43,13 +43,17 @@ def create_dataset(
     drop_missing: Annotated[bool, Form(description=(
         "leave out the rows with a missing label or probability instead of refusing the "
         "file"))] = False,
+    weight: Annotated[str | None, Form(description="row weights (non-negative)")] = None,
+    negative_rate: Annotated[float | None, Form(gt=0, le=1, description=(
+        "the fraction of negatives a sampled log kept: negatives weigh 1 / rate"))] = None,
     name: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
     """Upload a prediction file; roles are inferred unless given."""
     overrides = RoleOverrides(label=label, probabilities=_columns(probabilities),
                               features=_columns(features), split=split, id=id,
                               logits=logits, renormalize=renormalize, unlabeled=unlabeled,
-                              time=time, drop_missing=drop_missing)
+                              time=time, drop_missing=drop_missing, weight=weight,
+                              negative_rate=negative_rate)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         return services.datasets.create_from_file(path, file.filename or "upload", overrides,

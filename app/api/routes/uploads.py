@@ -41,6 +41,7 @@ def confirm_upload(services: ServicesDep, upload_id: str, roles: RolesRequest) -
         split=roles.split, id=roles.id, no_split=roles.no_split, no_id=roles.no_id,
         logits=roles.logits, renormalize=roles.renormalize, unlabeled=roles.unlabeled,
         time=roles.time, no_time=roles.no_time, drop_missing=roles.drop_missing,
+        weight=roles.weight, no_weight=roles.no_weight, negative_rate=roles.negative_rate,
         models=None if roles.models is None else tuple(
             (name, tuple(columns)) for name, columns in roles.models.items()))
     return services.datasets.create_from_upload(upload_id, overrides, name=roles.name)

@@ -276,7 +276,7 @@ def test_staged_upload_infers_a_target_and_the_probability_named_after_it(client
     assert body["inferred"] == {"label": "delayed", "probabilities": ["p_delayed"],
                                 "features": ["distance", "carrier"], "split": None, "id": None,
                                 "problems": [], "notes": [], "time": None,
-                                "models": []}
+                                "models": [], "weight": None}
 
 
 def test_a_guess_nobody_confirmed_is_said_on_the_dataset(client) -> None:

@@ -29,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_predictions, check_probabilities
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 
 JSON_FORMAT_VERSION = 1
@@ -42,6 +43,11 @@ ProgressCallback = Callable[[float, str], None]
 
 #: method name -> class; filled by ``register``.
 REGISTRY: dict[str, type[Recalibrator]] = {}
+
+
+def weighted_methods() -> list[str]:
+    """The registered methods whose ``fit`` takes ``sample_weight``."""
+    return sorted(name for name, cls in REGISTRY.items() if cls.supports_weights)
 
 
 def register(cls: type[Recalibrator]) -> type[Recalibrator]:
@@ -118,9 +124,12 @@ class Recalibrator(BaseEstimator):
     #: Values of parameters added after documents were written without them, so an older
     #: document keeps predicting as it did (its new parameters' defaults may differ).
     legacy_params: ClassVar[dict[str, Any]] = {}
+    #: Whether ``fit`` takes ``sample_weight`` (row weights); the others refuse them.
+    supports_weights: ClassVar[bool] = False
 
     def fit(self, y_prob: ArrayLike, y_true: ArrayLike, features: ArrayLike | None = None, *,
-            progress: ProgressCallback | None = None) -> Self:
+            progress: ProgressCallback | None = None,
+            sample_weight: ArrayLike | None = None) -> Self:
         """Fit on calibration rows.
 
         Parameters
@@ -135,17 +144,31 @@ class Recalibrator(BaseEstimator):
             ``progress(fraction, message)``, called from the long loops of methods that
             have them (forests, neighbour searches, cross-validation) at most every
             0.25 s; an exception raised by it stops the fit and propagates.
+        sample_weight : array-like of shape (n,), optional
+            Row weights, as scikit-learn estimators take them: the fit is that of the
+            weighted rows (for integer weights, of the rows repeated by their weights).
+            Methods without ``supports_weights`` refuse them with a
+            :class:`~calibcore.CalibrationInputError` naming the method.
 
         Returns
         -------
         self
         """
         labels, proba = check_predictions(y_true, y_prob)
-        _check_two_classes(labels, proba.shape[1])
+        weights = check_sample_weight(sample_weight, labels.size)
+        if weights is not None and not self.supports_weights:
+            raise CalibrationInputError(
+                f"{self.display_name or type(self).__name__} does not take sample weights "
+                "yet; fit it without them, or choose a method that does: "
+                f"{', '.join(weighted_methods())}.", code="weights_not_supported")
+        _check_two_classes(labels if weights is None else labels[weights > 0], proba.shape[1])
         checked = self._check_features(features, proba.shape[0])
         self.n_classes_ = proba.shape[1]
         try:
-            self._fit(proba, labels, checked, _heartbeat(progress))
+            if weights is None:
+                self._fit(proba, labels, checked, _heartbeat(progress))
+            else:
+                self._fit(proba, labels, checked, _heartbeat(progress), weights=weights)
         except BaseException:
             del self.n_classes_  # a failed fit must not look fitted
             raise

@@ -43,6 +43,7 @@ def fit_logistic(
     design: NDArray[np.float64],
     targets: NDArray[np.float64],
     nonnegative: NDArray[np.bool_],
+    weights: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Unpenalized logistic regression with optional sign constraints.
 
@@ -57,6 +58,8 @@ def fit_logistic(
         Targets in [0, 1].
     nonnegative : ndarray of shape (d,) of bool
         Coefficients constrained to be >= 0.
+    weights : ndarray of shape (n,), optional
+        Row weights: the weighted mean cross-entropy.
 
     Returns
     -------
@@ -65,11 +68,12 @@ def fit_logistic(
     """
     n_rows = design.shape[0]
     extended = np.column_stack([design, np.ones(n_rows)])
+    shares = np.full(n_rows, 1.0 / n_rows) if weights is None else weights / weights.sum()
 
     def loss_and_grad(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         z = extended @ params
-        loss = -np.sum(targets * log_expit(z) + (1.0 - targets) * log_expit(-z)) / n_rows
-        return float(loss), extended.T @ (expit(z) - targets) / n_rows
+        loss = -np.dot(shares, targets * log_expit(z) + (1.0 - targets) * log_expit(-z))
+        return float(loss), extended.T @ (shares * (expit(z) - targets))
 
     bounds = [(0.0, None) if flag else (None, None) for flag in nonnegative] + [(None, None)]
     start = np.concatenate([np.where(nonnegative, 1.0, 0.0), [0.0]])
@@ -112,6 +116,7 @@ class BetaCalibration(Recalibrator):
     method = "beta"
     display_name = "Beta calibration"
     fitted_attributes = ("coefficients_",)
+    supports_weights = True
 
     def _fit(
         self,
@@ -119,11 +124,13 @@ class BetaCalibration(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         columns = one_vs_rest_columns(proba.shape[1])
         nonnegative = np.array([True, True])
         self.coefficients_ = np.array([
-            fit_logistic(_beta_design(proba[:, k]), platt_targets(labels == k), nonnegative)
+            fit_logistic(_beta_design(proba[:, k]), platt_targets(labels == k, weights),
+                         nonnegative, weights)
             for k in columns
         ])
 
@@ -184,6 +191,7 @@ class DirichletCalibration(Recalibrator):
     method = "dirichlet"
     display_name = "Dirichlet calibration"
     fitted_attributes = ("weights_", "intercepts_")
+    supports_weights = True
 
     def __init__(self, *, reg_lambda: float = 1.0, reg_mu: float = 0.01) -> None:
         self.reg_lambda = reg_lambda
@@ -195,6 +203,7 @@ class DirichletCalibration(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         reg_lambda = check_in_range(self.reg_lambda, "reg_lambda", low=0.0, high=np.inf)
         reg_mu = check_in_range(self.reg_mu, "reg_mu", low=0.0, high=np.inf)
@@ -205,15 +214,18 @@ class DirichletCalibration(Recalibrator):
         lambda_scale = reg_lambda / (n_classes * (n_classes - 1))
         mu_scale = reg_mu / n_classes
         n_weights = n_classes * n_classes
+        # the mean NLL over rows, weighted by the row weights when given
+        shares = (np.full(n_rows, 1.0 / n_rows) if weights is None
+                  else weights / weights.sum())[:, None]
 
         def loss_and_grad(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
             weights = params[:n_weights].reshape(n_classes, n_classes)
             intercepts = params[n_weights:]
             log_q = log_softmax(log_p @ weights.T + intercepts, axis=1)
             off = weights * off_diagonal
-            loss = (-np.sum(one_hot * log_q) / n_rows
+            loss = (-np.sum(shares * one_hot * log_q)
                     + lambda_scale * np.sum(off**2) + mu_scale * np.sum(intercepts**2))
-            residual = (np.exp(log_q) - one_hot) / n_rows
+            residual = (np.exp(log_q) - one_hot) * shares
             grad_weights = residual.T @ log_p + 2.0 * lambda_scale * off
             grad_intercepts = residual.sum(axis=0) + 2.0 * mu_scale * intercepts
             return float(loss), np.concatenate([grad_weights.ravel(), grad_intercepts])

@@ -33,7 +33,8 @@ from calibcore.recalibration.scaling import fit_sigmoid, logit, platt_targets
 __all__ = ["HistogramBinning", "ScalingBinning", "equal_mass_bins"]
 
 
-def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
+def equal_mass_bins(scores: NDArray[np.float64], n_bins: int,
+                    weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """Edges of at most ``n_bins`` equal-mass bins of ``scores``, none of them empty.
 
     The sorted scores are cut into ``n_bins`` groups of (almost) equal size, as
@@ -48,6 +49,9 @@ def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.floa
         Values in [0, 1].
     n_bins : int
         Requested number of bins (fewer result when n < n_bins or with ties).
+    weights : ndarray of shape (n,), optional
+        Row weights: the groups split the total weight instead of the rows, as if each
+        row were repeated by its (integer) weight; rows of zero weight are left out.
 
     Returns
     -------
@@ -55,10 +59,17 @@ def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.floa
         Increasing edges, the first 0 and the last 1; the bins are right-closed,
         ``(e_{b-1}, e_b]``, as in :func:`calibcore.metrics.assign_bins`.
     """
-    ordered = np.sort(scores)
-    group_sizes = [len(g) for g in np.array_split(ordered, min(n_bins, ordered.size))]
-    boundaries = np.cumsum(group_sizes)[:-1]
-    inner = np.unique((ordered[boundaries - 1] + ordered[boundaries]) / 2.0)
+    if weights is not None:
+        order = np.argsort(scores, kind="stable")
+        kept = order[weights[order] > 0]
+        ordered = scores[kept]
+        before, after = _weighted_boundaries(weights[kept], n_bins)
+        inner = np.unique((ordered[before] + ordered[after]) / 2.0)
+    else:
+        ordered = np.sort(scores)
+        group_sizes = [len(g) for g in np.array_split(ordered, min(n_bins, ordered.size))]
+        boundaries = np.cumsum(group_sizes)[:-1]
+        inner = np.unique((ordered[boundaries - 1] + ordered[boundaries]) / 2.0)
     edges = np.concatenate([[0.0], inner[(inner > 0.0) & (inner < 1.0)], [1.0]])
     # rows at or below each edge, counted on the sorted scores (bins are right-closed)
     counts = np.diff(np.searchsorted(ordered, edges[1:], side="right"), prepend=0)
@@ -68,13 +79,43 @@ def equal_mass_bins(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.floa
     return np.concatenate([[0.0], edges[filled[1:]], [1.0]])
 
 
+def _weighted_boundaries(weights: NDArray[np.float64], n_bins: int
+                         ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The rows (positions among the sorted rows of positive ``weights``) on either side of
+    each inner group boundary when the total weight is cut as ``numpy.array_split`` cuts
+    the rows repeated by their (integer) weights; other weights cut it at equal shares."""
+    cumulative = np.cumsum(weights)
+    total = float(cumulative[-1])
+    if np.array_equal(weights, np.round(weights)):
+        groups = min(n_bins, int(total))
+        size, extra = divmod(int(total), groups)
+        virtual = np.cumsum([size + 1] * extra + [size] * (groups - extra))[:-1]
+        # the repeated row at virtual position v is the row whose cumulative weight passes v
+        before = np.searchsorted(cumulative, virtual - 1, side="right")
+        after = np.searchsorted(cumulative, virtual, side="right")
+        return before, after
+    groups = min(n_bins, weights.size)
+    before = np.searchsorted(cumulative, total * np.arange(1, groups) / groups, side="left")
+    before = np.minimum(before, weights.size - 1)
+    return before, np.minimum(before + 1, weights.size - 1)
+
+
 def bin_means(
-    scores: NDArray[np.float64], values: NDArray[np.float64], edges: NDArray[np.float64]
+    scores: NDArray[np.float64], values: NDArray[np.float64], edges: NDArray[np.float64],
+    weights: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """Mean of ``values`` over the rows whose score falls in each bin (bins non-empty)."""
+    """Mean of ``values`` over the rows whose score falls in each bin (bins non-empty;
+    weighted means with row ``weights``)."""
     index = assign_bins(scores, edges)
     size = edges.size - 1
-    return np.bincount(index, weights=values, minlength=size) / np.bincount(index, minlength=size)
+    if weights is None:
+        return (np.bincount(index, weights=values, minlength=size)
+                / np.bincount(index, minlength=size))
+    mass = np.bincount(index, weights=weights, minlength=size)
+    sums = np.bincount(index, weights=weights * values, minlength=size)
+    plain = np.bincount(index, weights=values, minlength=size) / np.maximum(
+        np.bincount(index, minlength=size), 1)
+    return np.divide(sums, mass, out=plain, where=mass > 0)
 
 
 @register
@@ -108,6 +149,7 @@ class HistogramBinning(Recalibrator):
     method = "histogram"
     display_name = "Histogram binning"
     fitted_attributes = ("bin_edges_", "bin_values_")
+    supports_weights = True
 
     def __init__(self, *, n_bins: int = 10, prior_strength: float = 1.0) -> None:
         self.n_bins = n_bins
@@ -119,19 +161,21 @@ class HistogramBinning(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
         strength = check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
         self.bin_edges_: list[NDArray[np.float64]] = []
         self.bin_values_: list[NDArray[np.float64]] = []
+        rows = np.ones(labels.size) if weights is None else weights
         for k in one_vs_rest_columns(proba.shape[1]):
-            edges = equal_mass_bins(proba[:, k], n_bins)
+            edges = equal_mass_bins(proba[:, k], n_bins, weights)
             is_k = (labels == k).astype(np.float64)
             # Beta prior centred on the Laplace-smoothed overall frequency of class k
-            prior = (is_k.sum() + 1.0) / (is_k.size + 2.0)
+            prior = (np.dot(rows, is_k) + 1.0) / (rows.sum() + 2.0)
             index = assign_bins(proba[:, k], edges)
-            hits = np.bincount(index, weights=is_k, minlength=edges.size - 1)
-            sizes = np.bincount(index, minlength=edges.size - 1)
+            hits = np.bincount(index, weights=rows * is_k, minlength=edges.size - 1)
+            sizes = np.bincount(index, weights=rows, minlength=edges.size - 1)
             self.bin_edges_.append(edges)
             self.bin_values_.append((hits + strength * prior) / (sizes + strength))
 
@@ -183,6 +227,7 @@ class ScalingBinning(Recalibrator):
     method = "scaling_binning"
     display_name = "Scaling-binning"
     fitted_attributes = ("slopes_", "intercepts_", "bin_edges_", "bin_values_")
+    supports_weights = True
 
     def __init__(self, *, n_bins: int = 10) -> None:
         self.n_bins = n_bins
@@ -193,18 +238,20 @@ class ScalingBinning(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         n_bins = check_positive_int(self.n_bins, "n_bins")
         columns = one_vs_rest_columns(proba.shape[1])
-        fits = [fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k)) for k in columns]
+        fits = [fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k, weights), weights)
+                for k in columns]
         self.slopes_ = np.array([slope for slope, _ in fits])
         self.intercepts_ = np.array([intercept for _, intercept in fits])
         self.bin_edges_: list[NDArray[np.float64]] = []
         self.bin_values_: list[NDArray[np.float64]] = []
         for scaled in self._scaled(proba, columns):
-            edges = equal_mass_bins(scaled, n_bins)
+            edges = equal_mass_bins(scaled, n_bins, weights)
             self.bin_edges_.append(edges)
-            self.bin_values_.append(bin_means(scaled, scaled, edges))
+            self.bin_values_.append(bin_means(scaled, scaled, edges, weights))
 
     def _scaled(
         self, proba: NDArray[np.float64], columns: list[int]

@@ -48,6 +48,7 @@ class IsotonicCalibration(Recalibrator):
     method = "isotonic"
     display_name = "Isotonic regression"
     fitted_attributes = ("knots_x_", "knots_y_")
+    supports_weights = True
 
     def __init__(self, *, smoothed_targets: bool = True) -> None:
         self.smoothed_targets = smoothed_targets
@@ -58,14 +59,16 @@ class IsotonicCalibration(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         columns = one_vs_rest_columns(proba.shape[1])
         self.knots_x_, self.knots_y_ = [], []
         for k in columns:
             model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
             is_k = labels == k
-            targets = platt_targets(is_k) if self.smoothed_targets else is_k.astype(np.float64)
-            model.fit(proba[:, k], targets)
+            targets = (platt_targets(is_k, weights) if self.smoothed_targets
+                       else is_k.astype(np.float64))
+            model.fit(proba[:, k], targets, sample_weight=weights)
             self.knots_x_.append(np.asarray(model.X_thresholds_, dtype=np.float64))
             self.knots_y_.append(np.asarray(model.y_thresholds_, dtype=np.float64))
 

@@ -37,22 +37,31 @@ def logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.log(clipped) - np.log1p(-clipped)
 
 
-def platt_targets(is_positive: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """Platt's (1999) smoothed targets: (N+ + 1)/(N+ + 2) for positives, 1/(N- + 2) else."""
-    n_pos = float(is_positive.sum())
-    n_neg = float(is_positive.size - n_pos)
+def platt_targets(is_positive: NDArray[np.bool_],
+                  weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Platt's (1999) smoothed targets: (N+ + 1)/(N+ + 2) for positives, 1/(N- + 2) else,
+    N+ and N- being the total weights of the positives and negatives with row ``weights``."""
+    if weights is None:
+        n_pos = float(is_positive.sum())
+        n_neg = float(is_positive.size - n_pos)
+    else:
+        n_pos = float(weights[is_positive].sum())
+        n_neg = float(weights.sum()) - n_pos
     return np.where(is_positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
 def fit_sigmoid(
-    scores: NDArray[np.float64], targets: NDArray[np.float64]
+    scores: NDArray[np.float64], targets: NDArray[np.float64],
+    weights: NDArray[np.float64] | None = None,
 ) -> tuple[float, float]:
-    """Slope and intercept of sigmoid(a * score + b) minimizing cross-entropy to ``targets``."""
+    """Slope and intercept of sigmoid(a * score + b) minimizing cross-entropy to ``targets``
+    (each row's term times its weight, with row ``weights``)."""
+    rows = np.ones(scores.size) if weights is None else weights
 
     def loss_and_grad(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         z = params[0] * scores + params[1]
-        loss = -np.sum(targets * log_expit(z) + (1.0 - targets) * log_expit(-z))
-        residual = expit(z) - targets
+        loss = -np.dot(rows, targets * log_expit(z) + (1.0 - targets) * log_expit(-z))
+        residual = rows * (expit(z) - targets)
         return float(loss), np.array([np.dot(residual, scores), residual.sum()])
 
     result = minimize(loss_and_grad, x0=np.array([1.0, 0.0]), jac=True, method="L-BFGS-B")
@@ -62,7 +71,7 @@ def fit_sigmoid(
     loss, grad = loss_and_grad(params)
     for _ in range(50):
         fitted = expit(params[0] * scores + params[1])
-        curvature = fitted * (1.0 - fitted)
+        curvature = rows * fitted * (1.0 - fitted)
         hessian = np.array([[np.dot(curvature, scores * scores), np.dot(curvature, scores)],
                             [np.dot(curvature, scores), curvature.sum()]])
         try:
@@ -102,6 +111,7 @@ class PlattScaling(Recalibrator):
     method = "platt"
     display_name = "Platt scaling"
     fitted_attributes = ("slopes_", "intercepts_")
+    supports_weights = True
 
     def _fit(
         self,
@@ -109,10 +119,12 @@ class PlattScaling(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         columns = one_vs_rest_columns(proba.shape[1])
         fits = [
-            fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k)) for k in columns
+            fit_sigmoid(logit(proba[:, k]), platt_targets(labels == k, weights), weights)
+            for k in columns
         ]
         self.slopes_ = np.array([a for a, _ in fits])
         self.intercepts_ = np.array([b for _, b in fits])
@@ -132,8 +144,10 @@ class PlattScaling(Recalibrator):
 _LOG_TEMPERATURE_BOUND = 5.0
 
 
-def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> float:
-    """The temperature T minimizing the mean NLL of softmax(logits / T).
+def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp],
+                    weights: NDArray[np.float64] | None = None) -> float:
+    """The temperature T minimizing the mean NLL of softmax(logits / T) (the weighted mean
+    with row ``weights``).
 
     The NLL is convex in the inverse temperature beta = 1 / T, with derivative
     mean(E_p[l] - l_y) and second derivative mean(Var_p(l)) under p = softmax(beta l):
@@ -141,8 +155,9 @@ def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> fl
     pass each and converge in a handful, where a bracketing search needs dozens. A flat
     NLL (no curvature: every row's logits equal) falls back to the bounded search.
     """
-    state = (_binary_state(logits, labels) if logits.shape[1] == 2
-             else _multiclass_state(logits, labels))
+    shares = None if weights is None else weights / weights.sum()
+    state = (_binary_state(logits, labels, shares) if logits.shape[1] == 2
+             else _multiclass_state(logits, labels, shares))
     low, high = np.exp(-_LOG_TEMPERATURE_BOUND), np.exp(_LOG_TEMPERATURE_BOUND)
     beta = 1.0
     loss, gradient, curvature = state(beta)
@@ -177,8 +192,14 @@ def fit_temperature(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> fl
 _NllState = Callable[[float], tuple[float, float, float]]
 
 
-def _multiclass_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> _NllState:
-    """Softmax moments of the logits under p = softmax(beta l), one pass per state."""
+def _multiclass_state(logits: NDArray[np.float64], labels: NDArray[np.intp],
+                      shares: NDArray[np.float64] | None = None) -> _NllState:
+    """Softmax moments of the logits under p = softmax(beta l), one pass per state (means
+    weighted by ``shares``, row weights summing to one, when given)."""
+
+    def mean_of(values: NDArray[np.float64]) -> float:
+        return float(np.mean(values) if shares is None else np.dot(shares, values))
+
     true_logit = logits[np.arange(labels.size), labels]
     squared = logits * logits
 
@@ -187,22 +208,25 @@ def _multiclass_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> 
         peak = scaled.max(axis=1, keepdims=True)
         weights = np.exp(scaled - peak)
         norm = weights.sum(axis=1)
-        loss = float(np.mean(np.log(norm) + peak[:, 0] - beta * true_logit))
+        loss = mean_of(np.log(norm) + peak[:, 0] - beta * true_logit)
         weights /= norm[:, None]
         mean = np.einsum("ij,ij->i", weights, logits)
         second = np.einsum("ij,ij->i", weights, squared)
-        return loss, float(np.mean(mean - true_logit)), float(np.mean(second - mean * mean))
+        return loss, mean_of(mean - true_logit), mean_of(second - mean * mean)
 
     return state
 
 
-def _binary_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> _NllState:
+def _binary_state(logits: NDArray[np.float64], labels: NDArray[np.intp],
+                  shares: NDArray[np.float64] | None = None) -> _NllState:
     """The two-class case on one margin per row, ``m = l_y - l_other``: NLL log(1 + e^(-beta m)),
     derivative -m sigma(-beta m), second derivative m^2 sigma(beta m) sigma(-beta m). Same
     values as the general case, in a third of its passes over the rows."""
     margin = logits[:, 1] - logits[:, 0]
     margin = np.where(labels == 1, margin, -margin)
     margin_squared = margin * margin
+    if shares is not None:  # weighted means: every sum over rows weighted by its share
+        return _weighted_binary_state(margin, shares)
 
     def state(beta: float) -> tuple[float, float, float]:
         # One exp for both: with e = exp(-|s|), log(1 + e^-s) = log1p(e) + max(-s, 0) and
@@ -215,6 +239,24 @@ def _binary_state(logits: NDArray[np.float64], labels: NDArray[np.intp]) -> _Nll
         wrong /= small + 1.0
         gradient = -float(np.dot(margin, wrong)) / margin.size
         curvature = float(np.dot(margin_squared, wrong * (1.0 - wrong))) / margin.size
+        return loss, gradient, curvature
+
+    return state
+
+
+def _weighted_binary_state(margin: NDArray[np.float64],
+                           shares: NDArray[np.float64]) -> _NllState:
+    """:func:`_binary_state` with means weighted by ``shares`` (summing to one)."""
+    margin_squared = margin * margin
+
+    def state(beta: float) -> tuple[float, float, float]:
+        scaled = beta * margin
+        small = np.exp(-np.abs(scaled))
+        loss = float(np.dot(shares, np.log1p(small) + np.maximum(-scaled, 0.0)))
+        wrong = np.where(scaled >= 0.0, small, 1.0)
+        wrong /= small + 1.0
+        gradient = -float(np.dot(shares * margin, wrong))
+        curvature = float(np.dot(shares * margin_squared, wrong * (1.0 - wrong)))
         return loss, gradient, curvature
 
     return state
@@ -236,6 +278,7 @@ class TemperatureScaling(Recalibrator):
     method = "temperature"
     display_name = "Temperature scaling"
     fitted_attributes = ("temperature_",)
+    supports_weights = True
 
     def _fit(
         self,
@@ -243,8 +286,9 @@ class TemperatureScaling(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
-        self.temperature_ = fit_temperature(log_probabilities(proba), labels)
+        self.temperature_ = fit_temperature(log_probabilities(proba), labels, weights)
 
     def _predict(
         self,

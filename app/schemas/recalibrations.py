@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.schemas.metrics import ReliabilityDiagram
+from app.schemas.metrics import ReliabilityDiagram, Weighting
 from app.schemas.parameters import JsonInt
 from calibcore.recalibration import REGISTRY
 
@@ -70,9 +70,11 @@ class MethodInfo(BaseModel):
     needs_features: bool
     features: str | None = Field(description="which feature columns it uses, when it does")
     params: dict[str, Any] = Field(description="default parameters")
+    supports_weights: bool = Field(default=False, description="fit takes the dataset's row "
+                                   "weights (the others fit every row once and say so)")
 
 
-class Recalibration(BaseModel):
+class Recalibration(Weighting):
     """A fitted recalibrator: what was fitted, how it was scored, and the held-out measures
     before and after."""
 
@@ -161,7 +163,7 @@ class CandidateDiagram(BaseModel):
     diagram: ReliabilityDiagram
 
 
-class RecalibrationComparison(BaseModel):
+class RecalibrationComparison(Weighting):
     """Recalibrations of one dataset compared on its held-out rows."""
 
     model_config = ConfigDict(extra="allow")

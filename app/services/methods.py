@@ -113,5 +113,6 @@ def method_catalogue() -> list[dict[str, Any]]:
              "needs_features": cls.needs_features,
              "features": features[METHOD_ENCODER_KIND.get(name, "encoded")]
              if cls.needs_features else None,
-             "params": describe_params(cls())}
+             "params": describe_params(cls()),
+             "supports_weights": cls.supports_weights}
             for name, cls in sorted(REGISTRY.items())]

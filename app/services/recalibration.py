@@ -43,11 +43,12 @@ from app.services.saved_models import (
 )
 from app.services.support import proximity_forest_seconds
 from app.services.tables import file_stem
+from app.services.weighting import unweighted, weighting
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import binned_reliability
-from calibcore.recalibration import REGISTRY
+from calibcore.recalibration import REGISTRY, Recalibrator
 
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
@@ -128,6 +129,7 @@ class RecalibrationService:
                 "feature_notes": _fit_notes(fitted.model),
                 "scheme": fitted.scheme, "cross_fitted": fitted.cross_fitted is not None,
                 "n_heldout": int(rows.sum()),
+                **_method_weighting(estimator, prediction_set, rows),
                 **_before_after(prediction_set, rows, heldout.to_numpy(dtype=np.float64),
                                 n_bins),
                 "seconds": round(time.perf_counter() - started, 3)}
@@ -256,7 +258,8 @@ class RecalibrationService:
         scheme = records[0].meta["scheme"] if records else ""
         return {"dataset_id": dataset_id, "scheme": scheme,
                 "positive_class": (prediction_set.classes[1]
-                                   if prediction_set.n_classes == 2 else None), **table}
+                                   if prediction_set.n_classes == 2 else None), **table,
+                **unweighted(prediction_set)}
 
     def record(self, recalibration_id: str) -> Record:
         record = self._store.get("recalibration", recalibration_id)
@@ -359,15 +362,33 @@ _SCORE_TABLES: dict[str, Callable[[RecalibrationService, Record], pd.DataFrame]]
 }
 
 
+def _method_weighting(estimator: Recalibrator, prediction_set: PredictionSet,
+                      rows: NDArray[np.bool_]) -> dict[str, Any]:
+    """Whether the method was fitted with the dataset's weights, and the note that says so
+    (or that it does not take weights yet; its before/after measures are weighted alike)."""
+    if not prediction_set.weighted:
+        return {"weighted": False}
+    if estimator.supports_weights:
+        return {**weighting(prediction_set, rows),
+                "weights_note": "fitted and measured with the dataset's weights: "
+                + str(weighting(prediction_set, rows)["weights_note"])}
+    return {"weighted": False,
+            "weights_note": f"{estimator.display_name or estimator.method} does not take "
+            "weights yet: fitted on every row once (its before/after measures are weighted)"}
+
+
 def _before_after(prediction_set: PredictionSet, rows: NDArray[np.bool_],
                   corrected: NDArray[np.float64], n_bins: int) -> dict[str, Any]:
     labels = prediction_set.y_true[rows]
     before, after = prediction_set.proba[rows], corrected[rows]
+    weights = prediction_set.weights_of(rows)
     return jsonable({
-        "before": measure_values(labels, before, n_bins=n_bins),
-        "after": measure_values(labels, after, n_bins=n_bins),
-        "reliability_before": binned_reliability(labels, before, n_bins=n_bins)[0],
-        "reliability_after": binned_reliability(labels, after, n_bins=n_bins)[0],
+        "before": measure_values(labels, before, n_bins=n_bins, sample_weight=weights),
+        "after": measure_values(labels, after, n_bins=n_bins, sample_weight=weights),
+        "reliability_before": binned_reliability(labels, before, n_bins=n_bins,
+                                                 sample_weight=weights)[0],
+        "reliability_after": binned_reliability(labels, after, n_bins=n_bins,
+                                                sample_weight=weights)[0],
     })
 
 
@@ -413,6 +434,8 @@ def recalibrate_table(frame: pd.DataFrame, spec: MethodSpec,
         return FileRecalibration(output, document, prediction_set.n_rows, None, None)
     test = prediction_set.mask("test")
     labels = prediction_set.y_true[test]
+    weights = prediction_set.weights_of(test)
     return FileRecalibration(output, document, int(prediction_set.mask("calibration").sum()),
-                             measure_values(labels, prediction_set.proba[test]),
-                             measure_values(labels, corrected[test]))
+                             measure_values(labels, prediction_set.proba[test],
+                                            sample_weight=weights),
+                             measure_values(labels, corrected[test], sample_weight=weights))

@@ -81,8 +81,11 @@ def _fit_rows(estimator: Recalibrator, prediction_set: PredictionSet, columns: t
         table = prediction_set.features.iloc[rows]
         encoder = fit_feature_encoder(estimator, table, columns)
         features = encoder.transform(table)
+    # the dataset's row weights, for every method that takes them (the others fit every
+    # row once, and their result says so: app.services.recalibration)
+    weights = prediction_set.weights_of(rows) if estimator.supports_weights else None
     model = clone(estimator).fit(prediction_set.proba[rows], prediction_set.y_true[rows],
-                                 features=features, progress=report)
+                                 features=features, progress=report, sample_weight=weights)
     return FittedModel(model, encoder)
 
 

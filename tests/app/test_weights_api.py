@@ -131,3 +131,27 @@ def test_a_csv_written_by_pandas_round_trips_its_weights(client) -> None:
     staged = client.post("/api/v1/uploads", files={"file": ("w.csv", io.BytesIO(
         text.encode()))}).json()
     assert staged["inferred"]["weight"] == "Sample_Weight"
+
+
+def test_the_workbench_fits_with_the_dataset_weights_and_says_which_methods_cannot(
+        client, weighted_frames) -> None:
+    from calibcore.recalibration import Recalibrator, TemperatureScaling
+
+    weighted, _ = weighted_frames
+    dataset = _stage_and_confirm(client, weighted)[1].json()
+    response = client.post(f"/api/v1/datasets/{dataset['id']}/recalibrations",
+                           json={"methods": ["temperature", "lece"]})
+    assert response.status_code == 201, response.text
+    temperature, lece = response.json()["recalibrations"]
+    assert temperature["weighted"] is True and "Kish n_eff" in temperature["weights_note"]
+    assert lece["weighted"] is False and "does not take weights yet" in lece["weights_note"]
+    assert response.json()["comparison"]["weighted"] is False
+    calibration = weighted[weighted["split"] == "calibration"]
+    expected = TemperatureScaling().fit(
+        calibration["y_prob"].to_numpy(), calibration["y_true"].to_numpy(),
+        sample_weight=calibration["sample_weight"].to_numpy(dtype=float))
+    document = client.get(f"/api/v1/recalibrations/{temperature['id']}/model").json()
+    assert Recalibrator.from_json(document).temperature_ == pytest.approx(  # type: ignore[attr-defined]
+        expected.temperature_, rel=1e-12)
+    methods = {m["method"]: m for m in client.get("/api/v1/methods").json()}
+    assert methods["isotonic"]["supports_weights"] and not methods["lore"]["supports_weights"]

@@ -34,6 +34,11 @@ def done_message(result: dict[str, Any]) -> html.Div:
                        f"{comparison['n']:,} ({comparison['scheme']}).")]
     lines += [error_note(f"{failure['method']} failed: {failure['message']}")
               for failure in result.get("failed", [])]
+    # row weights: which methods took them, and that the comparison table does not yet
+    lines += [info_note(f"{fitted['name']}: {fitted['weights_note']}")
+              for fitted in result["recalibrations"] if fitted.get("weights_note")]
+    if comparison.get("weights_note"):
+        lines.append(info_note(f"Comparison table: {comparison['weights_note']}"))
     return html.Div(lines)
 
 

@@ -78,5 +78,5 @@ __all__ = [
     "RepresentationRequest", "RolesRequest", "RollingRecalibration", "RollingWindow",
     "RowCount", "SavedModel", "Seed", "SmoothDiagram", "StagedUpload", "SubgroupRequest",
     "SupportRequest", "Timeline", "TimelineWindow", "VariableBins", "VariableCurves",
-    "VariableDetail", "VariableRanking", "VariableValue", "ViewTestBody",
+    "VariableDetail", "VariableRanking", "VariableValue", "ViewTestBody", "Weighting",
 ]

@@ -30,6 +30,7 @@ from app.services.cost import CostEstimate, duration
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -331,8 +332,8 @@ class _HeterogeneityTask:
         values[np.asarray(result["rows"]["row"], dtype=np.intp)] = np.asarray(
             result["rows"]["hh"], dtype=np.float64)
         save_row_column(self.store, self.dataset_id, "hh", values)
-        return {**result, "recommendation": advise(result["recommendation"],
-                                                   self.recalibrations)}
+        return mark_unweighted({**result, "recommendation": advise(
+            result["recommendation"], self.recalibrations)}, self.prediction_set)
 
     def _compute(self, progress: Progress) -> dict[str, Any]:
         progress.update(0.02, "building the 2-D map")

@@ -55,6 +55,7 @@ from app.services.local_embedding import (
 )
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from app.store import Store
 from calibcore.data import top_label
 from calibcore.exceptions import CalibrationInputError
@@ -268,7 +269,7 @@ def _assemble(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, 
     worst = int(np.argmax(lce))
     representation = task.representation
     display = _display_rows(task, params, embedding.map_2d, result)
-    return jsonable({
+    return mark_unweighted(jsonable({
         "dataset_id": task.dataset_id,
         "params": {**asdict(representation), "features": list(representation.features or ()),
                    "gamma": gamma, "gamma_default": params.gamma is None,
@@ -289,7 +290,7 @@ def _assemble(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, 
         "cached": cached,
         "saved_columns": ["lce", "lce_signed"],
         "notes": _notes(task, params, embedding, gamma, exact, display),
-    })
+    }), task.rows.prediction_set)
 
 
 def _row_record(task: _Task, result: LocalCalibration, map_2d: NDArray[np.float64],
@@ -411,7 +412,8 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
         with locked(key):
             if task.store.has_document(key):
                 progress.update(0.99, "loaded the cached curve")
-                return {**task.store.read_document(key), "cached": True}
+                return mark_unweighted({**task.store.read_document(key), "cached": True},
+                                       task.rows.prediction_set)
             embedding = cached_embedding(task.store, dataset_id, task.rows,
                                          task.representation, progress, (0.02, 0.6))
 
@@ -438,7 +440,7 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
                           *embedding.about["notes"]],
             })
             task.store.write_document(key, document)
-        return {**document, "cached": False}
+        return mark_unweighted({**document, "cached": False}, task.rows.prediction_set)
 
     return services.jobs.submit("lce_curve", run,
                                 params={"dataset_id": dataset_id, **asdict(params)})

@@ -11,6 +11,7 @@ from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from calibcore.data import PredictionSet, View, build_prediction_set, default_view
 from calibcore.exceptions import CalibrationInputError
 from calibcore.insights import ModelComparison, compare_models
@@ -86,8 +87,8 @@ def compare_for(services: ServiceContext, dataset_id: str, *, reference: str | N
                                        n_bootstrap=n_bootstrap, view=view,
                                        random_state=services.settings.random_state)
         note = sample_note(meta)
-        return {"dataset_id": dataset_id, **document,
-                **({"sample_note": note} if note else {})}
+        return mark_unweighted({"dataset_id": dataset_id, **document,
+                                **({"sample_note": note} if note else {})}, prediction_set)
 
     return dict(cached(services.store, key, compute))
 

@@ -19,6 +19,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from calibcore.data.views import default_view
 from calibcore.insights import Subgroup, SubgroupView, worst_subgroups
 from calibcore.metrics import binned_reliability
@@ -103,6 +104,7 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
             "subgroups": [_subgroup(rank, subgroup, audit.n_rows, view)
                           for rank, subgroup in enumerate(listed, start=1)],
             "diagrams": diagrams, "whole": whole})
+        result = mark_unweighted(result, prediction_set)
         services.store.write_document(key, result)
         return dict(result)
 

@@ -16,6 +16,7 @@ from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from calibcore import metrics
 from calibcore.data.views import default_view
 from calibcore.exceptions import CalibrationInputError
@@ -62,7 +63,7 @@ def timeline_for(services: ServiceContext, dataset_id: str, *, freq: Frequency =
         rolling = _rolling(method, result.assignments, prediction_set.y_true,
                            prediction_set.proba, len(result.windows))
         note = sample_note(meta)
-        return jsonable({
+        return mark_unweighted(jsonable({
             "dataset_id": dataset_id, "time": column, "period": result.period,
             "reference": result.reference, "view": result.view, "alpha": result.alpha,
             "test": result.test,
@@ -71,7 +72,7 @@ def timeline_for(services: ServiceContext, dataset_id: str, *, freq: Frequency =
             "rolling": {"method": method, "windows": rolling,
                         "note": f"{method} fitted on each window and scored on the next: "
                                 "what a model recalibrated on last period's data would "
-                                "have scored"}})
+                                "have scored"}}), prediction_set)
 
     return dict(cached(services.store, key, compute))
 

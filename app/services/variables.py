@@ -27,6 +27,7 @@ from app.services.datasets import DatasetService
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -160,11 +161,11 @@ def compute_ranking(prediction_set: PredictionSet, params: RankingParams,
     for row in rows:
         p_value = row["p_value"]
         row["significant"] = None if p_value is None else bool(p_value < SIGNIFICANCE_LEVEL)
-    return {
+    return mark_unweighted({
         **asdict(params), "n": int(mask.sum()), "significance_level": SIGNIFICANCE_LEVEL,
         "min_p_value": (1 / (1 + params.n_permutations) if params.n_permutations else None),
         "variables": rows,
-    }
+    }, prediction_set)
 
 
 def ranking_is_fast(prediction_set: PredictionSet, params: RankingParams) -> bool:
@@ -273,7 +274,7 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
                               random_state=random_state, curve_range=curve_range, view=view)
         result["curves"] = curves
         result["vce_max"], result["v_star"] = curves.vce_max, curves.v_star
-    return jsonable(result)
+    return jsonable(mark_unweighted(result, prediction_set))
 
 
 def vece_for(prediction_set: PredictionSet, name: str, proba: NDArray[np.float64], *,

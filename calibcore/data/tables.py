@@ -18,11 +18,6 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
-from calibcore.data.weights import (
-    check_sample_weight,
-    effective_sample_size,
-    negative_rate_weights,
-)
 from calibcore.data.roles import (
     BINARY_PROBABILITY_NAMES,
     BOOLEAN_LABELS,
@@ -40,6 +35,11 @@ from calibcore.data.roles import (
     label_value_names,
     natural_order,
     normalize_name,
+)
+from calibcore.data.weights import (
+    check_sample_weight,
+    effective_sample_size,
+    negative_rate_weights,
 )
 from calibcore.exceptions import CalibrationInputError
 

@@ -51,8 +51,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_positive_int, check_predictions
 from calibcore.data.views import score_outcome
-from calibcore.exceptions import CalibrationInputError
 from calibcore.data.weights import check_sample_weight
+from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
 from calibcore.metrics.kernel_smoothing import smooth_ece_rows

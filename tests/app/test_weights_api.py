@@ -49,7 +49,6 @@ def test_sample_weight_is_inferred_as_the_weight_role_on_upload(client, weighted
                                                ("classwise", "equal_width")])
 def test_integer_weights_give_exactly_the_measures_of_the_repeated_rows(
         client, weighted_frames, view: str, binning: str) -> None:
-    weighted, repeated = weighted_frames
     ids = [_stage_and_confirm(client, frame)[1].json()["id"] for frame in weighted_frames]
     params = {"view": view, "binning": binning, "n_bootstrap": 0}
     ours, theirs = (client.get(f"/api/v1/datasets/{i}/metrics", params=params).json()

@@ -21,8 +21,8 @@ MEASURES: list[Callable[..., Any]] = [
 def _data(n: int, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     proba = rng.dirichlet(np.full(n_classes, 0.7), n)
-    labels = (rng.random(n)[:, None] > np.cumsum(proba ** 1.3 / (proba ** 1.3).sum(1, keepdims=True),
-                                                axis=1)).sum(axis=1)
+    truth = proba ** 1.3 / (proba ** 1.3).sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1)
     weights = rng.integers(0, 5, n).astype(np.float64)
     weights[0] = 1.0
     return np.minimum(labels, n_classes - 1), proba, weights

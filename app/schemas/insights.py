@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.metrics import ReliabilityDiagram
+from app.schemas.metrics import ReliabilityDiagram, Weighting
 from app.schemas.parameters import JsonInt
 from app.services.diagnostics import Subset
 from calibcore.insights import SubgroupView
@@ -71,7 +71,7 @@ class ComparedModel(BaseModel):
     reliability: ReliabilityDiagram
 
 
-class ModelComparison(BaseModel):
+class ModelComparison(Weighting):
     """Several models' probabilities of the same rows, each measure per model with its
     interval and each model's paired difference to the reference."""
 
@@ -146,7 +146,7 @@ class RollingRecalibration(BaseModel):
     note: str
 
 
-class Timeline(BaseModel):
+class Timeline(Weighting):
     """Calibration over time: measures per window, the change test against the reference
     window, and the rolling recalibration."""
 

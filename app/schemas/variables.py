@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.metrics import Weighting
+
 #: A value of a variable: a number, or a category as the file holds it.
 VariableValue = str | int | float | bool | None
 
@@ -28,7 +30,7 @@ class RankedVariable(BaseModel):
     significant: bool | None = Field(description="p_value below significance_level")
 
 
-class VariableRanking(BaseModel):
+class VariableRanking(Weighting):
     """Every feature ranked by VECE, descending."""
 
     model_config = ConfigDict(extra="allow")
@@ -95,7 +97,7 @@ class VariableCurves(BaseModel):
     curve_range: str
 
 
-class VariableDetail(BaseModel):
+class VariableDetail(Weighting):
     """Calibration along one variable: its bins, and its curves when it is numeric."""
 
     model_config = ConfigDict(extra="allow")

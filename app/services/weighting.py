@@ -55,14 +55,8 @@ def unweighted_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def mark_unweighted(result: dict[str, Any], prediction_set: PredictionSet) -> dict[str, Any]:
-    """``result`` with :func:`unweighted`'s fields and, for a weighted dataset, the note
-    added to its ``notes`` list when it has one (the pages show those)."""
-    marked = {**result, **unweighted(prediction_set)}
-    notes = result.get("notes")
-    if prediction_set.weighted and isinstance(notes, list) and NOT_WEIGHTED_NOTE not in notes:
-        marked["notes"] = [*notes, NOT_WEIGHTED_NOTE]
-    return marked
-
+    """``result`` with :func:`unweighted`'s fields (the pages show ``weights_note``)."""
+    return {**result, **unweighted(prediction_set)}
 
 __all__ = ["NOT_WEIGHTED_NOTE", "mark_unweighted", "unweighted", "unweighted_meta",
            "weighted_caption", "weighting"]

@@ -45,6 +45,18 @@ def info_note(message: str) -> html.Div:
     return html.Div(message, className="note note-info")
 
 
+def weights_note(result: dict[str, Any] | None) -> html.Div | None:
+    """What a diagnostic says about the dataset's row weights: "weights are not applied
+    here yet" where it does not take them, or the weighted caption where it does (the
+    ``weights_note`` of its result, :mod:`app.services.weighting`); None without one."""
+    note = (result or {}).get("weights_note")
+    if not note:
+        return None
+    unweighted = not (result or {}).get("weighted")
+    return html.Div(f"Row weights: {note}.", className="note note-warning weights-note"
+                    if unweighted else "note note-info weights-note")
+
+
 def control(label: str, component_id: str, *children: Any, wide: bool = False,
             note: str = "") -> html.Div:
     """A labelled control of a page's settings panel: the label names ``component_id``

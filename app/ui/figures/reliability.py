@@ -40,8 +40,14 @@ def _diagram_traces(diagram: dict[str, Any], name: str, colour: str,
                       "n = %{customdata[0]}<extra>" + name + "</extra>")]
 
 
+def _weighted(result: dict[str, Any]) -> str:
+    """'; weighted (Kish n_eff = ...)' for a weighted result, else nothing."""
+    return f"; {result['weights_note']}" if result.get("weighted") else ""
+
+
 def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> go.Figure:
-    """Binned reliability diagram(s) with 95% intervals, and the score histogram beneath."""
+    """Binned reliability diagram(s) with 95% intervals, and the score histogram beneath
+    (the weight per bin, with row weights)."""
     diagrams = result["diagrams"]
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28],
                            vertical_spacing=0.06)
@@ -53,23 +59,29 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
         for trace in _diagram_traces(diagram, diagram["label"], colour):
             figure.add_trace(trace, row=1, col=1)
         edges = diagram["edges"]
+        weighted = diagram.get("weight") is not None
         figure.add_trace(go.Bar(
-            x=_centres(edges), y=diagram["count"], width=np.diff(edges).tolist(),
-            name=f"rows per bin ({diagram['label']})", marker={"color": colour},
+            x=_centres(edges), y=diagram["weight"] if weighted else diagram["count"],
+            width=np.diff(edges).tolist(),
+            name=f"{'weight' if weighted else 'rows'} per bin ({diagram['label']})",
+            marker={"color": colour},
             opacity=0.55 if len(diagrams) > 1 else 0.8, showlegend=len(diagrams) > 1,
-            hovertemplate="bin %{x:.3f}<br>%{y} rows<extra></extra>"), row=2, col=1)
+            hovertemplate="bin %{x:.3f}<br>%{y:,.4g} " + ("total weight" if weighted
+                                                           else "rows")
+                          + "<extra></extra>"), row=2, col=1)
     score = "confidence" if result["view"] == "top_label" else "predicted probability"
     outcome = "accuracy" if result["view"] == "top_label" else "observed frequency"
     figure.update_layout(
         title=title or f"Binned reliability diagram<br><sup>{view_name(result['view'])}, "
                        f"n = {result.get('n_binned', result['n']):,}, {result['n_bins']} "
-                       "bins; bars: 95% Wilson intervals</sup>",
+                       f"bins; bars: 95% Wilson intervals{_weighted(result)}</sup>",
         barmode="overlay", legend={"orientation": "h", "y": -0.18},
         margin={"l": 60, "r": 20, "t": 60, "b": 40}, template="plotly_white", height=520)
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
-    figure.update_yaxes(title_text="rows (log scale)", type="log", dtick=1, row=2, col=1)
+    figure.update_yaxes(title_text="total weight (log scale)" if result.get("weighted")
+                        else "rows (log scale)", type="log", dtick=1, row=2, col=1)
     return figure
 
 
@@ -166,6 +178,7 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
     figure.update_layout(
         title=f"Smooth reliability diagram<br><sup>n = {first['n']:,}, bandwidth "
               f"{first['bandwidth']:.3f}; band: 95% bootstrap; shown where there is data"
+              + _weighted(result)
               + (f"<br>{result['sample_note']}" if result.get("sample_note") else "")
               + "</sup>",
         legend={"orientation": "h", "y": -0.18}, template="plotly_white",
@@ -204,7 +217,7 @@ def bin_sensitivity_figure(result: dict[str, Any], current_bins: int | None = No
             hoverinfo="skip"))
     figure.update_layout(
         title=f"Binned ECE depends on the bin count; consistent measures do not "
-              f"(n = {result['n']:,})",
+              f"(n = {result['n']:,}{_weighted(result)})",
         xaxis={"title": "number of bins", "type": "log"},
         yaxis={"title": "calibration error (probability)", "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.25}, template="plotly_white", height=420,

@@ -15,7 +15,7 @@ from app.services.datasets import NotFound
 from app.services.diagnostics import VIEW_NAMES
 from app.services.models_compare import compare_for
 from app.ui import ids
-from app.ui.components import control, error_note, info_note
+from app.ui.components import control, error_note, info_note, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.reliability import models_figure
 from app.ui.shell_helpers import dataset_summary, view_options
@@ -91,7 +91,8 @@ def register(app: Dash, services: Services) -> None:
                 f"{result['reference']}; measures on the "
                 f"{VIEW_NAMES[result['view']]} view. {result['note'].capitalize()}."
                 + (f" {result['sample_note']}." if result.get("sample_note") else ""))
-        return info_note(text), rows, columns, models_figure(result)
+        return (html.Div([weights_note(result), info_note(text)]), rows, columns,
+                models_figure(result))
 
 
 def _table(result: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -29,6 +29,8 @@ ROLE_SPLIT = "role-split"
 ROLE_TIME = "role-time"
 ROLE_MODELS = "role-models"
 ROLE_ID = "role-id"
+ROLE_WEIGHT = "role-weight"  # row weights (survey, importance, downsampling)
+ROLE_NEGATIVE_RATE = "role-negative-rate"  # fraction of negatives a sampled log kept
 ROLE_OPTIONS = "role-options"
 ROLE_DROP_MISSING = "role-drop-missing"  # leave out the rows missing a label or probability
 ROLE_DROP_MISSING_FIELD = "role-drop-missing-field"
@@ -94,7 +96,8 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
     messages = _role_messages(inferred["problems"], inferred, inferred["label"],
                               inferred["probabilities"])
     assigned = [c for c in (inferred["label"], *inferred["probabilities"], inferred["split"],
-                            inferred["id"], inferred.get("time")) if c is not None]
+                            inferred["id"], inferred.get("time"), inferred.get("weight"))
+                if c is not None]
     notes = [info_note(w) for w in response.get("warnings", [])]
     n_missing, exact = rows_to_leave_out(response, inferred["label"], inferred["probabilities"])
     models = inferred.get("models") or []
@@ -129,6 +132,13 @@ def _roles_editor(response: dict[str, Any]) -> html.Div:
             _field("Time (dates or an ordered number), optional",
                    dcc.Dropdown(id=ROLE_TIME, options=options, value=inferred.get("time"),
                                 placeholder="none: no calibration timeline")),
+            _field("Row weights (non-negative), optional",
+                   dcc.Dropdown(id=ROLE_WEIGHT, options=options, value=inferred.get("weight"),
+                                placeholder="none: every row counts once")),
+            _field("Negatives kept (a log that kept this fraction of its negatives), optional",
+                   dcc.Input(id=ROLE_NEGATIVE_RATE, type="number", min=0, max=1, step="any",
+                             placeholder="e.g. 0.1: negatives weigh 10",
+                             className="text-input")),
             _field("Features", dcc.Dropdown(id=ROLE_FEATURES, options=options, multi=True,
                                             value=inferred.get("features"))),
             html.Div(_field("Models to compare (untick a wrongly grouped one)", dcc.Checklist(
@@ -207,12 +217,13 @@ def register(app: Dash, services: Services) -> None:
                   Output(ROLE_DROP_MISSING_FIELD, "hidden"),
                   Input(ROLE_LABEL, "value"), Input(ROLE_PROBABILITIES, "value"),
                   Input(ROLE_SPLIT, "value"), Input(ROLE_ID, "value"),
-                  Input(ROLE_TIME, "value"),
+                  Input(ROLE_TIME, "value"), Input(ROLE_WEIGHT, "value"),
                   Input(ROLE_OPTIONS, "value"), State(ROLE_FEATURES, "value"),
                   State(ROLE_ASSIGNED, "data"), State(UPLOAD_RESPONSE, "data"),
                   prevent_initial_call=True)
     def change_role(label: str | None, probabilities: list[str] | None, split: str | None,
-                    id_column: str | None, time: str | None, options: list[str] | None,
+                    id_column: str | None, time: str | None, weight: str | None,
+                    options: list[str] | None,
                     features: list[str] | None, assigned: list[str] | None,
                     response: dict[str, Any] | None) -> tuple[Any, ...]:
         """A role choice updates the banners, takes the column out of the features and
@@ -223,7 +234,8 @@ def register(app: Dash, services: Services) -> None:
         unlabeled = "unlabeled" in (options or [])
         choice = choose_roles(body["columns"], features or [], assigned or [], label=label,
                               probabilities=probabilities or [], split=split,
-                              id_column=id_column, unlabeled=unlabeled, time=time)
+                              id_column=id_column, unlabeled=unlabeled, time=time,
+                              weight=weight)
         n_missing, exact = rows_to_leave_out(body, None if unlabeled else label,
                                              probabilities)
         return (_role_messages(choice.problems, body["inferred"], label, probabilities),
@@ -251,12 +263,14 @@ def register(app: Dash, services: Services) -> None:
                   State(UPLOAD_RESPONSE, "data"), State(ROLE_LABEL, "value"),
                   State(ROLE_PROBABILITIES, "value"), State(ROLE_SPLIT, "value"),
                   State(ROLE_ID, "value"), State(ROLE_TIME, "value"),
+                  State(ROLE_WEIGHT, "value"), State(ROLE_NEGATIVE_RATE, "value"),
                   State(ROLE_MODELS, "value"), State(ROLE_FEATURES, "value"),
                   State(ROLE_OPTIONS, "value"), State(ROLE_DROP_MISSING, "value"),
                   State(ROLE_NAME, "value"), prevent_initial_call=True)
     async def confirm(clicks: int | None, response: dict[str, Any] | None, label: str | None,
                       probabilities: list[str] | None, split: str | None,
-                      id_column: str | None, time: str | None, ticked: list[str] | None,
+                      id_column: str | None, time: str | None, weight: str | None,
+                      negative_rate: float | None, ticked: list[str] | None,
                       features: list[str] | None,
                       options: list[str] | None, drop_missing: list[str] | None,
                       name: str | None) -> tuple[Any, Any]:
@@ -269,7 +283,9 @@ def register(app: Dash, services: Services) -> None:
             no_split=split is None, no_id=id_column is None, time=time, no_time=time is None,
             models=_ticked_models(response["body"]["inferred"].get("models") or [], ticked),
             logits="logits" in options, renormalize="renormalize" in options,
-            unlabeled="unlabeled" in options, drop_missing=bool(drop_missing))
+            unlabeled="unlabeled" in options, drop_missing=bool(drop_missing),
+            weight=weight, no_weight=weight is None,
+            negative_rate=None if negative_rate in (None, "") else float(negative_rate))
         try:
             summary = await asyncio.to_thread(services.datasets.create_from_upload,
                                               response["body"]["upload_id"], overrides, name)

@@ -26,7 +26,7 @@ from app.services.heterogeneity import (
 )
 from app.services.support import SupportParams, estimate_support, start_support
 from app.ui import ids
-from app.ui.components import error_note, info_note, measure_card
+from app.ui.components import error_note, info_note, measure_card, weights_note
 from app.ui.figures.heterogeneity import (
     hh_confidence_figure,
     hh_map_figure,
@@ -329,6 +329,7 @@ def _hh_results(result: dict[str, Any]) -> html.Div:
     warning = html.Div(result["warning"], className="note note-warning") \
         if result.get("warning") else None
     return html.Div([
+        weights_note(result),
         cards,
         warning,
         _recommendation(result["recommendation"]),

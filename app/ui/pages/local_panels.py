@@ -9,7 +9,7 @@ from typing import Any
 from dash import dcc, html
 
 from app.services import local
-from app.ui.components import info_note, measure_card
+from app.ui.components import info_note, measure_card, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.local import bin_label
 from calibcore.local import DEFAULT_SAMPLE_SIZE
@@ -190,8 +190,8 @@ def summary_panel(result: dict[str, Any]) -> html.Div:
     notes = html.Details([html.Summary("What was done"),
                           html.Ul([html.Li(note) for note in result["notes"]])],
                          className="local-notes")
-    return html.Div([cards, html.P(MLCE_VARIANCE, className="card-note local-mlce-note"),
-                     notes])
+    return html.Div([weights_note(result), cards,
+                     html.P(MLCE_VARIANCE, className="card-note local-mlce-note"), notes])
 
 
 def selection_table(data: dict[str, Any] | None) -> html.Div:

@@ -225,7 +225,8 @@ def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:
             html.Td(item["meaning"] + (f" ({item['note']})" if item["note"] and
                                        item["low"] is not None else "")),
         ], id=f"measure-{key}"))
-    caption = (f"n = {result['n']:,} rows. "
+    weights = f", {result['weights_note']}" if result.get("weighted") else ""
+    caption = (f"n = {result['n']:,} rows{weights}. "
                + (f"Estimates: {result['interval']}, {result['n_bootstrap']} resamples"
                   f"{' (' + result['resampling'] + ')' if result.get('resampling') else ''}."
                   if with_intervals else "Intervals are being computed in the background.")
@@ -267,7 +268,11 @@ def calibration_test_note(test: dict[str, Any] | None, with_intervals: bool) -> 
 
 def _cards(measures: dict[str, Any], summary: dict[str, Any]) -> list[html.Div]:
     n = f"n = {measures['n']:,}"
-    cards = [measure_card("Rows", measures["n"], f"{measures['subset']} rows"),
+    rows_note = f"{measures['subset']} rows"
+    if measures.get("weighted"):
+        n = f"n = {measures['n']:,}, Kish n_eff = {measures['n_eff']:,.0f}"
+        rows_note += f", {measures['weights_note']}"
+    cards = [measure_card("Rows", measures["n"], rows_note),
              measure_card("Classes", summary["n_classes"], ", ".join(summary["classes"][:6]))]
     for key in _CARDS:
         item = measures["measures"][key]
@@ -284,6 +289,14 @@ def _note(summary: dict[str, Any], measures: dict[str, Any]) -> html.Div:
     external = summary.get("external") or {}
     rows = (f"a seeded sample of {summary['n_rows']:,} of {external['n_rows']:,} rows"
             if external.get("sampled") else rows_caption(summary))
+    weights = ""
+    if measures.get("weighted"):
+        column = (summary.get("roles") or {}).get("weight")
+        source = " and ".join(
+            [*([f"column {column!r}"] if column else []),
+             *([f"1 / {summary['negative_rate']:g} on the negatives"]
+               if summary.get("negative_rate") else [])])
+        weights = f" Rows weighted by {source}: {measures['weights_note']}."
     return info_note(f"{summary['name']}: {rows}, {split}. Measures on the "
                      f"{view} view, {measures['n_bins']} {measures['binning'].replace('_', '-')}"
-                     " bins." + "".join(" " + w for w in summary["warnings"]))
+                     " bins." + weights + "".join(" " + w for w in summary["warnings"]))

@@ -18,7 +18,7 @@ from app.services.datasets import NotFound
 from app.services.diagnostics import VIEW_NAMES
 from app.services.subgroups import MAX_DIAGRAMS, SubgroupParams, start_subgroups
 from app.ui import ids
-from app.ui.components import control, error_note, info_note
+from app.ui.components import control, error_note, info_note, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.reliability import slice_figure
 from app.ui.job_panel import (
@@ -200,6 +200,7 @@ def _results(result: dict[str, Any]) -> html.Div:
     figure = slice_figure(result["whole"], result["diagrams"][0], first["slice"], view) \
         if result["diagrams"] else empty_figure("No slice to draw.")
     return html.Div([
+        weights_note(result),
         html.Details([html.Summary(f"How these were found ({len(result['notes'])} notes)"),
                       html.Ul([html.Li(note) for note in result["notes"]])],
                      className="hh-notes"),

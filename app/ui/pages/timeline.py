@@ -12,7 +12,7 @@ from app.services.context import Services
 from app.services.datasets import NotFound
 from app.services.timeline import ROLLING_METHODS, timeline_for
 from app.ui import ids
-from app.ui.components import control, error_note, info_note
+from app.ui.components import control, error_note, info_note, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.timeline import rolling_figure, timeline_figure
 from app.ui.shell_helpers import dataset_summary, view_options
@@ -108,4 +108,5 @@ def register(app: Dash, services: Services) -> None:
                    f"{reference['gap']:+.3f}, its ECE {reference['ece']:.3f}. "
                    if reference.get("ece") is not None else " ")
                 + " ".join(result["notes"]))
-        return info_note(text), timeline_figure(result), rolling_figure(result)
+        return (html.Div([weights_note(result), info_note(text)]), timeline_figure(result),
+                rolling_figure(result))

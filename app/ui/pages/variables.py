@@ -21,7 +21,7 @@ from app.services import variables
 from app.services.context import Services
 from app.services.datasets import NotFound
 from app.ui import ids
-from app.ui.components import error_note, info_note, progress_bar
+from app.ui.components import error_note, info_note, progress_bar, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.variables import RANGE_WORDS, format_value, ranking_figure, variable_figure
 from app.ui.job_panel import running_status
@@ -368,12 +368,14 @@ def _ranking_note(ranking: dict[str, Any] | None) -> html.Div | None:
              f"{'…' if len(flagged) > 8 else ''}." if flagged else
              f"No variable has p < 0.05 among {len(rows)}.")
     cached = " (cached)" if ranking.get("cached") else ""
-    return info_note(f"{len(rows)} variables ranked on {ranking['n']:,} {ranking['subset']} "
+    weights = weights_note(ranking)
+    return html.Div([*([weights] if weights else []), info_note(
+                     f"{len(rows)} variables ranked on {ranking['n']:,} {ranking['subset']} "
                      f"rows{cached}; {ranking['n_bins']} equal-mass bins for numeric variables, "
                      f"{test}. {found} With many variables some small p-values arise by chance; a "
                      "p-value tests whether the gap varies along the variable, so a "
                      "miscalibration the same everywhere (the Overview measures it) gives "
-                     "large ones.")
+                     "large ones.")])
 
 
 def _detail_note(detail: dict[str, Any]) -> html.Div:
@@ -388,8 +390,9 @@ def _detail_note(detail: dict[str, Any]) -> html.Div:
     gap = (f"largest gap VCE(v*) = {detail['vce_max']:.4f} at {where}"
            if detail["vce_max"] is not None
            else "no largest gap: the fit is less certain than one row at every point")
-    return info_note(f"{detail['variable']} ({detail['kind']}): n = {detail['n']:,}{missing}. "
-                     f"VECE = {detail['vece']:.4f}; {gap}." + extra)
+    return html.Div([weights_note(detail), info_note(
+        f"{detail['variable']} ({detail['kind']}): n = {detail['n']:,}{missing}. "
+        f"VECE = {detail['vece']:.4f}; {gap}." + extra)])
 
 
 def _interval(value: float | None, low: float | None, high: float | None) -> str:

@@ -43,6 +43,10 @@ def _report(args: argparse.Namespace) -> int:
         if args.drop_missing:
             raise CalibrationInputError("--drop-missing goes with --engine memory (the "
                                         "default).")
+        if args.weight or args.negative_rate is not None:
+            raise CalibrationInputError("--weight and --negative-rate go with --engine memory "
+                                        "(the default): the Dask engine does not take row "
+                                        "weights yet.")
         if args.view not in (None, "top_label"):
             raise CalibrationInputError("--view is not available with --engine dask yet (it "
                                         "computes the top-label measures, and the exact "
@@ -58,7 +62,8 @@ def _report(args: argparse.Namespace) -> int:
                                         "--scheduler go with --engine dask; a file's roles "
                                         "are inferred.")
         report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
-                              n_bootstrap=args.n_bootstrap, drop_missing=args.drop_missing)
+                              n_bootstrap=args.n_bootstrap, drop_missing=args.drop_missing,
+                              weight=args.weight, negative_rate=args.negative_rate)
     text = json.dumps(report, indent=2, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text)
@@ -78,6 +83,8 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{item['name']:>20}: {item['value']:.6f}{interval}")
     if report["metrics"].get("calibration_test"):
         print(report["metrics"]["calibration_test"]["summary"])
+    if report.get("weighted"):
+        print(f"rows {report['weights_note']}")
     if report.get("n_left_out"):
         from app.services.datasets import rows_caption
 
@@ -213,6 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--drop-missing", action="store_true",
                         help="leave out the rows with a missing label or probability (the "
                         "report counts them) instead of refusing the file")
+    report.add_argument("--weight", help="the row-weight column (non-negative; default: a "
+                        "column named weight, weights, sample_weight or sample_weights)")
+    report.add_argument("--negative-rate", type=float, default=None,
+                        help="the fraction of negatives a sampled log kept (binary labels): "
+                        "negatives weigh 1 / rate")
     report.set_defaults(handler=_report)
     recalibrate = commands.add_parser(
         "recalibrate", help="fit a recalibrator on a prediction file (its calibration rows, or "

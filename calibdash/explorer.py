@@ -67,7 +67,9 @@ def explore(data: pd.DataFrame | str | os.PathLike[str], *, label: str | None = 
             probabilities: str | Sequence[str] | None = None,
             features: str | Sequence[str] | None = None, split: str | None = None,
             name: str | None = None, mode: DisplayMode = "auto", port: int | None = None,
-            data_dir: str | os.PathLike[str] | None = None) -> Explorer:
+            data_dir: str | os.PathLike[str] | None = None,
+            weight: str | Sequence[float] | None = None,
+            negative_rate: float | None = None) -> Explorer:
     """Open the dashboard's Overview page on a prediction table.
 
     The first call starts the calibdash application (REST API and Dash UI) on a
@@ -86,6 +88,14 @@ def explore(data: pd.DataFrame | str | os.PathLike[str], *, label: str | None = 
         to every column without another role.
     name : str, optional
         The dataset's name in the dashboard (default: the file name, or "DataFrame").
+    weight : str or sequence of float, optional
+        Row weights (survey, importance or downsampling weights; non-negative): a
+        column's name, or one weight per row of a DataFrame (kept as the column
+        ``sample_weight``). A column named weight, weights, sample_weight or
+        sample_weights is taken without asking.
+    negative_rate : float, optional
+        The fraction of negatives a sampled log kept: its negatives (binary labels)
+        weigh 1 / negative_rate.
     mode : {"auto", "inline", "tab", "external"}
         ``"inline"``: an IFrame in the notebook's output cell; ``"tab"``: a browser
         tab; ``"external"``: only return the handle. ``"auto"``: inline in a Jupyter
@@ -111,10 +121,13 @@ def explore(data: pd.DataFrame | str | os.PathLike[str], *, label: str | None = 
         A server is already running on another port or data folder (stop it first).
     """
     show = _SHOW[_resolve(mode)]
-    overrides = RoleOverrides(label=label, probabilities=_names(probabilities),
-                              features=_names(features), split=split)
     if not isinstance(data, pd.DataFrame):
         data = _existing_file(data)
+    if weight is not None and not isinstance(weight, str):
+        data, weight = _with_weights(data, weight)
+    overrides = RoleOverrides(label=label, probabilities=_names(probabilities),
+                              features=_names(features), split=split, weight=weight,
+                              negative_rate=negative_rate)
     with _SHARED.lock:
         server = _SHARED.server_for(port, None if data_dir is None else Path(data_dir))
         try:
@@ -130,6 +143,21 @@ def explore(data: pd.DataFrame | str | os.PathLike[str], *, label: str | None = 
                         dataset_id=dataset_id, server_url=server.url, _server=server)
     show(explorer)
     return explorer
+
+
+def _with_weights(data: pd.DataFrame | Path, weights: Sequence[float]
+                  ) -> tuple[pd.DataFrame, str]:
+    """A DataFrame with ``weights`` as its column ``sample_weight`` (the weight role)."""
+    if not isinstance(data, pd.DataFrame):
+        raise CalibrationInputError("weight= as numbers goes with a DataFrame; for a file, "
+                                    "give the name of its weight column.")
+    if "sample_weight" in data.columns:
+        raise CalibrationInputError("the DataFrame has a column 'sample_weight' already: "
+                                    "give weight='sample_weight' to use it.")
+    if len(weights) != len(data):
+        raise CalibrationInputError(f"weight= has {len(weights):,} values for "
+                                    f"{len(data):,} rows: give one weight per row.")
+    return data.assign(sample_weight=list(weights)), "sample_weight"
 
 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ import pandas as pd
 from app.services import diagnostics, variables
 from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
 from app.services.jsonable import jsonable
+from app.services.weighting import mark_unweighted, weighting
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import load_table
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
 
 
 def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
-                 n_bootstrap: int = 200, drop_missing: bool = False) -> dict[str, Any]:
+                 n_bootstrap: int = 200, drop_missing: bool = False,
+                 weight: str | None = None,
+                 negative_rate: float | None = None) -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals)
     and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
     reliability diagrams, and the VECE ranking of the features (Kelly & Smyth 2023) with
@@ -50,13 +53,23 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
     top-label view can fold over- and under-prediction of class 1 into zero), the top
     label for more. ``drop_missing`` leaves out the rows with a missing label or
     probability (counted in ``n_left_out`` and the warnings) instead of refusing the
-    file."""
+    file. ``weight`` names the row-weight column (default: one named weight, weights,
+    sample_weight or sample_weights, if any) and ``negative_rate`` weighs the negatives
+    of a log that kept that fraction of them by 1 / rate; the measures, diagrams and test
+    are then weighted, and the variables ranking says it is not."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     table = load_table(path, path.name)
     guess = infer_roles(table.frame)
-    prediction_set = build_prediction_set(table.frame, guess.to_roles(),
-                                          drop_missing=drop_missing)
+    roles = guess.to_roles()
+    if weight is not None:
+        if weight not in table.frame.columns:
+            raise CalibrationInputError(f"--weight: no column named {weight!r}.",
+                                        code="column_not_found", column=weight)
+        roles = replace(roles, weight=weight,
+                        features=tuple(c for c in roles.features if c != weight))
+    prediction_set = build_prediction_set(table.frame, roles, drop_missing=drop_missing,
+                                          negative_rate=negative_rate)
     frame = without_left_out(table.frame, prediction_set)
     view = view or default_view(prediction_set.n_classes)
     subsets: list[diagnostics.Subset] = ["all"]
@@ -72,7 +85,10 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                   "probabilities": list(prediction_set.roles.probabilities),
                   "features": list(prediction_set.roles.features),
                   "split": prediction_set.roles.split, "id": prediction_set.roles.id,
-                  "models": [[name, list(group)] for name, group in prediction_set.roles.models]},
+                  "models": [[name, list(group)] for name, group in prediction_set.roles.models],
+                  "weight": prediction_set.roles.weight},
+        "negative_rate": negative_rate,
+        **weighting(prediction_set),
         "warnings": [*table.warnings, *guess.notes, *prediction_set.warnings],
         "metrics": diagnostics.global_metrics(prediction_set, view=view, n_bins=n_bins,
                                               n_bootstrap=n_bootstrap),
@@ -83,7 +99,8 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "bin_sensitivity": diagnostics.bin_sensitivity(prediction_set, view=view),
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
-        "variables": variables.ranking_for_report(prediction_set),
+        "variables": mark_unweighted(variables.ranking_for_report(prediction_set),
+                                     prediction_set),
         **({"comparison": comparison_document(
             prediction_set, model_probabilities(prediction_set, frame),
             reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}

@@ -12,13 +12,14 @@ import pandas as pd
 from app.services import diagnostics, variables
 from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
 from app.services.jsonable import jsonable
-from app.services.weighting import mark_unweighted, weighting
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import load_table
+from app.services.weighting import mark_unweighted, weighting
 from calibcore.data import (
     SPLIT_VALUES,
     ColumnRoles,
+    PredictionSet,
     View,
     build_prediction_set,
     default_view,
@@ -99,13 +100,18 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "bin_sensitivity": diagnostics.bin_sensitivity(prediction_set, view=view),
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
-        "variables": mark_unweighted(variables.ranking_for_report(prediction_set),
-                                     prediction_set),
+        "variables": _unweighted_ranking(prediction_set),
         **({"comparison": comparison_document(
             prediction_set, model_probabilities(prediction_set, frame),
             reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}
            if len(prediction_set.roles.models) >= 2 else {}),
     }
+
+
+def _unweighted_ranking(prediction_set: PredictionSet) -> dict[str, Any] | None:
+    """The report's variables ranking, saying it does not take the rows' weights yet."""
+    ranking = variables.ranking_for_report(prediction_set)
+    return None if ranking is None else mark_unweighted(ranking, prediction_set)
 
 
 def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,

@@ -130,8 +130,8 @@ class ResamplingPlan:
         """The resamples as count weights over the plan's rows or cells, in blocks (times
         ``unit_weights`` with row weights)."""
         if self.unit_weights is not None:
-            for block in replace(self, unit_weights=None).blocks(n_resamples, random_state):
-                yield block * self.unit_weights
+            for counts in replace(self, unit_weights=None).blocks(n_resamples, random_state):
+                yield counts * self.unit_weights
             return
         if self.method != "cells" or self.counts is None:
             size = self.n_rows if self.groups is None else self.groups.size

@@ -168,7 +168,9 @@ class Recalibrator(BaseEstimator):
             if weights is None:
                 self._fit(proba, labels, checked, _heartbeat(progress))
             else:
-                self._fit(proba, labels, checked, _heartbeat(progress), weights=weights)
+                # the methods with supports_weights take weights= in their _fit
+                weighted_fit: Any = self._fit
+                weighted_fit(proba, labels, checked, _heartbeat(progress), weights=weights)
         except BaseException:
             del self.n_classes_  # a failed fit must not look fitted
             raise

@@ -53,8 +53,8 @@ def test_report_negative_rate_and_its_refusals(files, capsys) -> None:  # type: 
 
 
 def test_explore_roles_take_a_weight_column_or_weights() -> None:
-    from calibdash.explorer import _with_weights
     from calibcore.exceptions import CalibrationInputError
+    from calibdash.explorer import _with_weights
 
     frame = pd.DataFrame({"y": [0, 1], "p": [0.3, 0.6]})
     weighted, column = _with_weights(frame, [2.0, 0.5])

@@ -25,10 +25,13 @@ so above :data:`ROW_BOOTSTRAP_MAX_ROWS` rows the resampling is done on a summary
     Up to :data:`ROW_BOOTSTRAP_MAX_ROWS` rows, rows are resampled as they are.
 
 With row weights (``sample_weight``), a resample draws rows as above and each drawn row
-carries its weight: the resample's weights are counts times sample weights. Cells then
-also hold rows of one weight when the weights take at most :data:`WEIGHT_LEVELS`
-values (as the weights of negative downsampling, one per label, do), which keeps the
-cells exact; otherwise each cell's rows carry the cell's mean weight.
+carries its weight: the resample's weights are counts times sample weights. A cell's
+rows share its label and (within a cell width) its scores, so a resample enters the
+measures only through the total weight it draws from each cell: the sum of ``c``
+weights drawn from the cell's rows when it draws ``c`` of them, drawn as ``c`` times
+their mean plus a normal deviation of variance ``c`` times their variance (the sum's
+first two moments exactly; exact outright when a cell's weights are equal, as the
+weights of negative downsampling, one per label, are).
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ CELL_BLOCK_RESAMPLES = 20
 SUBSAMPLE_ROWS = 20_000
 #: Rows probed for distinct cells before grouping them all (many classes).
 PROBE_ROWS = 10_000
-#: Row weights of at most this many distinct values split the cells by weight.
+#: Row weights of at most this many distinct values group the calibration test's rows
+#: by weight (:mod:`calibcore.metrics.calibration_test`).
 WEIGHT_LEVELS = 64
 
 ResamplingMethod = Literal["rows", "cells", "subsample"]
@@ -99,6 +103,9 @@ class ResamplingPlan:
         With row weights: the weight each drawn row, subsample row or cell row carries
         (the cell's mean weight), multiplying the counts of every resample; None for
         unweighted rows.
+    unit_spread : ndarray or None
+        ``"cells"`` with row weights: the standard deviation of each cell's weights
+        (module docstring); None when they are all equal.
     """
 
     method: ResamplingMethod
@@ -107,15 +114,16 @@ class ResamplingPlan:
     counts: NDArray[np.float64] | None = None
     scale: float = 1.0
     unit_weights: NDArray[np.float64] | None = None
-    weights_split: bool = True
+    unit_spread: NDArray[np.float64] | None = None
 
     @property
     def note(self) -> str:
         """One line saying how the resamples were drawn."""
         weighted = ""
         if self.unit_weights is not None:
-            weighted = ("; each drawn row carries its weight" if self.weights_split
-                        else "; each drawn row carries its cell's mean weight")
+            weighted = ("; each drawn row carries its weight" if self.unit_spread is None
+                        else "; each drawn row carries its weight (a cell's drawn weight: "
+                        "its mean and variance exact)")
         if self.method == "cells" and self.counts is not None:
             return (f"resampled through {self.counts.size:,} cells of the probabilities: "
                     f"exact counts, scores within 1/{GRID_CELLS:,}{weighted}")
@@ -130,8 +138,16 @@ class ResamplingPlan:
         """The resamples as count weights over the plan's rows or cells, in blocks (times
         ``unit_weights`` with row weights)."""
         if self.unit_weights is not None:
-            for counts in replace(self, unit_weights=None).blocks(n_resamples, random_state):
-                yield counts * self.unit_weights
+            noise = np.random.default_rng(
+                [random_state, 2] if isinstance(random_state, int) else random_state)
+            unweighted = replace(self, unit_weights=None, unit_spread=None)
+            for counts in unweighted.blocks(n_resamples, random_state):
+                mass = counts * self.unit_weights
+                if self.unit_spread is not None:
+                    mass += (np.sqrt(counts) * self.unit_spread
+                             * noise.standard_normal(counts.shape))
+                    np.maximum(mass, 0.0, out=mass)
+                yield mass
             return
         if self.method != "cells" or self.counts is None:
             size = self.n_rows if self.groups is None else self.groups.size
@@ -157,15 +173,17 @@ def resampling_plan(
     n_rows = labels.size
     if n_rows <= ROW_BOOTSTRAP_MAX_ROWS:
         return ResamplingPlan("rows", n_rows, unit_weights=sample_weight)
-    cells = row_cells(labels, proba, n_bins, sample_weight)
+    cells = row_cells(labels, proba, n_bins)
     if cells is not None:
         groups, counts = cells
-        unit = None
-        if sample_weight is not None:
-            unit = np.bincount(groups, weights=sample_weight, minlength=counts.size) / counts
-        split = sample_weight is None or pd.unique(sample_weight).size <= WEIGHT_LEVELS
+        if sample_weight is None:
+            return ResamplingPlan("cells", n_rows, groups, counts)
+        unit = np.bincount(groups, weights=sample_weight, minlength=counts.size) / counts
+        second = np.bincount(groups, weights=np.square(sample_weight), minlength=counts.size)
+        spread = np.sqrt(np.maximum(second / counts - np.square(unit), 0.0))
+        same = bool(np.all(spread <= 1e-12 * np.maximum(unit, 1e-300)))
         return ResamplingPlan("cells", n_rows, groups, counts, unit_weights=unit,
-                              weights_split=split)
+                              unit_spread=None if same else spread)
     plan = subsample_plan(n_rows, random_state)
     if sample_weight is not None and plan.groups is not None:
         plan = replace(plan, unit_weights=sample_weight[plan.groups])
@@ -190,24 +208,17 @@ def subsample_plan(
 
 
 def row_cells(
-    labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
-    sample_weight: NDArray[np.float64] | None = None,
+    labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
     """Cell of each row and rows per cell, or None when cells would not halve the rows.
 
     A cell holds rows with the same label, the same equal-width bin (of ``n_bins``) of
     the top-label score and, for every class, the same of the ``GRID_CELLS`` sub-cells
     of [0, 1] refining the equal-width bins of its probability (bins right-closed,
-    like :func:`calibcore.metrics.assign_bins`), so no cell straddles a bin edge; and,
-    for row weights of at most :data:`WEIGHT_LEVELS` values, the same weight.
+    like :func:`calibcore.metrics.assign_bins`), so no cell straddles a bin edge.
     """
     n_rows, n_classes = proba.shape
     columns, sizes = cell_columns(labels, proba, n_bins)
-    if sample_weight is not None:
-        levels, distinct = pd.factorize(sample_weight, sort=True)
-        if distinct.size <= WEIGHT_LEVELS:
-            columns.append(levels.astype(np.int64))
-            sizes.append(int(distinct.size))
     if n_classes > 2:
         probe = np.unique(np.column_stack([c[:PROBE_ROWS] for c in columns]), axis=0)
         if probe.shape[0] > min(PROBE_ROWS, n_rows) // 2:

@@ -23,13 +23,13 @@ is evaluated on the same cells, with scores moved by less than one cell width. T
 result says which was done.
 
 With row weights (``sample_weight``) the statistic is the weighted measure and each row
-keeps its weight in every resample: rows are grouped by score and weight (pooled cells
-by weight too when the weights take at most :data:`WEIGHT_LEVELS` values, else by
-quantile bands of the weight, whose rows then carry the band's mean weight), and a
-group's hits are drawn as above and weighted by the group's weight. This tests
-calibration of the weighted population when the weights do not depend on the label;
-downsampling weights that do (1 / rate on the negatives) are held at each row's
-observed label, an approximation the result says.
+keeps its weight in every resample: small tables are grouped by score and weight and a
+group's hits drawn as above, each weighing the group's weight (exact); large ones are
+pooled into the same cells, each cell's weighted hits drawn with their mean and
+variance (see :func:`group_weighted_scores`), so a weighted test costs what an
+unweighted one does. This tests calibration of the weighted population when the
+weights do not depend on the label; downsampling weights that do (1 / rate on the
+negatives) are held at each row's observed label, an approximation.
 
 The statistic is the Laplace kernel calibration error kCE by default: a consistent
 calibration measure (Błasiok et al. 2023, §8: zero only for calibrated scores, within polynomial
@@ -200,46 +200,6 @@ class ScoreGroups:
     weights: NDArray[np.float64] | None = None
 
 
-#: Quantile bands of the weight that pool rows of many distinct weights.
-WEIGHT_BANDS = 16
-
-
-def group_weighted_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
-                          weights: NDArray[np.float64]) -> ScoreGroups:
-    """:func:`group_scores` with row weights: groups of one score (or cell) and one weight
-    (or weight band); ``positives`` counts rows in weight units (weighted hits over the
-    group's mean weight), so the data's statistic is that of the weighted rows."""
-    levels, distinct = np.unique(weights, return_inverse=True)
-    banded = levels.size > WEIGHT_LEVELS
-    if banded:
-        edges = np.unique(np.quantile(weights, np.linspace(0, 1, WEIGHT_BANDS + 1)))
-        distinct = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0,
-                           max(edges.size - 2, 0))
-    if scores.size <= SORT_MAX_ROWS:
-        cell = np.unique(scores, return_inverse=True)[1].ravel()
-    else:
-        cell = np.minimum((scores * POOLING_CELLS).astype(np.intp), POOLING_CELLS - 1)
-    key = cell.astype(np.int64) * (int(distinct.max()) + 1) + distinct
-    groups, inverse = np.unique(key, return_inverse=True)
-    inverse = inverse.ravel()
-    counts = np.bincount(inverse, minlength=groups.size)
-    mass = np.bincount(inverse, weights=weights, minlength=groups.size)
-    means = np.clip(np.bincount(inverse, weights=scores, minlength=groups.size) / counts,
-                    0.0, 1.0)
-    spread = np.bincount(inverse, weights=np.abs(scores - means[inverse]),
-                         minlength=groups.size)
-    mean_weight = mass / counts
-    weight_spread = np.bincount(inverse, weights=np.abs(weights - mean_weight[inverse]),
-                                minlength=groups.size) if banded else np.zeros(1)
-    pooled = bool(np.any(spread > SAME_SCORE_TOLERANCE * counts)
-                  or np.any(weight_spread > SAME_SCORE_TOLERANCE * mass))
-    hits = np.bincount(inverse, weights=weights * outcomes, minlength=groups.size)
-    positives = np.divide(hits, mean_weight, out=np.zeros_like(hits), where=mean_weight > 0)
-    order = np.argsort(means, kind="stable")
-    return ScoreGroups(means[order], counts[order].astype(np.int64), positives[order],
-                       pooled, mean_weight[order])
-
-
 def group_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> ScoreGroups:
     """Group rows by distinct score, or pool them into cells (module docstring).
 
@@ -269,6 +229,59 @@ def group_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> 
                        positives.astype(np.float64), pooled)
 
 
+def group_weighted_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                          weights: NDArray[np.float64]) -> ScoreGroups:
+    """:func:`group_scores` with row weights (module docstring).
+
+    Up to :data:`SORT_MAX_ROWS` rows: groups of one score and one weight (exact; at
+    most :data:`WEIGHT_LEVELS` distinct weights, else each row is a group). Larger
+    tables: the :data:`POOLING_CELLS` cells of the score, each pooled at its weighted
+    mean score s with its total weight W spread over m = round(W^2 / sum w^2) (its Kish
+    effective size) rows of weight W / m: a cell's hits, drawn as Binomial(m, s) of
+    weight W / m each, then have the mean, sum w_i s_i up to the score's spread in the
+    cell, and about the variance, sum w_i^2 s_i (1 - s_i), of the weighted hits of its
+    rows. ``positives`` are the observed weighted hits in units of the group's weight.
+    """
+    if scores.size <= SORT_MAX_ROWS:
+        levels = np.unique(weights, return_inverse=True)[1].ravel()
+        if levels.max() + 1 > WEIGHT_LEVELS:
+            levels = np.arange(scores.size)
+        key = np.unique(scores, return_inverse=True)[1].ravel().astype(np.int64) * (
+            int(levels.max()) + 1) + levels
+        cell = np.unique(key, return_inverse=True)[1].ravel()
+    else:
+        cell = np.minimum((scores * POOLING_CELLS).astype(np.intp), POOLING_CELLS - 1)
+    size = int(cell.max()) + 1
+    rows = np.bincount(cell, minlength=size)
+    filled = np.flatnonzero(rows)
+    mass = np.bincount(cell, weights=weights, minlength=size)[filled]
+    squares = np.bincount(cell, weights=np.square(weights), minlength=size)[filled]
+    score_mass = np.bincount(cell, weights=weights * scores, minlength=size)[filled]
+    plain = np.bincount(cell, weights=scores, minlength=size)[filled] / rows[filled]
+    means = np.clip(np.divide(score_mass, mass, out=plain, where=mass > 0), 0.0, 1.0)
+    deviation = np.bincount(cell, weights=np.abs(scores - _expand(means, filled, size)[cell]),
+                            minlength=size)[filled]
+    same_weight = np.all(np.abs(weights - _expand(mass / rows[filled], filled, size)[cell])
+                         <= SAME_SCORE_TOLERANCE * np.maximum(weights, 1.0))
+    pooled = bool(np.any(deviation > SAME_SCORE_TOLERANCE * rows[filled])) or not same_weight
+    effective = np.maximum(np.rint(np.divide(np.square(mass), squares, out=rows[filled]
+                                             .astype(np.float64), where=squares > 0)), 1.0)
+    unit = mass / effective
+    hits = np.bincount(cell, weights=weights * outcomes, minlength=size)[filled]
+    positives = np.divide(hits, unit, out=np.zeros_like(hits), where=unit > 0)
+    order = np.argsort(means, kind="stable")
+    return ScoreGroups(means[order], effective[order].astype(np.int64), positives[order],
+                       pooled, unit[order])
+
+
+def _expand(values: NDArray[np.float64], filled: NDArray[np.intp], size: int
+            ) -> NDArray[np.float64]:
+    """``values`` of the filled cells placed at their cell indices (0 elsewhere)."""
+    out = np.zeros(size)
+    out[filled] = values
+    return out
+
+
 def _statistics(
     groups: ScoreGroups, positives: NDArray[np.float64], kernel: RowKernel
 ) -> NDArray[np.float64]:
@@ -289,11 +302,15 @@ def _statistics(
 
 
 def _resampling_note(groups: ScoreGroups, n_rows: int) -> str:
+    if groups.weights is not None and not groups.pooled:
+        return (f"exact, weighted: {n_rows:,} rows grouped by score and weight into "
+                f"{groups.scores.size:,} groups, each group's hits drawn as Binomial(rows, "
+                "score), each hit weighing the group's weight")
     if groups.weights is not None:
-        return (f"{'pooled' if groups.pooled else 'exact'}, weighted: {n_rows:,} rows "
-                f"grouped by score and weight into {groups.scores.size:,} groups, each "
-                "group's hits drawn as Binomial(rows, score) and weighted by its weight "
-                "(each row keeps its weight)")
+        return (f"pooled, weighted: {n_rows:,} rows pooled into {groups.scores.size:,} "
+                f"cells of the score of width 1/{POOLING_CELLS:,}, each cell's weighted "
+                "hits drawn as Binomial(Kish size, weighted mean score) times weight / Kish "
+                "size")
     if not groups.pooled:
         return (f"exact: {n_rows:,} rows grouped by their {groups.scores.size:,} distinct "
                 "scores, each group's hits (outcome 1) drawn as Binomial(rows, score)")

@@ -24,7 +24,12 @@ from calibcore._validation import check_positive_int, check_predictions
 from calibcore.data.views import View, score_outcome, top_class
 from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics.binning import Binning, bin_edges, bin_sums
+from calibcore.metrics.binning import (
+    Binning,
+    bin_edges,
+    bin_sums,
+    sorted_weighted_equal_mass_edges,
+)
 
 __all__ = [
     "NLL_CLIP",
@@ -168,7 +173,9 @@ def ece_by_bin_count(
             residuals = residuals * sorted_weights
         running = np.concatenate([[0.0], np.cumsum(residuals)])
         for position, n_bins in enumerate(counts):
-            edges = bin_edges(sorted_scores, n_bins, binning, sorted_weights)
+            edges = (bin_edges(sorted_scores, n_bins, binning)
+                     if sorted_weights is None or binning != "equal_mass" else
+                     sorted_weighted_equal_mass_edges(sorted_scores, sorted_weights, n_bins))
             # bins are right-closed: a bin ends after the last score <= its right edge
             ends = np.searchsorted(sorted_scores, edges[1:-1], side="right")
             bounds = np.concatenate([[0], ends, [scores.size]])

@@ -40,9 +40,10 @@ def _diagram_traces(diagram: dict[str, Any], name: str, colour: str,
                       "n = %{customdata[0]}<extra>" + name + "</extra>")]
 
 
-def _weighted(result: dict[str, Any]) -> str:
-    """'; weighted (Kish n_eff = ...)' for a weighted result, else nothing."""
-    return f"; {result['weights_note']}" if result.get("weighted") else ""
+def _weighted(result: dict[str, Any], separator: str = "<br>") -> str:
+    """'weighted (Kish n_eff = ...)' after ``separator`` for a weighted result, else
+    nothing."""
+    return f"{separator}{result['weights_note']}" if result.get("weighted") else ""
 
 
 def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> go.Figure:
@@ -76,7 +77,8 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
                        f"n = {result.get('n_binned', result['n']):,}, {result['n_bins']} "
                        f"bins; bars: 95% Wilson intervals{_weighted(result)}</sup>",
         barmode="overlay", legend={"orientation": "h", "y": -0.18},
-        margin={"l": 60, "r": 20, "t": 60, "b": 40}, template="plotly_white", height=520)
+        margin={"l": 60, "r": 20, "t": 84 if result.get("weighted") else 60, "b": 40},
+        template="plotly_white", height=520)
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
@@ -183,7 +185,8 @@ def smooth_reliability_figure(result: dict[str, Any]) -> go.Figure:
               + "</sup>",
         legend={"orientation": "h", "y": -0.18}, template="plotly_white",
         height=520 + _LEGEND_ROW_HEIGHT * max(0, len(diagrams) // 2 - 1),
-        margin={"l": 60, "r": 20, "t": 84 if result.get("sample_note") else 60, "b": 40})
+        margin={"l": 60, "r": 20, "b": 40,
+                "t": 60 + 24 * (bool(result.get("sample_note")) + bool(result.get("weighted")))})
     figure.update_xaxes(range=[0, 1], row=1, col=1)
     figure.update_xaxes(title_text=f"{score} (probability)", range=[0, 1], row=2, col=1)
     figure.update_yaxes(title_text=f"{outcome} (fraction)", range=[0, 1.02], row=1, col=1)
@@ -217,7 +220,7 @@ def bin_sensitivity_figure(result: dict[str, Any], current_bins: int | None = No
             hoverinfo="skip"))
     figure.update_layout(
         title=f"Binned ECE depends on the bin count; consistent measures do not "
-              f"(n = {result['n']:,}{_weighted(result)})",
+              f"(n = {result['n']:,}{_weighted(result, '; ')})",
         xaxis={"title": "number of bins", "type": "log"},
         yaxis={"title": "calibration error (probability)", "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.25}, template="plotly_white", height=420,

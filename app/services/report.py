@@ -197,7 +197,12 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
             "roles": {"label": label, "probabilities": probabilities,
                       "features": list(roles.features), "split": roles.split,
                       "id": roles.id,
-                      "models": [[name, list(group)] for name, group in roles.models]},
+                      "models": [[name, list(group)] for name, group in roles.models],
+                      "weight": None},  # the Dask engine does not take weights yet
+            "weighted": False,
+            **({"weights_note": f"column {roles.weight!r} holds row weights, which the Dask "
+                                "engine does not apply yet: every row counts once"}
+               if roles.weight else {}),
             "metrics": metrics["all"], "metrics_by_subset": metrics, "variables": ranking,
             "reliability": jsonable({
                 "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,

@@ -187,7 +187,7 @@ def test_report_with_the_dask_engine_takes_the_roles_it_is_given(tmp_path, capsy
     report = json.loads(out.read_text())
     assert report["roles"] == {"label": "y_true", "probabilities": ["y_prob"],
                                "features": ["x0"], "split": "split", "id": None,
-                               "models": []}
+                               "models": [], "weight": None}
     test = frame[frame["split"] == "test"]
     result = report["metrics_by_subset"]["test"]
     assert result["n"] == len(test)

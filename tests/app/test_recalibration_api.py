@@ -211,7 +211,7 @@ def test_methods_need_valid_features(client, digits, binary) -> None:
     assert "px10" in error["message"]
     assert_error(client.post(url, json={"method": "variable_tree", "features": ["px1", "px2"]}),
                  422, "invalid_features")
-    assert_error(client.post(url, json={"method": "swc", "features": ["nope"]}), 422,
+    assert_error(client.post(url, json={"method": "swc", "features": ["nope"]}), 409,
                  "unknown_feature")
     assert_error(client.post(url, json={"methods": ["temperature", {"method": "magic"}]}), 422,
                  "unknown_method")
@@ -349,7 +349,7 @@ def test_model_without_inputs_applies_by_inferred_columns(client, digits, digits
 def test_download_with_diagnostic_columns(client, binary) -> None:
     result = fit(client, binary, method="temperature")
     error = assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
-                                    params={"columns": "lce"}), 422, "column_not_computed")
+                                    params={"columns": "lce"}), 409, "column_not_computed")
     assert "lce" in error["message"]
     store = client.app.state.services.store
     save_row_column(store, binary, "lce", np.linspace(0, 1, 2000))
@@ -380,7 +380,7 @@ def test_a_single_class_calibration_split_is_a_422_naming_the_counts(client) -> 
     for method in ("platt", "histogram", "beta"):
         response = client.post(f"/api/v1/datasets/{dataset}/recalibrations",
                                json={"method": method})
-        error = assert_error(response, 422, "single_class")
+        error = assert_error(response, 409, "single_class")
         assert "class 1: 40 rows" in error["message"]
 
 

@@ -239,7 +239,7 @@ def pooled_groups(scores: NDArray[np.float64], counts: NDArray[np.float64],
     spread = np.bincount(cell, weights=counts * np.abs(scores - means[cell]),
                          minlength=POOLING_CELLS)
     pooled = bool(np.any(spread[filled] > SAME_SCORE_TOLERANCE * rows[filled]))
-    hits = np.bincount(cell, weights=positives, minlength=POOLING_CELLS)[filled]
+    hits = np.bincount(cell, weights=positives, minlength=POOLING_CELLS)[filled].astype(np.float64)
     return ScoreGroups(means[filled], np.round(rows[filled]).astype(np.int64), hits, pooled)
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_positive_int, check_predictions
-from calibcore.data.views import View, score_outcome
+from calibcore.data.views import View, default_view, score_outcome
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._weighted_measures import MeasureName
 from calibcore.metrics.calibration_test import (
@@ -116,7 +116,7 @@ class ScoreSummary:
 
 
 
-def calibration_tests_of_scores(scores: Mapping[str, ScoreSummary | None], n_classes: int, *,
+def calibration_tests_of_scores(scores: Mapping[View, ScoreSummary | None], n_classes: int, *,
                                 statistic: Statistic = "kce", n_resamples: int = 200,
                                 level: float = LEVEL,
                                 random_state: int = 0) -> ViewedCalibrationTest | str:
@@ -127,7 +127,7 @@ def calibration_tests_of_scores(scores: Mapping[str, ScoreSummary | None], n_cla
     probabilities, which the summaries do not keep; the result's note says so). A
     sentence saying why no test was run when the headline's summary is missing (more
     distinct scores than a summary holds)."""
-    headline_view = "positive" if n_classes == 2 else "top_label"
+    headline_view = default_view(n_classes)
     headline = scores.get(headline_view)
     if headline is None:
         return (f"no calibration test: the {headline_view.replace('_', '-')} scores take too "

@@ -52,8 +52,9 @@ def _measures_table(metrics: dict[str, Any]) -> str:
 def _calibration_test(metrics: dict[str, Any]) -> str:
     """The test of calibration: its one-line summary, statistic and what it tests."""
     test = metrics.get("calibration_test")
-    if not test:  # no resampling asked for, or the dask engine
-        return ""
+    if not test:  # no resampling asked for, or (dask engine) too many distinct scores
+        note = metrics.get("calibration_test_note")
+        return f"<div class='test'>{html.escape(note)}.</div>" if note else ""
     others = "".join(
         f"Checked in the {html.escape(other['view'].replace('_', '-'))} view: "
         f"p = {other['p_value']:.3f} — {html.escape(other['verdict'])}.<br>"

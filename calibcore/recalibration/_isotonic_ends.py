@@ -158,6 +158,10 @@ def isotonic_ends(scores: NDArray[np.float64], labels: NDArray[np.float64]
 
 def ends_at(grid: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64],
             scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(p0, p1) of each test score from :func:`isotonic_ends`'s output."""
+    """(p0, p1) of each test score from :func:`isotonic_ends`'s output.
+
+    Both step at every calibration score, so a score equal to one is pooled with it and a
+    score one unit in the last place away is not, as a direct isotonic fit would have it.
+    """
     return (lower[np.searchsorted(grid, scores, side="right")],
             upper[np.searchsorted(grid, scores, side="left")])

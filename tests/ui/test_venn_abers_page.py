@@ -26,16 +26,19 @@ def test_venn_abers_is_fitted_and_its_interval_width_shown(server, browser, shar
     fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
     wait(browser).until(lambda b: "default_nb" in b.find_element(By.ID, "dataset-picker").text)
     box = browser.find_element(By.CSS_SELECTOR, "#method-select input[value='venn_abers']")
-    assert "Venn-Abers" in box.find_element(By.XPATH, "..").text
+    assert "Venn-Abers" in browser.find_element(By.ID, "method-select").get_attribute(
+        "textContent")
     box.click()
+    if SCREENSHOTS:
+        browser.save_screenshot(str(Path(SCREENSHOTS) / "recalibrate-venn-abers-options.png"))
     fit.click()
 
     table = wait(browser, 120).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
     names = [row.find_element(By.CSS_SELECTOR, "td").text
              for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
-    assert names == ["uncalibrated (n = 3,500)", "Temperature scaling", "Venn-Abers"]
+    assert names == ["uncalibrated (n = 3,474)", "Temperature scaling", "Venn-Abers"]
     note = wait(browser).until(ec.visibility_of_element_located((By.ID, "recal-interval-notes")))
-    match = re.search(r"Venn-Abers: mean width .* 3,500 held-out rows, p1 − p0 = ([0-9.]+)",
+    match = re.search(r"Venn-Abers: mean width .* 3,474 held-out rows, p1 − p0 = ([0-9.]+)",
                       note.text)
     assert match, note.text
     with urllib.request.urlopen(f"{server}/api/v1/datasets/{dataset}/recalibrations",

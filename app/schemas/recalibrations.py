@@ -94,6 +94,10 @@ class Recalibration(BaseModel):
     after: dict[str, float | None] = Field(description="the same, recalibrated")
     reliability_before: ReliabilityDiagram
     reliability_after: ReliabilityDiagram
+    interval_width: float | None = Field(default=None, description=(
+        "Venn-Abers only: the mean width p1 - p0 of the probability intervals on the "
+        "held-out rows, averaged over classes (each row's are the download's p0_<class> "
+        "and p1_<class> columns)"))
     seconds: float
 
 

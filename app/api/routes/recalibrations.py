@@ -146,7 +146,9 @@ def download(services: ServicesDep, recalibration_id: str, format: FormatQuery =
              columns: Annotated[str | None, Query(
                  description="extra per-row columns computed on other pages, e.g. "
                  "lce,hh,support (422 if not computed)")] = None) -> Response:
-    """The dataset's columns plus one corrected probability column per class.
+    """The dataset's columns plus one corrected probability column per class
+    (``calibrated_proba_<class>``); Venn-Abers adds each class's interval after them,
+    ``p0_<class>`` (lower end) and ``p1_<class>`` (upper end).
 
     ``scores`` says whose: the exported model's on every row (default; what applying the
     model to this file gives) or, for a dataset without a split, the cross-fitted ones
@@ -179,7 +181,8 @@ def apply(services: ServicesDep, recalibration_id: str,
           file: Annotated[UploadFile, File(description="CSV or Parquet with the probability "
                                                        "(and feature) columns; labels optional")],
           format: FormatQuery = "csv") -> Response:
-    """A new file in, the same file with corrected probability columns out."""
+    """A new file in, the same file with corrected probability columns out (and, for
+    Venn-Abers, each class's interval: ``p0_<class>``, ``p1_<class>``)."""
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         frame = services.recalibrations.apply(recalibration_id, path, file.filename or "upload")

@@ -34,6 +34,7 @@ from app.ui.pages.recalibrate_results import (
     comparison_table,
     done_message,
     download_list,
+    interval_notes,
     method_progress,
     recommendation_card,
 )
@@ -58,6 +59,7 @@ RECAL_LECE_Q = "recal-lece-q"
 RECAL_LECE_T = "recal-lece-t"
 RECAL_BINS = "recal-bins"
 RECAL_LORE_GAMMA = "recal-lore-gamma"
+RECAL_VA_FOLDS = "recal-va-folds"
 RECAL_OPTIONS_NOTE = "recal-options-note"
 RECAL_METHOD_PROGRESS = "recal-method-progress"
 RECAL_RECOMMENDATION = "recal-recommendation"
@@ -87,7 +89,7 @@ _OPTION_PARAMS: dict[str, dict[str, str]] = {
     "lece": {"neighborhood_size": "q", "threshold": "t"},
     "lecd": {"neighborhood_size": "q", "threshold": "t"},
     "histogram": {"n_bins": "n_bins"}, "scaling_binning": {"n_bins": "n_bins"},
-    "lore": {"gamma": "gamma"},
+    "lore": {"gamma": "gamma"}, "venn_abers": {"cross_folds": "va_folds"},
 }
 
 
@@ -120,6 +122,9 @@ def _options_panel() -> html.Div:
                   _number(RECAL_LECE_T, "chosen by 10-fold CV")], className="control"),
         html.Div([html.Label("Bins (histogram, scaling-binning)", className="field-label"),
                   _number(RECAL_BINS, "10", 10, 1)], className="control"),
+        html.Div([html.Label("Venn-Abers folds (1: inductive; 2 or more: cross)",
+                             className="field-label"),
+                  _number(RECAL_VA_FOLDS, "1", 1, 1)], className="control"),
     ]
     gamma = html.Div([html.Label("LoRe bandwidth γ", className="field-label"),
                       _number(RECAL_LORE_GAMMA, "0.4", 0.4)], className="control",
@@ -134,7 +139,8 @@ def _apply_panel() -> html.Div:
                "'calibdash recalibrate --model-out') and a CSV or Parquet file with the same "
                "probability columns (and feature columns, if the method uses them). Labels "
                "are not needed. The file is streamed to the server and comes back with "
-               "calibrated_proba_<class> columns."),
+               "calibrated_proba_<class> columns (Venn-Abers adds each class's interval, "
+               "p0_<class> and p1_<class>)."),
         html.Div([
             html.Div([html.Button("choose model JSON", id=APPLY_MODEL_BROWSE,
                                   className="button button-secondary"),
@@ -264,11 +270,12 @@ def register(app: Dash, services: Services) -> None:
                   State(METHOD_SELECT, "value"), State(RECAL_VARIABLE, "value"),
                   State(RECAL_FEATURES, "value"), State(RECAL_LECE_Q, "value"),
                   State(RECAL_LECE_T, "value"), State(RECAL_BINS, "value"),
-                  State(RECAL_LORE_GAMMA, "value"), prevent_initial_call=True)
+                  State(RECAL_LORE_GAMMA, "value"), State(RECAL_VA_FOLDS, "value"),
+                  prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, methods: list[str] | None,
                     variable: str | None, features: list[str] | None, q: float | None,
-                    t: float | None, n_bins: int | None,
-                    gamma: float | None) -> tuple[Any, Any, Any]:
+                    t: float | None, n_bins: int | None, gamma: float | None,
+                    va_folds: int | None) -> tuple[Any, Any, Any]:
         if not clicks:
             return no_update, no_update, no_update
         if not dataset_id:
@@ -276,7 +283,8 @@ def register(app: Dash, services: Services) -> None:
         if not methods:
             return None, True, error_note("Choose at least one method.")
         specs = method_specs(methods, {"variable": variable, "features": features, "q": q,
-                                       "t": t, "n_bins": n_bins, "gamma": gamma})
+                                       "t": t, "n_bins": n_bins, "gamma": gamma,
+                                       "va_folds": va_folds})
         try:
             await asyncio.to_thread(services.recalibrations.check, dataset_id, specs)
         except CalibrationInputError as exc:
@@ -319,7 +327,9 @@ def register(app: Dash, services: Services) -> None:
                    "cross_fitted": bool(r.get("cross_fitted"))}
                   for r in result["recalibrations"]]
         return (bar, _HIDDEN, done_message(result), True, steps, {},
-                comparison_table(comparison), recommendation_card(comparison),
+                html.Div([comparison_table(comparison),
+                          interval_notes(result["recalibrations"])]),
+                recommendation_card(comparison),
                 {key: comparison[key] for key in _DIAGRAM_KEYS if key in comparison},
                 nll_difference_figure(comparison), stored)
 

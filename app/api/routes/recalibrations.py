@@ -27,6 +27,7 @@ from app.schemas import (
     RecalibrationRequest,
     RecalibratorDocument,
 )
+from app.services.decision import MAX_BOOTSTRAP, checked_thresholds, recalibration_net_benefit
 from app.services.methods import MethodSpec, method_catalogue
 
 #: Its paths are those of the resource they act on: a dataset's recalibrations, one
@@ -76,7 +77,9 @@ def list_methods() -> list[dict[str, Any]]:
                       "`error.code` says which.")})
 def create_recalibration(services: ServicesDep, dataset_id: str,
                          request: RecalibrationRequest) -> Any:
-    """Fit recalibrators on calibration rows and compare them on held-out rows.
+    """Fit recalibrators on calibration rows and compare them on held-out rows; with
+    ``net_benefit``, each method's net benefit at ``thresholds`` on those rows beside the
+    uncalibrated model's, with the paired bootstrap interval of the difference.
 
     ``method`` gives one result (with its ``comparison`` against the uncalibrated
     probabilities); ``methods`` gives ``{"recalibrations", "comparison", "failed"}``.
@@ -84,14 +87,19 @@ def create_recalibration(services: ServicesDep, dataset_id: str,
     """
     specs = _specs(request)
     services.recalibrations.check(dataset_id, specs)
+    thresholds = checked_thresholds(request.thresholds)
     single = request.methods is None
 
     def work(progress: Progress) -> dict[str, Any]:
         result = services.recalibrations.fit_many(
             dataset_id, specs, n_bins=request.n_bins, n_bootstrap=request.n_bootstrap,
             progress=progress)
+        result["net_benefit"] = recalibration_net_benefit(
+            services, dataset_id, [fitted["id"] for fitted in result["recalibrations"]],
+            thresholds=thresholds, n_bootstrap=min(request.n_bootstrap, MAX_BOOTSTRAP))
         if single:
-            return {**result["recalibrations"][0], "comparison": result["comparison"]}
+            return {**result["recalibrations"][0], "comparison": result["comparison"],
+                    "net_benefit": result["net_benefit"]}
         return result
 
     if request.run_async:

@@ -60,7 +60,9 @@ class RecalibratedNetBenefit(BaseModel):
     lower: list[float | None] = Field(description="paired bootstrap 95% interval of the "
                                       "difference")
     upper: list[float | None]
-    changes_decisions: list[bool | None] = Field(
+    changed: list[float] = Field(description="fraction of the held-out rows treated by one "
+                                 "of the two and not the other")
+    difference_excludes_zero: list[bool | None] = Field(
         description="whether the interval of the difference excludes 0")
 
 

@@ -43,10 +43,11 @@ THRESHOLD_NOTE = ("a row is treated when its probability of the event is at leas
                   "positives")
 
 
-def parse_thresholds(text: str | None,
-                     default: Sequence[float] = DEFAULT_THRESHOLDS) -> tuple[float, ...]:
+def parse_thresholds(text: str | None, default: Sequence[float] = DEFAULT_THRESHOLDS, *,
+                     sort: bool = False) -> tuple[float, ...]:
     """Comma-separated thresholds (``"0.05,0.1,0.2"``) as numbers, checked; ``default``
-    when ``text`` is empty. Spaces are allowed; the numbers must be sorted, in (0, 1)."""
+    when ``text`` is empty. Spaces are allowed; the numbers must lie in (0, 1) and be
+    sorted without repeats, or with ``sort`` are sorted and deduplicated here."""
     if text is None or not text.strip():
         return tuple(default)
     parts = [part.strip() for part in re.split(r"[,;\s]+", text.strip()) if part.strip()]
@@ -63,6 +64,8 @@ def parse_thresholds(text: str | None,
                 f"thresholds must be numbers in (0, 1) separated by commas, such as "
                 f"0.05,0.1,0.2; {part[:40]!r} is not a number.",
                 code="invalid_thresholds") from None
+    if sort:
+        numbers = sorted(set(numbers))
     return tuple(float(v) for v in check_thresholds(numbers))
 
 
@@ -182,7 +185,8 @@ def recalibration_net_benefit(services: ServiceContext, dataset_id: str,
                             "method": stored[rid]["method"],
                             "net_benefit": result.candidate, "difference": result.difference,
                             "lower": result.lower, "upper": result.upper,
-                            "changes_decisions": _changes(result.lower, result.upper)})
+                            "changed": result.changed,
+                            "difference_excludes_zero": _changes(result.lower, result.upper)})
         uncalibrated = (result.reference if result is not None else
                         decision_curve(labels, before, thresholds=cuts, positive_class=event,
                                        n_bootstrap=0).model)

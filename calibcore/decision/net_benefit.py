@@ -96,6 +96,9 @@ class NetBenefitDifference:
         ``candidate - reference``: positive where the candidate's decisions are worth more.
     lower, upper : ndarray of shape (T,)
         Paired percentile bootstrap interval of ``difference`` (NaN without resamples).
+    changed : ndarray of shape (T,)
+        Fraction of the rows treated by one and not the other: how many decisions the
+        candidate changes, whatever they are worth.
     n : int
     prevalence : float
     positive_class : int
@@ -109,6 +112,7 @@ class NetBenefitDifference:
     difference: NDArray[np.float64]
     lower: NDArray[np.float64]
     upper: NDArray[np.float64]
+    changed: NDArray[np.float64]
     n: int
     prevalence: float
     positive_class: int
@@ -362,9 +366,12 @@ def net_benefit_difference(
             differences[resample] = (_curve_from_counts(cand[:, 1], cand[:, 0], n, odds)
                                      - _curve_from_counts(ref[:, 1], ref[:, 0], n, odds))
         lower, upper = _band(differences, level)
+    rows_per_pair = grid.sum(axis=-1)  # (interval of the reference, of the candidate)
+    changed = np.array([rows_per_pair[j + 1:, :j + 1].sum() + rows_per_pair[:j + 1, j + 1:].sum()
+                        for j in range(cuts.size)]) / n
     return NetBenefitDifference(cuts, reference_nb, candidate_nb, candidate_nb - reference_nb,
-                                lower, upper, n, float(event.mean()), chosen, n_bootstrap,
-                                level)
+                                lower, upper, changed, n, float(event.mean()), chosen,
+                                n_bootstrap, level)
 
 
 def _candidate_scores(candidate_prob: ArrayLike, shape: tuple[int, ...], chosen: int

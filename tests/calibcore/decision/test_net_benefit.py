@@ -139,6 +139,10 @@ def test_paired_difference_of_a_recalibration() -> None:
     np.testing.assert_allclose(result.candidate, by_hand(labels, shrunk, thresholds),
                                atol=1e-9)
     np.testing.assert_allclose(result.difference, result.candidate - result.reference)
+    np.testing.assert_allclose(
+        result.changed, [((scores >= t) != (shrunk >= t)).mean() for t in thresholds],
+        atol=1e-12)
+    assert (result.changed > 0).all()
     assert (result.lower <= result.difference + 1e-12).all()
     assert (result.difference <= result.upper + 1e-12).all()
     # paired: the interval of the difference is narrower than the two curves' bands
@@ -148,6 +152,7 @@ def test_paired_difference_of_a_recalibration() -> None:
     same = net_benefit_difference(labels, scores, scores, thresholds=thresholds,
                                   n_bootstrap=100)
     assert (same.difference == 0).all() and (same.lower == 0).all() and (same.upper == 0).all()
+    assert (same.changed == 0).all()
 
 
 def test_treat_all_is_the_model_when_every_row_is_treated() -> None:

@@ -140,7 +140,8 @@ def decision_document(prediction_set: PredictionSet, rows: NDArray[np.bool_], *,
         "n": curve.n, "prevalence": curve.prevalence, "positive_class": name,
         "n_bootstrap": curve.n_bootstrap, "confidence_level": curve.confidence_level,
         "notes": [f"Net benefit of treating the rows whose P({name}) is at least the "
-                  f"threshold (Vickers & Elkin 2006); {THRESHOLD_NOTE}.",
+                  f"threshold (Vickers & Elkin 2006): at threshold t a false positive costs "
+                  "t / (1 - t) true positives.",
                   *([] if not n_bootstrap else [
                       f"Band: {n_bootstrap} seeded bootstrap resamples of the rows, "
                       f"{curve.confidence_level:.0%} percentile."]),

@@ -153,7 +153,7 @@ def _decision_section(report: dict[str, Any]) -> str:
     above = [t for t, beats in zip(decision["thresholds"], decision["beats_both"], strict=True)
              if beats]
     verdict = (f"The model's band lies above treat all and treat none at {len(above)} of "
-               f"{len(decision['thresholds'])} thresholds, from {above[0]:.2f} to "
+               f"{len(decision['thresholds'])} thresholds, between {above[0]:.2f} and "
                f"{above[-1]:.2f}." if above else
                "At no threshold is the model's band above both treat all and treat none.")
     return (f"<h2>Decision curve</h2>{_figure(decision_figure(decision), False)}"

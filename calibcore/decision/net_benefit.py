@@ -278,9 +278,9 @@ def decision_curve(
     lower = upper = np.full(cuts.size, np.nan)
     if n_bootstrap:
         occupied, drawn = _resampled_cells(counts, n_bootstrap, random_state)
-        cells = np.zeros((n_bootstrap, 2 * slots))
-        cells[:, occupied] = drawn
-        cells = cells.reshape(n_bootstrap, slots, 2)
+        flat = np.zeros((n_bootstrap, 2 * slots))
+        flat[:, occupied] = drawn
+        cells = flat.reshape(n_bootstrap, slots, 2)
         lower, upper = _band(_curve_from_counts(cells[..., 1], cells[..., 0], n, odds), level)
     return DecisionCurve(cuts, model, _treat_all(prevalence, odds), np.zeros(cuts.size),
                          lower, upper, n, prevalence, chosen, n_bootstrap, level)
@@ -360,9 +360,10 @@ def net_benefit_difference(
         cell_event = occupied % 2
         differences = np.empty((n_bootstrap, cuts.size))
         for resample, weights in enumerate(drawn.astype(np.float64)):
-            ref = np.bincount(cell_ref * 2 + cell_event, weights, minlength=2 * slots)
-            cand = np.bincount(cell_cand * 2 + cell_event, weights, minlength=2 * slots)
-            ref, cand = ref.reshape(slots, 2), cand.reshape(slots, 2)
+            ref = np.bincount(cell_ref * 2 + cell_event, weights,
+                              minlength=2 * slots).astype(np.float64).reshape(slots, 2)
+            cand = np.bincount(cell_cand * 2 + cell_event, weights,
+                               minlength=2 * slots).astype(np.float64).reshape(slots, 2)
             differences[resample] = (_curve_from_counts(cand[:, 1], cand[:, 0], n, odds)
                                      - _curve_from_counts(ref[:, 1], ref[:, 0], n, odds))
         lower, upper = _band(differences, level)

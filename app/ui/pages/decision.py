@@ -80,8 +80,8 @@ def summary_text(result: dict[str, Any]) -> str:
                    "none: acting on it is not shown to beat the simple strategies. ")
     else:
         verdict = (f"The model's band lies above treat all and treat none at "
-                   f"{len(above)} of {len(result['thresholds'])} thresholds, from "
-                   f"{above[0]:.2f} to {above[-1]:.2f}. ")
+                   f"{len(above)} of {len(result['thresholds'])} thresholds, between "
+                   f"{above[0]:.2f} and {above[-1]:.2f}. ")
     return verdict + " ".join(result["notes"])
 
 

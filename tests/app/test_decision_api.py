@@ -104,6 +104,19 @@ def test_recalibration_result_carries_its_net_benefit(client, dataset, shared_da
         np.testing.assert_allclose(entry["difference"], core.difference, atol=1e-9)
         np.testing.assert_allclose(entry["lower"], core.lower, atol=1e-9)
         np.testing.assert_allclose(net["uncalibrated"], core.reference, atol=1e-9)
+    # the same at other thresholds, for the stored recalibrations
+    ids = ",".join(entry["id"] for entry in net["methods"])
+    later = client.get(f"/api/v1/datasets/{dataset}/recalibrations/net-benefit",
+                       params={"ids": ids, "thresholds": "0.2,0.3", "n_bootstrap": 60})
+    assert later.status_code == 200, later.text
+    assert later.json()["thresholds"] == [0.2, 0.3]
+    for before, after in zip(net["methods"], later.json()["methods"], strict=True):
+        np.testing.assert_allclose(after["net_benefit"], before["net_benefit"][1:], atol=1e-12)
+    assert_error(client.get(f"/api/v1/datasets/{dataset}/recalibrations/net-benefit",
+                            params={"ids": "rc_nope"}), 422, "unknown_recalibration")
+    assert_error(client.get(f"/api/v1/datasets/{dataset}/recalibrations/net-benefit",
+                            params={"ids": ids, "thresholds": "0.2,x"}), 422,
+                 "invalid_thresholds")
     refused = client.post(f"/api/v1/datasets/{dataset}/recalibrations",
                           json={"method": "platt", "thresholds": [0.3, 0.1]})
     assert "increase" in assert_error(refused, 422, "invalid_thresholds")["message"]

@@ -24,10 +24,17 @@ from app.schemas import (
     Recalibration,
     RecalibrationBatch,
     RecalibrationComparison,
+    RecalibrationNetBenefit,
     RecalibrationRequest,
     RecalibratorDocument,
 )
-from app.services.decision import MAX_BOOTSTRAP, checked_thresholds, recalibration_net_benefit
+from app.services.decision import (
+    MAX_BOOTSTRAP,
+    RECALIBRATION_THRESHOLDS,
+    checked_thresholds,
+    parse_thresholds,
+    recalibration_net_benefit,
+)
 from app.services.methods import MethodSpec, method_catalogue
 
 #: Its paths are those of the resource they act on: a dataset's recalibrations, one
@@ -130,6 +137,33 @@ def compare_recalibrations(
     chosen = [part.strip() for part in ids.split(",") if part.strip()]
     return services.recalibrations.compare(dataset_id, chosen, n_bins=n_bins,
                                            n_bootstrap=n_bootstrap)
+
+
+@router.get("/datasets/{dataset_id}/recalibrations/net-benefit",
+            response_model=RecalibrationNetBenefit, response_model_exclude_unset=True,
+            responses={**NOT_FOUND, **error(422, "Malformed thresholds (`invalid_thresholds`), "
+                                                 "a recalibration not of this dataset "
+                                                 "(`unknown_recalibration`), an unknown "
+                                                 "class, or invalid parameters.")})
+def recalibration_net_benefit_route(
+        services: ServicesDep, dataset_id: str,
+        ids: Annotated[str, Query(max_length=4000,
+                                  description="comma-separated recalibration ids")],
+        thresholds: Annotated[str | None, Query(max_length=4000, description=(
+            "comma-separated, increasing, in (0, 1); default 0.1,0.2,0.3"))] = None,
+        n_bootstrap: Annotated[int, Query(ge=0, le=MAX_BOOTSTRAP)] = 200,
+        positive_class: Annotated[str | None, Query(
+            alias="class", max_length=200,
+            description="the event's class (default the last)")] = None) -> dict[str, Any]:
+    """Does recalibration change what one would do? Each recalibration's net benefit on the
+    held-out rows at ``thresholds`` beside the uncalibrated model's, with the paired
+    bootstrap interval of the difference and the share of rows whose decision changes."""
+    services.datasets.record(dataset_id)
+    chosen = [part.strip() for part in ids.split(",") if part.strip()]
+    return recalibration_net_benefit(
+        services, dataset_id, chosen,
+        thresholds=parse_thresholds(thresholds, RECALIBRATION_THRESHOLDS),
+        n_bootstrap=n_bootstrap, positive_class=positive_class)
 
 
 @router.get("/recalibrations/{recalibration_id}", response_model=Recalibration,

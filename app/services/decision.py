@@ -22,6 +22,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.recalibration_fitting import heldout_rows
 from app.services.shared import ServiceContext
+from app.store import NotFound
 from calibcore.data import PredictionSet
 from calibcore.decision import (
     DEFAULT_THRESHOLDS,
@@ -163,9 +164,8 @@ def recalibration_net_benefit(services: ServiceContext, dataset_id: str,
     stored = {item["id"]: item for item in services.recalibrations.list(dataset_id)}
     unknown = [rid for rid in recalibration_ids if rid not in stored]
     if unknown:
-        raise CalibrationInputError(
-            f"no recalibration {', '.join(unknown)} of dataset {dataset_id}.",
-            code="unknown_recalibration")
+        raise NotFound("recalibration", unknown[0], f"dataset {dataset_id} has no such "
+                       "recalibration (GET .../recalibrations lists them)")
     prediction_set = services.datasets.prediction_set(dataset_id)
     event = positive_index(prediction_set, positive_class)
     key = cache_key(dataset_id, "recalibration_net_benefit", ids=list(recalibration_ids),

@@ -71,8 +71,9 @@ def test_malformed_thresholds_are_422_with_a_message(client, dataset, thresholds
 
 
 def test_other_refusals(client, dataset) -> None:
+    # a well-formed request this dataset cannot answer: 409
     assert_error(client.get(f"/api/v1/datasets/{dataset}/decision", params={"class": "7"}),
-                 422, "unknown_class")
+                 409, "unknown_class")
     assert_error(client.get(f"/api/v1/datasets/{dataset}/decision",
                             params={"n_bootstrap": 5000}), 422)
     assert_error(client.get(f"/api/v1/datasets/{dataset}/decision",
@@ -113,7 +114,7 @@ def test_recalibration_result_carries_its_net_benefit(client, dataset, shared_da
     for before, after in zip(net["methods"], later.json()["methods"], strict=True):
         np.testing.assert_allclose(after["net_benefit"], before["net_benefit"][1:], atol=1e-12)
     assert_error(client.get(f"/api/v1/datasets/{dataset}/recalibrations/net-benefit",
-                            params={"ids": "rc_nope"}), 422, "unknown_recalibration")
+                            params={"ids": "rc_nope"}), 404)
     assert_error(client.get(f"/api/v1/datasets/{dataset}/recalibrations/net-benefit",
                             params={"ids": ids, "thresholds": "0.2,x"}), 422,
                  "invalid_thresholds")

@@ -19,9 +19,10 @@ router = APIRouter(prefix="/datasets/{dataset_id}/decision", tags=["decision"],
 @router.get("", response_model=DecisionCurve, response_model_exclude_unset=True,
             responses=error(422, "Thresholds that are not numbers, not strictly between 0 "
                                  "and 1, not increasing or more than 200 "
-                                 "(`invalid_thresholds`), an unknown class (`unknown_class`), "
+                                 "(`invalid_thresholds`), or other invalid parameters; a "
+                                 "class the dataset does not have (`unknown_class`) or "
                                  "calibration or test rows without a split column "
-                                 "(`no_split`), or other invalid parameters."))
+                                 "(`no_split`) are a 409."))
 def get_decision(
         services: ServicesDep, dataset_id: str,
         thresholds: Annotated[str | None, Query(

@@ -141,10 +141,10 @@ def compare_recalibrations(
 
 @router.get("/datasets/{dataset_id}/recalibrations/net-benefit",
             response_model=RecalibrationNetBenefit, response_model_exclude_unset=True,
-            responses={**NOT_FOUND, **error(422, "Malformed thresholds (`invalid_thresholds`), "
-                                                 "a recalibration not of this dataset "
-                                                 "(`unknown_recalibration`), an unknown "
-                                                 "class, or invalid parameters.")})
+            responses={**NOT_FOUND, **error(422, "Malformed thresholds (`invalid_thresholds`) "
+                                                 "or invalid parameters; a recalibration not "
+                                                 "of this dataset is a 404, a class it does "
+                                                 "not have a 409 (`unknown_class`).")})
 def recalibration_net_benefit_route(
         services: ServicesDep, dataset_id: str,
         ids: Annotated[str, Query(max_length=4000,

@@ -20,10 +20,14 @@ One package per concept, each with its public names in ``__all__``:
   summaries, exact quantiles, the global measures and the variables.
 - :mod:`calibcore.insights`: Diagnostics built on the others: models compared on the same
   rows, calibration over time, the worst-calibrated subgroups and calibration support.
+- :mod:`calibcore.decision`: Decision curves (Vickers & Elkin 2006): the net benefit of
+  acting on the probabilities at each threshold, with bootstrap bands and paired
+  differences.
 """
 
 from calibcore import (
     data,
+    decision,
     heterogeneity,
     insights,
     local,
@@ -32,6 +36,7 @@ from calibcore import (
     recalibration,
     variable,
 )
+from calibcore.decision import decision_curve
 from calibcore.exceptions import CalibrationInputError, RoleInferenceError
 from calibcore.metrics.calibration_test import CalibrationTestResult, consistency_resampling_test
 
@@ -41,6 +46,8 @@ __all__ = [
     "RoleInferenceError",
     "consistency_resampling_test",
     "data",
+    "decision",
+    "decision_curve",
     "heterogeneity",
     "insights",
     "local",

@@ -7,10 +7,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from app.services import diagnostics, variables
 from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
+from app.services.decision import decision_document
 from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
@@ -47,12 +49,12 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                  n_bootstrap: int = 200, drop_missing: bool = False) -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals)
     and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
-    reliability diagrams, and the VECE ranking of the features (Kelly & Smyth 2023) with
-    permutation p-values. ``view`` defaults to the positive view for two classes (the
-    top-label view can fold over- and under-prediction of class 1 into zero), the top
-    label for more. ``drop_missing`` leaves out the rows with a missing label or
-    probability (counted in ``n_left_out`` and the warnings) instead of refusing the
-    file."""
+    reliability diagrams, the VECE ranking of the features (Kelly & Smyth 2023) with
+    permutation p-values, and the decision curve (Vickers & Elkin 2006) of every row.
+    ``view`` defaults to the positive view for two classes (the top-label view can fold
+    over- and under-prediction of class 1 into zero), the top label for more.
+    ``drop_missing`` leaves out the rows with a missing label or probability (counted in
+    ``n_left_out`` and the warnings) instead of refusing the file."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     table = load_table(path, path.name)
@@ -86,6 +88,8 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
         "variables": variables.ranking_for_report(prediction_set),
+        "decision": decision_document(prediction_set, np.ones(prediction_set.n_rows, bool),
+                                      n_bootstrap=n_bootstrap),
         **({"comparison": comparison_document(
             prediction_set, model_probabilities(prediction_set, frame),
             reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}

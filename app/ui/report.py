@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from app.diagnostics import DIAGNOSTICS
 from app.services.datasets import rows_caption
 from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
+from app.ui.figures.decision import decision_figure
 from app.ui.figures.reliability import models_figure
 from app.ui.figures.variables import ranking_figure
 
@@ -144,9 +145,26 @@ def _variables_section(report: dict[str, Any]) -> str:
 """
 
 
+def _decision_section(report: dict[str, Any]) -> str:
+    """The decision curve and where the model's band is above both simple strategies."""
+    decision = report.get("decision")
+    if not decision:  # the dask engine's report has none
+        return ""
+    above = [t for t, beats in zip(decision["thresholds"], decision["beats_both"], strict=True)
+             if beats]
+    verdict = (f"The model's band lies above treat all and treat none at {len(above)} of "
+               f"{len(decision['thresholds'])} thresholds, between {above[0]:.2f} and "
+               f"{above[-1]:.2f}." if above else
+               "At no threshold is the model's band above both treat all and treat none.")
+    return (f"<h2>Decision curve</h2>{_figure(decision_figure(decision), False)}"
+            f"<p>{html.escape(verdict)}</p><p class='muted'>"
+            f"{html.escape(' '.join(decision['notes']))}</p>")
+
+
 #: Each report key of the registry of diagnostics, and how its section is drawn.
 SECTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "metrics": _global_section, "comparison": _comparison, "variables": _variables_section}
+    "metrics": _global_section, "comparison": _comparison, "variables": _variables_section,
+    "decision": _decision_section}
 
 
 def render_html(report: dict[str, Any]) -> str:

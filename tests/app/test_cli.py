@@ -40,6 +40,14 @@ def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) 
         report["metrics"]["metrics"]["laplace_kernel_calibration_error"])
     assert test["summary"] in printed and report["metrics_by_subset"]["test"][
         "calibration_test"]["n"] == 3474
+    # the decision curve of every row: Vickers & Elkin's net benefit, by hand at t = 0.1
+    decision = report["decision"]
+    labels = frame["y_true"].to_numpy()
+    assert decision["n"] == 7000 and len(decision["thresholds"]) == 99
+    t = decision["thresholds"][9]
+    by_hand = (((positive >= t) & (labels == 1)).sum()
+               - ((positive >= t) & (labels == 0)).sum() * t / (1 - t)) / 7000
+    assert t == 0.1 and decision["net_benefit"]["model"][9] == pytest.approx(by_hand, abs=1e-12)
 
 
 def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
@@ -61,6 +69,8 @@ def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None
     assert ("Calibration test (consistency resampling on kCE, 20 resamples, positive-class "
             "view)" in text)
     assert "Checked in the top-label view: p = " in text
+    assert "<h2>Decision curve</h2>" in text and "treat none" in text
+    assert "The model&#x27;s band lies above treat all and treat none at" in text
 
 
 def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_one(

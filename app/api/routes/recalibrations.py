@@ -24,8 +24,16 @@ from app.schemas import (
     Recalibration,
     RecalibrationBatch,
     RecalibrationComparison,
+    RecalibrationNetBenefit,
     RecalibrationRequest,
     RecalibratorDocument,
+)
+from app.services.decision import (
+    MAX_BOOTSTRAP,
+    RECALIBRATION_THRESHOLDS,
+    checked_thresholds,
+    parse_thresholds,
+    recalibration_net_benefit,
 )
 from app.services.methods import MethodSpec, method_catalogue
 
@@ -76,7 +84,9 @@ def list_methods() -> list[dict[str, Any]]:
                       "`error.code` says which.")})
 def create_recalibration(services: ServicesDep, dataset_id: str,
                          request: RecalibrationRequest) -> Any:
-    """Fit recalibrators on calibration rows and compare them on held-out rows.
+    """Fit recalibrators on calibration rows and compare them on held-out rows; with
+    ``net_benefit``, each method's net benefit at ``thresholds`` on those rows beside the
+    uncalibrated model's, with the paired bootstrap interval of the difference.
 
     ``method`` gives one result (with its ``comparison`` against the uncalibrated
     probabilities); ``methods`` gives ``{"recalibrations", "comparison", "failed"}``.
@@ -84,14 +94,19 @@ def create_recalibration(services: ServicesDep, dataset_id: str,
     """
     specs = _specs(request)
     services.recalibrations.check(dataset_id, specs)
+    thresholds = checked_thresholds(request.thresholds)
     single = request.methods is None
 
     def work(progress: Progress) -> dict[str, Any]:
         result = services.recalibrations.fit_many(
             dataset_id, specs, n_bins=request.n_bins, n_bootstrap=request.n_bootstrap,
             progress=progress)
+        result["net_benefit"] = recalibration_net_benefit(
+            services, dataset_id, [fitted["id"] for fitted in result["recalibrations"]],
+            thresholds=thresholds, n_bootstrap=min(request.n_bootstrap, MAX_BOOTSTRAP))
         if single:
-            return {**result["recalibrations"][0], "comparison": result["comparison"]}
+            return {**result["recalibrations"][0], "comparison": result["comparison"],
+                    "net_benefit": result["net_benefit"]}
         return result
 
     if request.run_async:
@@ -122,6 +137,33 @@ def compare_recalibrations(
     chosen = [part.strip() for part in ids.split(",") if part.strip()]
     return services.recalibrations.compare(dataset_id, chosen, n_bins=n_bins,
                                            n_bootstrap=n_bootstrap)
+
+
+@router.get("/datasets/{dataset_id}/recalibrations/net-benefit",
+            response_model=RecalibrationNetBenefit, response_model_exclude_unset=True,
+            responses={**NOT_FOUND, **error(422, "Malformed thresholds (`invalid_thresholds`) "
+                                                 "or invalid parameters; a recalibration not "
+                                                 "of this dataset is a 404, a class it does "
+                                                 "not have a 409 (`unknown_class`).")})
+def recalibration_net_benefit_route(
+        services: ServicesDep, dataset_id: str,
+        ids: Annotated[str, Query(max_length=4000,
+                                  description="comma-separated recalibration ids")],
+        thresholds: Annotated[str | None, Query(max_length=4000, description=(
+            "comma-separated, increasing, in (0, 1); default 0.1,0.2,0.3"))] = None,
+        n_bootstrap: Annotated[int, Query(ge=0, le=MAX_BOOTSTRAP)] = 200,
+        positive_class: Annotated[str | None, Query(
+            alias="class", max_length=200,
+            description="the event's class (default the last)")] = None) -> dict[str, Any]:
+    """Does recalibration change what one would do? Each recalibration's net benefit on the
+    held-out rows at ``thresholds`` beside the uncalibrated model's, with the paired
+    bootstrap interval of the difference and the share of rows whose decision changes."""
+    services.datasets.record(dataset_id)
+    chosen = [part.strip() for part in ids.split(",") if part.strip()]
+    return recalibration_net_benefit(
+        services, dataset_id, chosen,
+        thresholds=parse_thresholds(thresholds, RECALIBRATION_THRESHOLDS),
+        n_bootstrap=n_bootstrap, positive_class=positive_class)
 
 
 @router.get("/recalibrations/{recalibration_id}", response_model=Recalibration,

@@ -3,8 +3,9 @@
 Pick several methods (with their options), fit them as one background job with a
 progress bar per method, compare them on held-out rows (table with intervals and
 the best per column marked, overlaid reliability, paired NLL changes, a
-recommendation), download corrected probabilities or fitted recalibrators, and
-apply a saved recalibrator to a new file (``assets/apply.js``).
+recommendation, the net benefit at chosen thresholds), download corrected probabilities
+or fitted recalibrators, and apply a saved recalibrator to a new file
+(``assets/apply.js``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from app.ui.figures.recalibration import (
     overlaid_reliability_figure,
 )
 from app.ui.job_panel import cost_note, running_status
+from app.ui.pages.recalibrate_decision import decision_panel, register_decision
 from app.ui.pages.recalibrate_results import (
     comparison_table,
     done_message,
@@ -200,6 +202,7 @@ def layout(services: Services) -> html.Div:
                 dcc.Graph(id=RECAL_NLL_GRAPH, figure=empty_figure("Fit methods to compare."),
                           config={"displaylogo": False}),
             ]),
+            decision_panel(),
             html.H2("Downloads"),
             html.Div([html.Label(id=RECAL_EXTRA_LABEL, className="field-label"),
                       dcc.Checklist(id=RECAL_EXTRA_COLUMNS, options=[], value=[],
@@ -341,6 +344,8 @@ def register(app: Dash, services: Services) -> None:
             return no_update, no_update
         binary = "positive" in comparison_views(comparison)
         return overlaid_reliability_figure(comparison, view), ({} if binary else _HIDDEN)
+
+    register_decision(app, services, RECAL_RESULT_STORE)
 
     @app.callback(Output(RECAL_DOWNLOADS, "children"),
                   Input(RECAL_RESULT_STORE, "data"), Input(RECAL_EXTRA_COLUMNS, "value"))

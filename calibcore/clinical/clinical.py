@@ -352,20 +352,27 @@ def _levels(oe: Estimate, citl: Estimate, intercept: Estimate, slope: Estimate,
 
 
 def _verdict(levels: tuple[Level, ...]) -> str:
+    """The highest level reached with every level below it, what fails, and a check that
+    passes above a failed one (the hierarchy nests in theory; its tests need not agree)."""
     reached = None
     for level in levels:
         if not level.met:
             break
         reached = level.name
-    failed = [level for level in levels if not level.met]
-    head = (f"Consistent with {reached} calibration" if reached else
-            "Not even mean calibration")
-    head += (" (every level checked: mean, weak and moderate)." if not failed else
-             f"; not with {', '.join(level.name for level in failed)} calibration.")
+    failed = [level.name for level in levels if not level.met]
+    above = [level.name for level in levels[levels.index(next(
+        (level for level in levels if not level.met), levels[-1])):] if level.met]
+    head = f"Consistent with {reached} calibration" if reached else "Not even mean calibration"
+    if failed:
+        head += f"; not with {' or '.join(failed)} calibration"
+        if above:
+            head += f" (the {' and '.join(above)} check passes on its own)"
+        head += "."
+    else:
+        head += " (every level checked: mean, weak and moderate)."
     return (head + " Consistent means the 95% intervals hold the perfect values: no "
             "evidence against, not proof of; with many rows small departures are "
             "detected, with few large ones are missed (read the size in ICI and E90).")
-
 
 __all__ = [
     "BAND_QUANTILES",

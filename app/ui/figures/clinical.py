@@ -23,7 +23,7 @@ BARS = "#9aa7b8"
 def _title(report: dict[str, Any]) -> str:
     return (f"Flexible calibration curve of {report['problem']}<br><sup>lowess (span 2/3, no "
             f"robustness steps), n = {report['n']:,}, {report['n_events']:,} events; shaded: "
-            "pointwise 95% band; dashed: simultaneous 95% band; ICI "
+            "pointwise 95% band; dotted: simultaneous 95% band; ICI "
             f"{report['ici']['value']:.4f}</sup>")
 
 

@@ -7,8 +7,8 @@ mean x carrying its summed variance: at most ``MAX_BLOCKS`` blocks of equal coun
 further where one would span more than ``1 / MAX_BLOCKS`` of the range of x. That is
 exact when each block is one row (up to ``MAX_BLOCKS`` rows) and off by a term of order
 (block width / radius)^2 otherwise (4e-7 relative on the standard errors of 20,000
-rows in the tests); it costs an (anchors x blocks)
-matrix instead of a pass over every row per anchor.
+rows in the tests); it costs an (anchors x blocks) matrix instead of a pass over every
+row per anchor.
 
 A pointwise band misses a true curve *somewhere* far more often than 5% of the time
 (about a third of the samples of a calibrated model of 2,000 rows), so the moderate

@@ -63,6 +63,8 @@ DIAGNOSTICS: tuple[Diagnostic, ...] = (
                routers=("metrics",), cli="report", report="metrics"),
     Diagnostic("compare", "Compare", "/compare", "app.ui.pages.compare",
                routers=("compare",), cli="report", report="comparison"),
+    Diagnostic("clinical", "Clinical", "/clinical", "app.ui.pages.clinical",
+               routers=("clinical",), cli="report", report="clinical"),
     Diagnostic("variables", "Variables", "/variables", "app.ui.pages.variables",
                routers=("variables",), cli="report", report="variables"),
     Diagnostic("local", "Local", "/local", "app.ui.pages.local", routers=("local",)),

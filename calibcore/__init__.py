@@ -18,6 +18,9 @@ One package per concept, each with its public names in ``__all__``:
   forest proximities.
 - :mod:`calibcore.partitioned`: Exact diagnostics of partitioned tables on Dask: mergeable
   summaries, exact quantiles, the global measures and the variables.
+- :mod:`calibcore.clinical`: The clinical calibration report (Van Calster et al. 2016,
+  2019): O:E, calibration-in-the-large, calibration intercept and slope, Spiegelhalter's
+  z, ICI/E50/E90/Emax of the lowess curve, Hosmer-Lemeshow, as R's ``rms::val.prob``.
 - :mod:`calibcore.insights`: Diagnostics built on the others: models compared on the same
   rows, calibration over time, the worst-calibrated subgroups and calibration support.
 - :mod:`calibcore.decision`: Decision curves (Vickers & Elkin 2006): the net benefit of
@@ -26,6 +29,7 @@ One package per concept, each with its public names in ``__all__``:
 """
 
 from calibcore import (
+    clinical,
     data,
     decision,
     heterogeneity,
@@ -36,6 +40,7 @@ from calibcore import (
     recalibration,
     variable,
 )
+from calibcore.clinical import ClinicalCalibration, clinical_calibration
 from calibcore.decision import decision_curve
 from calibcore.exceptions import CalibrationInputError, RoleInferenceError
 from calibcore.metrics.calibration_test import CalibrationTestResult, consistency_resampling_test
@@ -43,7 +48,10 @@ from calibcore.metrics.calibration_test import CalibrationTestResult, consistenc
 __all__ = [
     "CalibrationInputError",
     "CalibrationTestResult",
+    "ClinicalCalibration",
     "RoleInferenceError",
+    "clinical",
+    "clinical_calibration",
     "consistency_resampling_test",
     "data",
     "decision",

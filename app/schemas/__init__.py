@@ -1,5 +1,6 @@
 """Request and response models of the REST API, one module per concept."""
 
+from app.schemas.clinical import ClinicalReport
 from app.schemas.datasets import (
     DatasetRoles,
     DatasetSummary,
@@ -66,7 +67,7 @@ from app.schemas.variables import (
 
 __all__ = [
     "MAX_ROW_COUNT", "BinFreeMeasure", "BinSensitivity", "CalibrationTestBody",
-    "CandidateDiagram", "ComparedModel", "ComparisonColumn", "ComparisonRow",
+    "CandidateDiagram", "ClinicalReport", "ComparedModel", "ComparisonColumn", "ComparisonRow",
     "ComparisonValue", "CurveRequest", "DatasetRoles", "DatasetSummary", "DecisionCurve",
     "DocumentInputs", "ErrorBody", "ErrorResponse", "ExternalDatasetRequest", "FailedMethod",
     "FittedRecalibration", "Health", "HeterogeneityRequest", "InferredRoles", "JobAccepted",

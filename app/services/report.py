@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from app.services import diagnostics, variables
+from app.services.clinical import clinical_section
 from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
 from app.services.decision import decision_document
 from app.services.jsonable import jsonable
@@ -49,8 +50,9 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                  n_bootstrap: int = 200, drop_missing: bool = False) -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals)
     and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
-    reliability diagrams, the VECE ranking of the features (Kelly & Smyth 2023) with
-    permutation p-values, and the decision curve (Vickers & Elkin 2006) of every row.
+    reliability diagrams, the clinical calibration report (class 1 of a binary file, each
+    class against the rest of more), the VECE ranking of the features (Kelly & Smyth 2023)
+    with permutation p-values, and the decision curve (Vickers & Elkin 2006) of every row.
     ``view`` defaults to the positive view for two classes (the top-label view can fold
     over- and under-prediction of class 1 into zero), the top label for more.
     ``drop_missing`` leaves out the rows with a missing label or probability (counted in
@@ -88,6 +90,7 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
         "variables": variables.ranking_for_report(prediction_set),
+        "clinical": clinical_section(prediction_set),
         "decision": decision_document(prediction_set, np.ones(prediction_set.n_rows, bool),
                                       n_bootstrap=n_bootstrap),
         **({"comparison": comparison_document(

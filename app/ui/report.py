@@ -11,7 +11,9 @@ import plotly.graph_objects as go
 
 from app.diagnostics import DIAGNOSTICS
 from app.services.datasets import rows_caption
+from app.ui.clinical_report import levels_list, quantities_table
 from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
+from app.ui.figures.clinical import clinical_curve_figure
 from app.ui.figures.decision import decision_figure
 from app.ui.figures.reliability import models_figure
 from app.ui.figures.variables import ranking_figure
@@ -161,10 +163,30 @@ def _decision_section(report: dict[str, Any]) -> str:
             f"{html.escape(' '.join(decision['notes']))}</p>")
 
 
+def _clinical_section(report: dict[str, Any]) -> str:
+    """The clinical calibration report of each problem: verdict, levels, the curve and the
+    quantities (absent on the dask engine)."""
+    section = report.get("clinical")
+    if not section:
+        return ""
+    parts = ["<h2>Clinical calibration</h2>"]
+    for problem in section["problems"]:
+        parts.append(f"<h3>{html.escape(problem['problem'])}</h3>"
+                     f"<div class='test'><strong>{html.escape(problem['verdict'])}</strong>"
+                     f"{levels_list(problem)}</div>"
+                     + _figure(clinical_curve_figure(problem), False)
+                     + quantities_table(problem))
+    parts += [f"<p class='muted'>{html.escape(s['target'])}: {html.escape(s['reason'])}</p>"
+              for s in section["skipped"]]
+    if section.get("note"):
+        parts.append(f"<p class='muted'>{html.escape(section['note'])}.</p>")
+    return "".join(parts)
+
+
 #: Each report key of the registry of diagnostics, and how its section is drawn.
 SECTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "metrics": _global_section, "comparison": _comparison, "variables": _variables_section,
-    "decision": _decision_section}
+    "metrics": _global_section, "comparison": _comparison, "clinical": _clinical_section,
+    "variables": _variables_section, "decision": _decision_section}
 
 
 def render_html(report: dict[str, Any]) -> str:

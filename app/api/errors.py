@@ -26,6 +26,7 @@ STATE_CODES = frozenset({
     "no_models", "no_time", "no_split", "no_features", "unknown_feature", "unknown_column",
     "unknown_model", "unknown_class", "empty_split", "empty_variable", "too_few_rows",
     "single_class", "not_computed", "column_not_computed", "not_cross_fitted",
+    "constant_probability",
 })
 
 

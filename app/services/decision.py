@@ -178,7 +178,8 @@ def recalibration_net_benefit(services: ServiceContext, dataset_id: str,
         methods = []
         result = None
         for rid in recalibration_ids:
-            corrected = services.store.read_table(rid).to_numpy(dtype=np.float64)[rows]
+            corrected = services.recalibrations.corrected_probabilities(
+                rid, prediction_set.n_classes)[rows]
             result = net_benefit_difference(labels, before, corrected, thresholds=cuts,
                                             positive_class=event, n_bootstrap=n_bootstrap,
                                             random_state=services.settings.random_state)

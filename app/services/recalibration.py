@@ -246,9 +246,7 @@ class RecalibrationService:
         rows = heldout_rows(prediction_set)
         candidates = [comparison.Candidate("uncalibrated", prediction_set.proba[rows])]
         for record in records:
-            # probabilities first; a Venn-Abers table has each class's interval after them
-            corrected = self._store.read_table(record.id).to_numpy(dtype=np.float64)[
-                :, :prediction_set.n_classes]
+            corrected = self.corrected_probabilities(record.id, prediction_set.n_classes)
             variable = (record.meta["features"][0] if record.meta["method"] == "variable_tree"
                         else None)
             candidates.append(comparison.Candidate(record.name, corrected[rows], record.id,
@@ -261,6 +259,14 @@ class RecalibrationService:
         return {"dataset_id": dataset_id, "scheme": scheme,
                 "positive_class": (prediction_set.classes[1]
                                    if prediction_set.n_classes == 2 else None), **table}
+
+    def corrected_probabilities(self, recalibration_id: str,
+                                n_classes: int) -> NDArray[np.float64]:
+        """The stored corrected probabilities of every row, shape (n_rows, n_classes): the
+        scores the comparison judges (a Venn-Abers table keeps each class's interval after
+        its probabilities)."""
+        table = self._store.read_table(recalibration_id)
+        return table.iloc[:, :n_classes].to_numpy(dtype=np.float64)
 
     def record(self, recalibration_id: str) -> Record:
         record = self._store.get("recalibration", recalibration_id)

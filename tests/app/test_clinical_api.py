@@ -89,20 +89,20 @@ def test_refusals(client, default_nb) -> None:
     dataset = upload(client, default_nb).json()["id"]
     assert_error(client.get("/api/v1/datasets/nope/clinical"), 404)
     assert_error(client.get(f"/api/v1/datasets/{dataset}/clinical",
-                            params={"target": "maybe"}), 422, "unknown_class")
+                            params={"target": "maybe"}), 409, "unknown_class")
     assert_error(client.get(f"/api/v1/datasets/{dataset}/clinical",
                             params={"subset": "half"}), 422)
     assert_error(client.get(f"/api/v1/datasets/{dataset}/clinical/report.html",
-                            params={"target": "maybe"}), 422, "unknown_class")
+                            params={"target": "maybe"}), 409, "unknown_class")
     rng = np.random.default_rng(0)
     no_split = pd.DataFrame({"y_true": rng.integers(0, 2, 300),
                              "y_prob": rng.uniform(0.1, 0.9, 300).round(4)})
     other = upload(client, no_split.to_csv(index=False).encode()).json()["id"]
     assert_error(client.get(f"/api/v1/datasets/{other}/clinical",
-                            params={"subset": "test"}), 422, "no_split")
+                            params={"subset": "test"}), 409, "no_split")
     constant = no_split.assign(y_prob=0.3)
     flat = upload(client, constant.to_csv(index=False).encode()).json()["id"]
-    assert_error(client.get(f"/api/v1/datasets/{flat}/clinical"), 422,
+    assert_error(client.get(f"/api/v1/datasets/{flat}/clinical"), 409,
                  "constant_probability")
 
 

@@ -74,7 +74,7 @@ DIAGNOSTICS: tuple[Diagnostic, ...] = (
                routers=("subgroups",)),
     Diagnostic("timeline", "Over time", "/over-time", "app.ui.pages.timeline",
                routers=("timeline",)),
-    Diagnostic("decision", "Decision curves", "/decision", "app.ui.pages.decision",
+    Diagnostic("decision", "Decisions", "/decision", "app.ui.pages.decision",
                routers=("decision",), cli="report", report="decision"),
     Diagnostic("recalibration", "Recalibrate", "/recalibrate", "app.ui.pages.recalibrate",
                routers=("recalibrations", "models"), cli="recalibrate"),

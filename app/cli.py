@@ -47,15 +47,17 @@ def _report(args: argparse.Namespace) -> int:
             raise CalibrationInputError("--weight and --negative-rate go with --engine memory "
                                         "(the default): the Dask engine does not take row "
                                         "weights yet.")
-        if args.view not in (None, "top_label"):
-            raise CalibrationInputError("--view is not available with --engine dask yet (it "
-                                        "computes the top-label measures, and the exact "
-                                        "positive-class ECE of a binary file beside them).")
+        if args.view == "classwise":
+            raise CalibrationInputError("--view classwise is not available with --engine "
+                                        "dask: choose positive (two classes) or top_label "
+                                        "(classwise ECE and each class's diagram are in "
+                                        "every report).")
         overrides = RoleOverrides(label=args.label,
                                   probabilities=_column_list(args.probabilities),
                                   features=_column_list(args.features), split=args.split)
-        report = build_partitioned_report(args.file, overrides, scheduler=args.scheduler,
-                                          n_bins=args.n_bins, n_bootstrap=args.n_bootstrap)
+        report = build_partitioned_report(args.file, overrides, view=args.view,
+                                          scheduler=args.scheduler, n_bins=args.n_bins,
+                                          n_bootstrap=args.n_bootstrap)
     else:
         if args.label or args.probabilities or args.features or args.split or args.scheduler:
             raise CalibrationInputError("--label, --probabilities, --features, --split and "
@@ -73,6 +75,8 @@ def _report(args: argparse.Namespace) -> int:
 
         Path(args.html).write_text(render_html(report), encoding="utf-8")
         print(f"wrote {args.html}")
+    print(f"{report['metrics']['view'].replace('_', '-')} view: "
+          f"{_VIEW_MEANINGS[report['metrics']['view']]}")
     for item in report["metrics"]["measures"].values():
         if item["value"] is None:
             continue
@@ -82,7 +86,15 @@ def _report(args: argparse.Namespace) -> int:
                        if item["plug_in"] != item["value"] else ""))
         print(f"{item['name']:>20}: {item['value']:.6f}{interval}")
     if report["metrics"].get("calibration_test"):
-        print(report["metrics"]["calibration_test"]["summary"])
+        test = report["metrics"]["calibration_test"]
+        print(test["summary"])
+        for other in test["other_views"]:
+            print(f"Checked in the {other['view'].replace('_', '-')} view: "
+                  f"p = {other['p_value']:.3f} — {other['verdict']}")
+        if test.get("other_views_note"):
+            print(test["other_views_note"])
+    elif report["metrics"].get("calibration_test_note"):
+        print(report["metrics"]["calibration_test_note"])
     if report.get("weighted"):
         print(f"rows {report['weights_note']}")
     if report.get("n_left_out"):
@@ -90,6 +102,13 @@ def _report(args: argparse.Namespace) -> int:
 
         print(f"measured on {rows_caption(report)}")
     return 0
+
+
+#: What each view's measures compare, as the report's first line says it.
+_VIEW_MEANINGS = {"positive": "P(class 1) against the frequency of class 1",
+                  "top_label": "the top class's probability against how often it is right",
+                  "classwise": "each class's probability against that class's frequency, "
+                               "averaged over classes"}
 
 
 def _column_list(value: str | None) -> tuple[str, ...] | None:

@@ -63,6 +63,8 @@ DIAGNOSTICS: tuple[Diagnostic, ...] = (
                routers=("metrics",), cli="report", report="metrics"),
     Diagnostic("compare", "Compare", "/compare", "app.ui.pages.compare",
                routers=("compare",), cli="report", report="comparison"),
+    Diagnostic("clinical", "Clinical", "/clinical", "app.ui.pages.clinical",
+               routers=("clinical",), cli="report", report="clinical"),
     Diagnostic("variables", "Variables", "/variables", "app.ui.pages.variables",
                routers=("variables",), cli="report", report="variables"),
     Diagnostic("local", "Local", "/local", "app.ui.pages.local", routers=("local",)),
@@ -72,6 +74,8 @@ DIAGNOSTICS: tuple[Diagnostic, ...] = (
                routers=("subgroups",)),
     Diagnostic("timeline", "Over time", "/over-time", "app.ui.pages.timeline",
                routers=("timeline",)),
+    Diagnostic("decision", "Decisions", "/decision", "app.ui.pages.decision",
+               routers=("decision",), cli="report", report="decision"),
     Diagnostic("recalibration", "Recalibrate", "/recalibrate", "app.ui.pages.recalibrate",
                routers=("recalibrations", "models"), cli="recalibrate"),
 )

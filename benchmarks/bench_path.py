@@ -6,10 +6,10 @@ to the job's end:
 
 * a 1.5M-row binary CSV with 6 features and no split column: upload; the overview
   (every measure with its 95% interval, both reliability diagrams and the bin
-  sensitivity, requested together as the page does); temperature recalibration with
-  the held-out comparison; the corrected CSV download and the server's RSS after it;
-  20 concurrent identical overview requests (they share one computation); the
-  variable ranking of the 6 variables;
+  sensitivity, requested together as the page does); the clinical report; temperature
+  recalibration with the held-out comparison; the corrected CSV download and the
+  server's RSS after it; 20 concurrent identical overview requests (they share one
+  computation); the variable ranking of the 6 variables;
 * default_nb (3,474 test rows): hidden heterogeneity on every test row; SWC-HH;
 * a 300k-row file: HH on a sample of 3,000 rows; LECE + SWC recalibration; the UMAP
   landscape (this server compiles UMAP at start, as a user's does, and the row waits
@@ -117,6 +117,11 @@ def _million_rows(root: Path, quick: bool) -> list[Row]:
         overview, _ = _timed(lambda: _overview(client, dataset))
         rows.append(Row("overview: measures with 95% intervals, diagrams, bins", overview))
         rows.append(Row("upload + overview", upload + overview, target_seconds=10.0))
+        clinical, report = _timed(lambda: client.get(f"/datasets/{dataset}/clinical"))
+        rows.append(Row("clinical report: O:E, intercept, slope, ICI/E90, HL, curve, verdict",
+                        clinical, target_seconds=5.0,
+                        note=f"GET .../clinical, not cached; lowess at "
+                             f"{len(report['curve']['predicted'])} anchors"))
 
         seconds, fitted, stall = client.job(lambda: client.post(
             f"/datasets/{dataset}/recalibrations", {"method": "temperature", "async": True}))

@@ -18,12 +18,20 @@ One package per concept, each with its public names in ``__all__``:
   forest proximities.
 - :mod:`calibcore.partitioned`: Exact diagnostics of partitioned tables on Dask: mergeable
   summaries, exact quantiles, the global measures and the variables.
+- :mod:`calibcore.clinical`: The clinical calibration report (Van Calster et al. 2016,
+  2019): O:E, calibration-in-the-large, calibration intercept and slope, Spiegelhalter's
+  z, ICI/E50/E90/Emax of the lowess curve, Hosmer-Lemeshow, as R's ``rms::val.prob``.
 - :mod:`calibcore.insights`: Diagnostics built on the others: models compared on the same
   rows, calibration over time, the worst-calibrated subgroups and calibration support.
+- :mod:`calibcore.decision`: Decision curves (Vickers & Elkin 2006): the net benefit of
+  acting on the probabilities at each threshold, with bootstrap bands and paired
+  differences.
 """
 
 from calibcore import (
+    clinical,
     data,
+    decision,
     heterogeneity,
     insights,
     local,
@@ -32,15 +40,22 @@ from calibcore import (
     recalibration,
     variable,
 )
+from calibcore.clinical import ClinicalCalibration, clinical_calibration
+from calibcore.decision import decision_curve
 from calibcore.exceptions import CalibrationInputError, RoleInferenceError
 from calibcore.metrics.calibration_test import CalibrationTestResult, consistency_resampling_test
 
 __all__ = [
     "CalibrationInputError",
     "CalibrationTestResult",
+    "ClinicalCalibration",
     "RoleInferenceError",
+    "clinical",
+    "clinical_calibration",
     "consistency_resampling_test",
     "data",
+    "decision",
+    "decision_curve",
     "heterogeneity",
     "insights",
     "local",

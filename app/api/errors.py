@@ -16,6 +16,28 @@ from calibcore.exceptions import CalibrationInputError
 
 logger = logging.getLogger("calibdash")
 
+#: Refusals of a well-formed request that the stored resource cannot answer: the dataset
+#: has no second model, no time column, no such feature, too few rows in the chosen subset,
+#: a result not computed yet... The same request succeeds on another dataset, so the
+#: answer is 409 Conflict (the request conflicts with the resource's current state), not
+#: 422, which says the request itself is wrong (a parameter out of its range, a file that
+#: cannot be read).
+STATE_CODES = frozenset({
+    "no_models", "no_time", "no_split", "no_features", "unknown_feature", "unknown_column",
+    "unknown_model", "unknown_class", "empty_split", "empty_variable", "too_few_rows",
+    "single_class", "not_computed", "column_not_computed", "not_cross_fitted",
+    "constant_probability",
+})
+
+
+def input_error_status(code: str) -> int:
+    """The HTTP status of a :class:`CalibrationInputError` with ``code``.
+
+    >>> input_error_status("no_time"), input_error_status("invalid_parameters")
+    (409, 422)
+    """
+    return 409 if code in STATE_CODES else 422
+
 
 class ApiError(Exception):
     """An error with an HTTP status, a code and a message a person can act on."""
@@ -58,7 +80,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(CalibrationInputError)
     async def _input_error(_: Request, exc: CalibrationInputError) -> JSONResponse:
-        return error_response(422, exc.code, exc.message, exc.details())
+        return error_response(input_error_status(exc.code), exc.code, exc.message,
+                              exc.details())
 
     @app.exception_handler(NotAllowed)
     async def _not_allowed(_: Request, exc: NotAllowed) -> JSONResponse:

@@ -3,7 +3,8 @@
 :class:`app.security.SecurityMiddleware` answers before any route: 400 for a ``Host``
 this server does not serve, 403 for a state-changing request from another site, 413 for
 a body past the limits, and, when ``CALIBDASH_API_TOKEN`` is set, 401 without the token.
-Each operation documents those answers, and the bearer scheme is declared only when a
+Each operation documents those answers (and an operation on a stored resource its 409,
+the refusal of a request the resource cannot serve), and the bearer scheme is declared only when a
 token is set: without one, no request needs an ``Authorization`` header.
 """
 
@@ -34,6 +35,11 @@ _UNSAFE_METHODS = frozenset({"post", "put", "patch", "delete"})
 #: FastAPI's own shape of a validation error, which app.api.errors replaces by the
 #: envelope.
 _FASTAPI_VALIDATION = "#/components/schemas/HTTPValidationError"
+#: Answered by an operation on a stored resource (its path names one) that the resource
+#: cannot serve: :data:`app.api.errors.STATE_CODES`.
+_CONFLICT = ("409", "The request is well-formed but the stored resource cannot answer it "
+                    "(no time column, no second model, no such feature, too few rows in "
+                    "the subset, a result not computed yet): `error.code` says which.")
 _INVALID = ("The request does not match the operation's parameters (`invalid_request`; "
             "`error.details.problems` lists what).")
 
@@ -60,6 +66,8 @@ def document_gate(schema: dict[str, Any], *, token: bool) -> None:
             answers = dict(_GATE)
             if method in _UNSAFE_METHODS:
                 answers[_CROSS_SITE[0]] = _CROSS_SITE[1]
+            if "{" in path:
+                answers[_CONFLICT[0]] = _CONFLICT[1]
             if guarded:
                 answers[_UNAUTHORIZED[0]] = _UNAUTHORIZED[1]
                 operation["security"] = [{BEARER: []}]

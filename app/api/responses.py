@@ -1,6 +1,7 @@
 """What the routes answer besides success: the error envelope per status, and jobs (202).
 
-Each router documents the errors its routes raise (404, 422) with these; the errors the
+Each router documents the errors its routes raise (404, 422) with these (the 409 of an
+operation on a stored resource is added by :mod:`app.api.openapi`); the errors the
 gate in front of every route answers (400, 401, 403, 413: :mod:`app.security`) are added
 to every operation by :mod:`app.api.openapi`.
 """

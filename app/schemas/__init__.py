@@ -1,5 +1,6 @@
 """Request and response models of the REST API, one module per concept."""
 
+from app.schemas.clinical import ClinicalReport
 from app.schemas.datasets import (
     DatasetRoles,
     DatasetSummary,
@@ -8,6 +9,7 @@ from app.schemas.datasets import (
     RolesRequest,
     StagedUpload,
 )
+from app.schemas.decision import DecisionCurve, RecalibrationNetBenefit
 from app.schemas.errors import ErrorBody, ErrorResponse
 from app.schemas.heterogeneity import HeterogeneityRequest, SupportRequest
 from app.schemas.insights import (
@@ -66,14 +68,14 @@ from app.schemas.variables import (
 
 __all__ = [
     "MAX_ROW_COUNT", "BinFreeMeasure", "BinSensitivity", "CalibrationTestBody",
-    "CandidateDiagram", "ComparedModel", "ComparisonColumn", "ComparisonRow",
-    "ComparisonValue", "CurveRequest", "DatasetRoles", "DatasetSummary", "DocumentInputs",
-    "ErrorBody", "ErrorResponse", "ExternalDatasetRequest", "FailedMethod",
+    "CandidateDiagram", "ClinicalReport", "ComparedModel", "ComparisonColumn", "ComparisonRow",
+    "ComparisonValue", "CurveRequest", "DatasetRoles", "DatasetSummary", "DecisionCurve",
+    "DocumentInputs", "ErrorBody", "ErrorResponse", "ExternalDatasetRequest", "FailedMethod",
     "FittedRecalibration", "Health", "HeterogeneityRequest", "InferredRoles", "JobAccepted",
     "JobResponse", "LandscapeRequest", "MeasureEstimate", "MethodInfo", "MethodName",
     "MethodRequest", "MetricsResponse", "ModelComparison", "ModelDifference", "ModelInputs",
-    "ModelMeasure", "NllDifference", "RankedVariable", "Recalibration",
-    "RecalibrationBatch", "RecalibrationComparison", "RecalibrationRequest",
+    "ModelMeasure", "NllDifference", "RankedVariable", "Recalibration", "RecalibrationBatch",
+    "RecalibrationComparison", "RecalibrationNetBenefit", "RecalibrationRequest",
     "RecalibratorDocument", "Recommendation", "ReliabilityDiagram", "ReliabilityResponse",
     "RepresentationRequest", "RolesRequest", "RollingRecalibration", "RollingWindow",
     "RowCount", "SavedModel", "Seed", "SmoothDiagram", "StagedUpload", "SubgroupRequest",

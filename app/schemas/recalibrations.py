@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.schemas.decision import RecalibrationNetBenefit
 from app.schemas.metrics import ReliabilityDiagram, Weighting
 from app.schemas.parameters import JsonInt
 from calibcore.recalibration import REGISTRY
@@ -52,6 +53,10 @@ class RecalibrationRequest(BaseModel):
     n_bins: JsonInt = Field(default=15, ge=1, le=1000)
     n_bootstrap: JsonInt = Field(default=100, ge=0, le=2000,
                              description="bootstrap resamples of the comparison's intervals")
+    thresholds: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
+        default=[0.1, 0.2, 0.3], min_length=1, max_length=200, description=(
+            "decision thresholds at which each method's net benefit on the held-out rows "
+            "is compared with the uncalibrated model's (increasing, in (0, 1))"))
     run_async: bool = Field(default=False, alias="async",
                             description="return 202 with a job id instead of waiting")
 
@@ -96,6 +101,10 @@ class Recalibration(Weighting):
     after: dict[str, float | None] = Field(description="the same, recalibrated")
     reliability_before: ReliabilityDiagram
     reliability_after: ReliabilityDiagram
+    interval_width: float | None = Field(default=None, description=(
+        "Venn-Abers only: the mean width p1 - p0 of the probability intervals on the "
+        "held-out rows, averaged over classes (each row's are the download's p0_<class> "
+        "and p1_<class> columns)"))
     seconds: float
 
 
@@ -190,6 +199,9 @@ class FittedRecalibration(Recalibration):
     probabilities."""
 
     comparison: RecalibrationComparison
+    net_benefit: RecalibrationNetBenefit | None = Field(
+        default=None, description="net benefit on the held-out rows at `thresholds`, "
+        "beside the uncalibrated model's, with the paired interval of the difference")
 
 
 class FailedMethod(BaseModel):
@@ -210,3 +222,6 @@ class RecalibrationBatch(BaseModel):
     recalibrations: list[Recalibration]
     comparison: RecalibrationComparison
     failed: list[FailedMethod] = Field(description="methods that failed; the others went on")
+    net_benefit: RecalibrationNetBenefit | None = Field(
+        default=None, description="net benefit on the held-out rows at `thresholds`, "
+        "beside the uncalibrated model's, with the paired interval of the difference")

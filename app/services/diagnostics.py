@@ -22,6 +22,7 @@ from calibcore.metrics import (
     Binning,
     CalibrationTestResult,
     MeasureName,
+    ViewedCalibrationTest,
     binned_reliability,
     calibration_tests_by_view,
     global_measures,
@@ -49,10 +50,11 @@ VIEW_NAMES = {"top_label": "top-label", "positive": "positive-class", "classwise
 TEST_LEVEL = 0.05
 
 #: Bumped when the cached measures change shape (2: the calibration test; 3: checked in
-#: a second view; 4: row weights).
-_METRICS_CACHE_VERSION = 4
+#: a second view; 4: external datasets' positive view and test on every row; 5: row
+#: weights).
+_METRICS_CACHE_VERSION = 5
 #: Bumped when the cached diagrams change (1: intervals moved onto an estimate past them;
-#: 2: row weights).
+#: 2: external datasets' positive view on every row; 3: row weights).
 _RELIABILITY_CACHE_VERSION = 2
 
 
@@ -121,9 +123,15 @@ def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
     with the headline's verdict at :data:`TEST_LEVEL` and a one-line ``summary`` that
     says when the views disagree. The test does not depend on the view the measures
     are shown in: a verdict is never read from a folded view."""
-    checked = calibration_tests_by_view(labels, proba, n_resamples=n_resamples,
-                                        level=TEST_LEVEL, random_state=random_state,
-                                        sample_weight=sample_weight)
+    return calibration_test_document(calibration_tests_by_view(
+        labels, proba, n_resamples=n_resamples, level=TEST_LEVEL, random_state=random_state,
+        sample_weight=sample_weight))
+
+
+def calibration_test_document(checked: ViewedCalibrationTest) -> dict[str, Any]:
+    """A test of calibration checked in a second view, as a JSON-able dict: the
+    headline's fields, its verdict at :data:`TEST_LEVEL`, a one-line ``summary`` that
+    says when the views disagree, and the other views' tests."""
     headline = checked.headline
     summary = calibration_test_summary(headline)
     if checked.disagreement:
@@ -261,7 +269,9 @@ def metrics_for(services: ServiceContext, dataset_id: str, request: MetricsReque
 
     def compute() -> dict[str, Any]:
         exact = _external_metrics(services, dataset_id, request)
-        if exact is not None:  # the test of calibration runs on the stored sample
+        if exact is not None and "calibration_test" in exact:  # every row's test
+            return {"dataset_id": dataset_id, **exact}
+        if exact is not None:  # no test of every row was stored: it runs on the sample
             prediction_set = services.datasets.prediction_set(dataset_id)
             mask = rows_for(prediction_set, request.subset)
             test = (calibration_test(prediction_set.y_true[mask], prediction_set.proba[mask],
@@ -289,16 +299,22 @@ def _sampled(services: ServiceContext, dataset_id: str) -> dict[str, str]:
 
 def _exact_report(services: ServiceContext, dataset_id: str,
                   request: MetricsRequest) -> dict[str, Any] | None:
-    """The exact report of every row of an external dataset when it answers ``request``
-    (top-label view, equal-width bins, its bin count and resamples), else None."""
+    """The exact report of every row of an external dataset in ``request``'s view when
+    it answers ``request`` (a view it holds: top label, and positive for two classes;
+    equal-width bins, its bin count), else None; None for a weighted dataset (the Dask
+    engine does not take weights yet: its measures are the weighted sample's)."""
     meta = services.datasets.record(dataset_id).meta
     if not meta.get("external") or meta.get("weighted"):
-        return None  # the Dask engine does not take weights yet: the weighted sample
-    report = services.datasets.document(dataset_id, EXTERNAL_REPORT)
-    if report is None or (request.view, request.binning, request.n_bins) != (
-            "top_label", "equal_width", report["n_bins"]):
         return None
-    return dict(report)
+    report = services.datasets.document(dataset_id, EXTERNAL_REPORT)
+    if report is None or (request.binning, request.n_bins) != ("equal_width",
+                                                               report["n_bins"]):
+        return None
+    # a report stored before it held views is the top label's
+    views = report.get("views") or {"top_label": report}
+    if request.view not in views:
+        return None
+    return {**report, **views[request.view]}
 
 
 def _external_metrics(services: ServiceContext, dataset_id: str,
@@ -313,7 +329,7 @@ def _external_metrics(services: ServiceContext, dataset_id: str,
     fields = ("name", "value", "low", "high", "plug_in", "consistent", "meaning", "note")
     measures = {key: {field: item[field] for field in fields}
                 for key, item in result["measures"].items()}
-    return {"view": "top_label", "subset": request.subset, "n": result["n"],
+    return {"view": request.view, "subset": request.subset, "n": result["n"],
             "n_classes": len(report["classes"]), "n_bins": request.n_bins,
             "binning": "equal_width", "n_bootstrap": request.n_bootstrap,
             "confidence_level": 0.95, "interval": result["interval"],
@@ -321,7 +337,11 @@ def _external_metrics(services: ServiceContext, dataset_id: str,
             "metrics": {key: item["plug_in"] for key, item in measures.items()
                         if item["plug_in"] is not None},
             "measures": measures,
-            "exact_note": f"every one of the {result['n']:,} rows ({result['note']})"}
+            "exact_note": f"every one of the {result['n']:,} rows ({result['note']})",
+            # without a test of every row (none stored, or too many distinct scores to
+            # gather) the test runs on the stored sample and says so
+            **({"calibration_test": result["calibration_test"]}
+               if result.get("calibration_test") is not None else {})}
 
 
 def reliability_for(services: ServiceContext, dataset_id: str,

@@ -6,8 +6,9 @@ URL, or the folder that holds them (plain or hive-partitioned). A job reads them
 things, never the rows themselves:
 
 * the exact report of every row (:func:`app.services.report.partitioned_report`:
-  binned measures with intervals, equal-mass ECE, binned reliability diagrams), which
-  the Overview shows for its default settings;
+  measures with intervals, equal-mass ECE, binned and smooth reliability diagrams and the
+  test of calibration), in the top-label view and, for two classes, the positive view
+  too, which the Overview shows for its default settings in either view;
 * a seeded uniform sample of the rows (``CALIBDASH_EXTERNAL_SAMPLE_ROWS``, 1,000,000 by
   default) stored as an ordinary dataset, on which every other diagnostic runs; every
   page of such a dataset says "computed on a sample of N of M rows".

@@ -54,7 +54,7 @@ _PARAM_BUILDERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 #: parameters and an allocation.
 PARAM_LIMITS: dict[str, tuple[int, int]] = {
     "n_bins": (1, 1000), "n_components": (1, 200), "n_folds": (2, 100),
-    "n_estimators": (1, 1000), "max_depth": (1, 20), "n_jobs": (-1, 64),
+    "n_estimators": (1, 1000), "cross_folds": (1, 100), "max_depth": (1, 20), "n_jobs": (-1, 64),
     "random_state": (0, 2**32 - 1), "max_calibration_rows": (2, 100_000_000)}
 
 

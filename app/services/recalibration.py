@@ -124,14 +124,16 @@ class RecalibrationService:
         self._store.write_document(recalibration_id, document)
         report(0.95, "scoring the held-out rows")
         rows = heldout_rows(prediction_set)
+        scores = heldout.to_numpy(dtype=np.float64)
         meta = {"dataset_id": dataset_id, "method": spec.method,
                 "params": describe_params(estimator), "features": list(columns),
                 "feature_notes": _fit_notes(fitted.model),
                 "scheme": fitted.scheme, "cross_fitted": fitted.cross_fitted is not None,
                 "n_heldout": int(rows.sum()),
                 **_method_weighting(estimator, prediction_set, rows),
-                **_before_after(prediction_set, rows, heldout.to_numpy(dtype=np.float64),
+                **_before_after(prediction_set, rows, scores[:, :prediction_set.n_classes],
                                 n_bins),
+                **_interval_width(scores[rows], prediction_set.n_classes),
                 "seconds": round(time.perf_counter() - started, 3)}
         self._store.put(Record("recalibration", recalibration_id, dataset_id,
                                estimator.display_name or spec.method, now(), meta))
@@ -246,7 +248,7 @@ class RecalibrationService:
         rows = heldout_rows(prediction_set)
         candidates = [comparison.Candidate("uncalibrated", prediction_set.proba[rows])]
         for record in records:
-            corrected = self._store.read_table(record.id).to_numpy(dtype=np.float64)
+            corrected = self.corrected_probabilities(record.id, prediction_set.n_classes)
             variable = (record.meta["features"][0] if record.meta["method"] == "variable_tree"
                         else None)
             candidates.append(comparison.Candidate(record.name, corrected[rows], record.id,
@@ -260,6 +262,14 @@ class RecalibrationService:
                 "positive_class": (prediction_set.classes[1]
                                    if prediction_set.n_classes == 2 else None), **table,
                 **unweighted(prediction_set)}
+
+    def corrected_probabilities(self, recalibration_id: str,
+                                n_classes: int) -> NDArray[np.float64]:
+        """The stored corrected probabilities of every row, shape (n_rows, n_classes): the
+        scores the comparison judges (a Venn-Abers table keeps each class's interval after
+        its probabilities)."""
+        table = self._store.read_table(recalibration_id)
+        return table.iloc[:, :n_classes].to_numpy(dtype=np.float64)
 
     def record(self, recalibration_id: str) -> Record:
         record = self._store.get("recalibration", recalibration_id)
@@ -392,6 +402,16 @@ def _before_after(prediction_set: PredictionSet, rows: NDArray[np.bool_],
     })
 
 
+def _interval_width(heldout: NDArray[np.float64], n_classes: int) -> dict[str, float]:
+    """``interval_width``: the mean of p1 - p0 over the held-out rows and the classes (a
+    binary row's two classes have the same width) when the scores carry intervals, the
+    table :func:`app.services.saved_models.corrected_columns` lays out; else nothing."""
+    if heldout.shape[1] != 3 * n_classes:
+        return {}
+    lower, upper = heldout[:, n_classes:2 * n_classes], heldout[:, 2 * n_classes:]
+    return {"interval_width": float(np.mean(upper - lower))}
+
+
 @dataclass(frozen=True)
 class FileRecalibration:
     """A recalibrator fitted on a prediction table outside the store (the CLI).
@@ -428,7 +448,7 @@ def recalibrate_table(frame: pd.DataFrame, spec: MethodSpec,
                               renormalize=renormalize)
     # The model document applied as `calibdash apply` applies it: the same numbers.
     corrected_table = model_corrections(load_model(document), frame)
-    corrected = corrected_table.to_numpy(dtype=np.float64)
+    corrected = corrected_table.to_numpy(dtype=np.float64)[:, :prediction_set.n_classes]
     output = beside_original(frame, corrected_table)
     if prediction_set.split is None:
         return FileRecalibration(output, document, prediction_set.n_rows, None, None)

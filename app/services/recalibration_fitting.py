@@ -14,9 +14,10 @@ from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
 from app.services.encoding import FeatureEncoder, fit_feature_encoder
+from app.services.saved_models import corrected_columns
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
-from calibcore.recalibration import Recalibrator
+from calibcore.recalibration import IntervalRecalibrator, Recalibrator
 
 #: Folds used for cross-fitting when a dataset has no split column.
 CROSS_FIT_FOLDS = 5
@@ -46,8 +47,9 @@ class FittedRecalibration:
         Fitted on the calibration rows of a split, or on every row without one.
     cross_fitted : ndarray of shape (n_rows, n_classes) or None
         Without a split: every row corrected by one of the K models fitted without it
-        (what the held-out comparison scores). None with a split, where the comparison
-        scores the exported model on the test rows.
+        (what the held-out comparison scores), and for Venn-Abers each class's interval
+        after the probabilities (n_rows, 3 n_classes). None with a split, where the
+        comparison scores the exported model on the test rows.
     scheme : str
         How the held-out rows were scored, in words.
     """
@@ -93,8 +95,7 @@ def _predict_rows(fitted: FittedModel, prediction_set: PredictionSet,
                   rows: NDArray[Any], report: Report = silent) -> NDArray[np.float64]:
     features = (None if fitted.encoder is None
                 else fitted.encoder.transform(prediction_set.features.iloc[rows]))
-    return fitted.recalibrator.predict_proba(prediction_set.proba[rows], features=features,
-                                             progress=report)
+    return corrected_columns(fitted.recalibrator, prediction_set.proba[rows], features, report)
 
 
 def fit_recalibration(estimator: Recalibrator, prediction_set: PredictionSet,
@@ -125,8 +126,11 @@ def cross_fit(estimator: Recalibrator, prediction_set: PredictionSet,
               columns: tuple[str, ...] = (), *, random_state: int = 0,
               report: Report = silent) -> NDArray[np.float64]:
     """Out-of-fold corrected probabilities, shape (n_rows, n_classes): K-fold, each row
-    corrected by the model fitted on the other folds."""
-    corrected = np.empty_like(prediction_set.proba)
+    corrected by the model fitted on the other folds; a recalibrator that bounds its
+    probabilities (Venn-Abers) adds each class's interval, (n_rows, 3 n_classes), laid out
+    as :func:`app.services.saved_models.corrected_columns` lays out the model's."""
+    width = prediction_set.n_classes * (3 if isinstance(estimator, IntervalRecalibrator) else 1)
+    corrected = np.empty((prediction_set.n_rows, width))
     folds = _folds(prediction_set.y_true, random_state)
     for number, (fit_rows, score_rows) in enumerate(folds, start=1):
         label = f"cross-fitting fold {number}/{len(folds)}"

@@ -7,10 +7,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from app.services import diagnostics, variables
+from app.services.clinical import clinical_section
 from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
+from app.services.decision import decision_document
 from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
@@ -31,6 +34,8 @@ from calibcore.partitioned import (
     BinnedSummary,
     CellSummary,
     ScoreSummary,
+    calibration_tests_of_scores,
+    check_summary_view,
     compute_reporting,
     measures_with_intervals,
     partition_classes,
@@ -49,15 +54,17 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                  negative_rate: float | None = None) -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals)
     and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
-    reliability diagrams, and the VECE ranking of the features (Kelly & Smyth 2023) with
-    permutation p-values. ``view`` defaults to the positive view for two classes (the
-    top-label view can fold over- and under-prediction of class 1 into zero), the top
-    label for more. ``drop_missing`` leaves out the rows with a missing label or
-    probability (counted in ``n_left_out`` and the warnings) instead of refusing the
-    file. ``weight`` names the row-weight column (default: one named weight, weights,
-    sample_weight or sample_weights, if any) and ``negative_rate`` weighs the negatives
-    of a log that kept that fraction of them by 1 / rate; the measures, diagrams and test
-    are then weighted, and the variables ranking says it is not."""
+    reliability diagrams, the clinical calibration report (class 1 of a binary file, each
+    class against the rest of more), the VECE ranking of the features (Kelly & Smyth 2023)
+    with permutation p-values, and the decision curve (Vickers & Elkin 2006) of every row.
+    ``view`` defaults to the positive view for two classes (the top-label view can fold
+    over- and under-prediction of class 1 into zero), the top label for more.
+    ``drop_missing`` leaves out the rows with a missing label or probability (counted in
+    ``n_left_out`` and the warnings) instead of refusing the file. ``weight`` names the
+    row-weight column (default: one named weight, weights, sample_weight or
+    sample_weights, if any) and ``negative_rate`` weighs the negatives of a log that kept
+    that fraction of them by 1 / rate; the measures, diagrams and test are then weighted,
+    and the sections that do not take weights yet say so."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     table = load_table(path, path.name)
@@ -101,6 +108,9 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
         "variables": _unweighted_ranking(prediction_set),
+        "clinical": clinical_section(prediction_set),
+        "decision": decision_document(prediction_set, np.ones(prediction_set.n_rows, bool),
+                                      n_bootstrap=n_bootstrap),
         **({"comparison": comparison_document(
             prediction_set, model_probabilities(prediction_set, frame),
             reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}
@@ -115,20 +125,24 @@ def _unweighted_ranking(prediction_set: PredictionSet) -> dict[str, Any] | None:
 
 
 def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,
-                             scheduler: str | None = None, n_bins: int = 15,
-                             n_bootstrap: int = 200) -> dict[str, Any]:
+                             view: View | None = None, scheduler: str | None = None,
+                             n_bins: int = 15, n_bootstrap: int = 200) -> dict[str, Any]:
     """The exact measures and diagrams of files of any size on Dask.
 
     ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files,
     or a folder of them (plain or hive-partitioned).
     Roles not given in ``overrides`` are inferred from the first rows as for an upload.
+    ``view`` is that of the measures and diagrams shown first (:func:`partitioned_report`).
     Runs on the scheduler at ``scheduler`` or on a local in-process cluster sized to the
     machine.
     """
+    if view is not None:
+        check_summary_view(view, 2)  # before any pass; the classes are checked later
     frame = read_partitioned(uri)
     roles = partitioned_roles(frame, overrides or RoleOverrides())
     with dask_client(scheduler) as client:
-        report = partitioned_report(frame, roles, n_bins=n_bins, n_bootstrap=n_bootstrap)
+        report = partitioned_report(frame, roles, view=view, n_bins=n_bins,
+                                    n_bootstrap=n_bootstrap)
         workers = len(client.scheduler_info().get("workers", {}))
     return {"file": uri, "engine": "dask", "scheduler": scheduler or "local (in-process)",
             "workers": workers, **report}
@@ -141,14 +155,21 @@ def partitioned_roles(frame: dd.DataFrame, overrides: RoleOverrides) -> ColumnRo
                            [str(column) for column in frame.columns])
 
 
-def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int = 15,
-                       n_bootstrap: int = 200,
+def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | None = None,
+                       n_bins: int = 15, n_bootstrap: int = 200,
                        progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
-    """The report's exact parts of ``frame`` on the Dask client in use: the binned
-    measures with intervals on all rows (and on the test rows with a split column),
-    equal-mass ECE, and the binned reliability diagrams. ``progress(fraction,
-    message)`` is called as the partitions of each pass are done (it may raise to stop;
-    the pass's outstanding tasks are then cancelled)."""
+    """The report's exact parts of ``frame`` on the Dask client in use: the measures with
+    intervals on all rows (and on the test rows with a split column), equal-mass ECE,
+    the binned and smooth reliability diagrams, and the test of calibration checked in
+    a second view, as :func:`build_report` gives them in memory.
+
+    ``view`` ("top_label", or "positive" for two classes) is the one shown first (under
+    ``metrics``, ``metrics_by_subset`` and ``reliability``); by default the positive
+    view for two classes, top label for more (:func:`calibcore.data.default_view`).
+    ``views`` holds the measures and diagrams of every view the summaries serve: both,
+    for two classes, from the same passes. ``progress(fraction, message)`` is called as
+    the partitions of each pass are done (it may raise to stop; the pass's outstanding
+    tasks are then cancelled)."""
     label, probabilities = roles.label, list(roles.probabilities)
     if label is None:
         raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
@@ -164,8 +185,11 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
 
     classes = partition_classes(frame, label, probabilities,
                                 progress=stage(0.0, 0.1, "reading the classes"))
+    view = view or default_view(len(classes))
+    check_summary_view(view, len(classes))
+    views: list[View] = ["positive", "top_label"] if len(classes) == 2 else ["top_label"]
     summary, cells, scores = partitioned_summaries(
-        frame, label, probabilities, classes, n_bins=n_bins, progress=stage(
+        frame, label, probabilities, classes, views=views, n_bins=n_bins, progress=stage(
             0.1, 0.45, "summarising every partition (counts and sums per bin, resampling "
                        "cells)"))
     equal_mass = partitioned_equal_mass(
@@ -177,23 +201,31 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
         _check_split(roles.split, _split_counts(names, stage(0.8, 0.82,
                                                              "checking the split column")))
         test_summaries = partitioned_summaries(
-            frame[names == "test"], label, probabilities, classes, n_bins=n_bins,
-            progress=stage(0.82, 0.85, "summarising the test rows"))
+            frame[names == "test"], label, probabilities, classes, views=views,
+            n_bins=n_bins, progress=stage(0.82, 0.85, "summarising the test rows"))
     ranking = None
     if roles.features:
         ranking = _partitioned_ranking(frame, roles, classes, stage(
             0.85, 0.95, f"VECE and LOESS curves of {len(roles.features)} variables"))
-    step(0.95, "intervals")
-    metrics = {"all": _partitioned_metrics(summary, cells, scores, n_bins, n_bootstrap)}
+    step(0.95, "intervals and the test of calibration")
+    subsets = {"all": (summary, cells, scores)}
     if test_summaries is not None:
-        metrics["test"] = _partitioned_metrics(*test_summaries, n_bins, n_bootstrap)
-    metrics["all"]["equal_mass"] = {
-        **{key: equal_mass[key] for key in ("ece", "mce", "classwise_ece")},
-        "edges": equal_mass["edges"][0],
-        "note": "bins at numpy's quantiles of all the scores, found exactly in two passes; "
-                "no interval"}
+        subsets["test"] = test_summaries
+    tests = {subset: _partitioned_test(parts[2], len(classes), n_bootstrap)
+             for subset, parts in subsets.items()}
+    by_view = {}
+    for shown in views:
+        metrics = {subset: {**_partitioned_metrics(*parts, shown, n_bins, n_bootstrap),
+                            **tests[subset]} for subset, parts in subsets.items()}
+        metrics["all"]["equal_mass"] = {
+            **equal_mass["views"][shown], "classwise_ece": equal_mass["classwise_ece"],
+            "note": "bins at numpy's quantiles of all the scores, found exactly in two "
+                    "passes; no interval"}
+        by_view[shown] = {"metrics_by_subset": metrics,
+                          "reliability": _partitioned_reliability(
+                              summary, cells, shown, classes, n_bins, n_bootstrap)}
     return {"n_partitions": frame.npartitions, "n_rows": summary.n_rows, "n_bins": n_bins,
-            "classes": classes,
+            "classes": classes, "view": view,
             "roles": {"label": label, "probabilities": probabilities,
                       "features": list(roles.features), "split": roles.split,
                       "id": roles.id,
@@ -203,19 +235,42 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, n_bins: int =
             **({"weights_note": f"column {roles.weight!r} holds row weights, which the Dask "
                                 "engine does not apply yet: every row counts once"}
                if roles.weight else {}),
-            "metrics": metrics["all"], "metrics_by_subset": metrics, "variables": ranking,
-            "reliability": jsonable({
-                "view": "top_label", "n": summary.n_rows, "n_bins": n_bins,
-                "binning": "equal_width", "diagrams": summary.diagrams(),
-                "classwise": summary.diagrams(classwise=True, class_names=classes),
-                **({} if cells is None else {"smooth": [cells.smooth_diagram(
-                    n_bootstrap=n_bootstrap)]}),
-                "note": "binned: exact, per-bin counts and sums merged from the partitions, "
-                        "Wilson 95% interval of each bin's observed frequency; " + (
-                            "no smooth diagram: too many cells" if cells is None else
-                            "smooth: each resampling cell's rows at their mean confidence "
-                            f"(within {CELL_ERROR_BOUND:g} of the curve on the rows in the "
-                            "tests), bootstrap 95% band")})}
+            "metrics": by_view[view]["metrics_by_subset"]["all"],
+            "metrics_by_subset": by_view[view]["metrics_by_subset"],
+            "reliability": by_view[view]["reliability"], "views": by_view,
+            "variables": ranking}
+
+
+def _partitioned_reliability(summary: BinnedSummary, cells: CellSummary | None, view: View,
+                             classes: list[str], n_bins: int,
+                             n_bootstrap: int) -> dict[str, Any]:
+    """The binned diagrams of ``view`` and of every class, and ``view``'s smooth one."""
+    return jsonable({
+        "view": view, "n": summary.n_rows, "n_bins": n_bins, "binning": "equal_width",
+        "diagrams": summary.diagrams(view=view),
+        "classwise": summary.diagrams(classwise=True, class_names=classes),
+        **({} if cells is None else {"smooth": [cells.smooth_diagram(
+            view=view, n_bootstrap=n_bootstrap)]}),
+        "note": "binned: exact, per-bin counts and sums merged from the partitions, "
+                "Wilson 95% interval of each bin's observed frequency; " + (
+                    "no smooth diagram: too many cells" if cells is None else
+                    "smooth: each resampling cell's rows at their mean score "
+                    f"(within {CELL_ERROR_BOUND:g} of the curve on the rows in the "
+                    "tests), bootstrap 95% band")})
+
+
+def _partitioned_test(scores: dict[View, ScoreSummary | None], n_classes: int,
+                      n_bootstrap: int) -> dict[str, Any]:
+    """The test of calibration of the summarized rows as the in-memory report gives it
+    (positive view checked in the top-label one for two classes; top label for more),
+    or None with ``calibration_test_note`` saying why it was not run."""
+    if n_bootstrap == 0:
+        return {"calibration_test": None}
+    checked = calibration_tests_of_scores(scores, n_classes, n_resamples=n_bootstrap,
+                                          level=diagnostics.TEST_LEVEL)
+    if isinstance(checked, str):
+        return {"calibration_test": None, "calibration_test_note": checked}
+    return {"calibration_test": diagnostics.calibration_test_document(checked)}
 
 
 def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles, classes: list[str],
@@ -240,10 +295,11 @@ def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles, classes: list[
 
 
 def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None,
-                         scores: ScoreSummary | None, n_bins: int,
+                         scores: dict[View, ScoreSummary | None], view: View, n_bins: int,
                          n_bootstrap: int) -> dict[str, Any]:
-    result = measures_with_intervals(summary, cells, scores, n_bootstrap=n_bootstrap)
-    return {"view": "top_label", "n": result.n, "n_bins": n_bins,
+    result = measures_with_intervals(summary, cells, scores[view], view=view,
+                                     n_bootstrap=n_bootstrap)
+    return {"view": view, "n": result.n, "n_bins": n_bins,
             "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
             "resampling": result.resampling,
             "note": "values exact, merged from per-partition summaries; " + (

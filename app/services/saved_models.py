@@ -18,7 +18,8 @@ dataset was renormalized), so applying a model to the file it was fitted on
 reproduces the corrected download exactly. Applying a model needs no labels:
 the probability (and feature) columns are read by name, validated, corrected,
 and written back as ``calibrated_proba_<class>`` columns beside every original
-column.
+column. A Venn-Abers recalibrator adds each class's interval, ``p0_<class>`` and
+``p1_<class>``, after them.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from calibcore.data import (
     infer_roles,
 )
 from calibcore.exceptions import CalibrationInputError
-from calibcore.recalibration import Recalibrator
+from calibcore.recalibration import IntervalRecalibrator, Recalibrator
 
 _KIND = "model"
 #: ``progress(fraction, message)`` of a long prediction.
@@ -167,11 +168,36 @@ def _check_inputs(inputs: ModelInputs, n_classes: int, recalibrator: Recalibrato
             "name them.", code="invalid_model")
 
 
+def corrected_columns(recalibrator: Recalibrator, proba: NDArray[np.float64], features: Any,
+                      progress: ProgressCallback | None = None) -> NDArray[np.float64]:
+    """The corrected probabilities (n, K), followed, for a recalibrator that bounds them
+    (Venn-Abers), by each class's lower ends and then upper ends: (n, 3K).
+
+    The one layout of a corrected table's numbers, named by :func:`correction_names`;
+    only the first K columns are probabilities.
+    """
+    corrected = recalibrator.predict_proba(proba, features=features, progress=progress)
+    if not isinstance(recalibrator, IntervalRecalibrator):
+        return corrected
+    lower, upper = recalibrator.predict_interval(proba, features=features)
+    return np.column_stack([corrected, lower, upper])
+
+
+def correction_names(classes: tuple[str, ...] | list[str], recalibrator: Recalibrator
+                     ) -> list[str]:
+    """``calibrated_proba_<class>`` per class and, for a recalibrator that bounds its
+    probabilities, ``p0_<class>`` (lower end) and ``p1_<class>`` (upper end) per class."""
+    names = corrected_column_names(classes, [])
+    if isinstance(recalibrator, IntervalRecalibrator):
+        names += [f"p0_{name}" for name in classes] + [f"p1_{name}" for name in classes]
+    return names
+
+
 def _predict(recalibrator: Recalibrator, proba: NDArray[np.float64], features: Any,
              progress: ProgressCallback | None = None) -> NDArray[np.float64]:
-    """``predict_proba``, with a broken imported state reported as an input error."""
+    """:func:`corrected_columns`, with a broken imported state reported as an input error."""
     try:
-        return recalibrator.predict_proba(proba, features=features, progress=progress)
+        return corrected_columns(recalibrator, proba, features, progress)
     except CalibrationInputError:
         raise
     except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
@@ -188,7 +214,8 @@ def apply_model(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
 def model_corrections(model: LoadedModel, frame: pd.DataFrame, *,
                       progress: ProgressCallback | None = None) -> pd.DataFrame:
     """The corrected probabilities of ``frame``'s rows, one ``calibrated_proba_<class>``
-    column per class (not yet renamed around ``frame``'s columns).
+    column per class (not yet renamed around ``frame``'s columns), and for Venn-Abers
+    each class's interval, ``p0_<class>`` and ``p1_<class>``.
 
     This is the one path from a model document to corrected scores: files applied
     through the API or the CLI and a recalibration's default download all come from it,
@@ -200,7 +227,7 @@ def model_corrections(model: LoadedModel, frame: pd.DataFrame, *,
     proba = read_probabilities(frame, inputs)
     features = inputs.features.transform(frame) if inputs.features is not None else None
     corrected = _predict(model.recalibrator, proba, features, progress)
-    return pd.DataFrame(corrected, columns=corrected_column_names(inputs.classes, []))
+    return pd.DataFrame(corrected, columns=correction_names(inputs.classes, model.recalibrator))
 
 
 def apply_model_to_file(model: LoadedModel, path: Path, filename: str) -> pd.DataFrame:

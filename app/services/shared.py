@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 from app.config import Settings
 from app.jobs import JobRunner
 from app.services.datasets import DatasetService
@@ -18,9 +21,12 @@ from app.store import Store
 
 
 class RecalibrationListing(Protocol):
-    """The stored recalibrations of a dataset (to reuse their fitted parts)."""
+    """The stored recalibrations of a dataset (to reuse their fitted parts and scores)."""
 
     def list(self, dataset_id: str) -> list[dict[str, Any]]: ...
+
+    def corrected_probabilities(self, recalibration_id: str,
+                                n_classes: int) -> NDArray[np.float64]: ...
 
 
 class ServiceContext(Protocol):

@@ -11,7 +11,10 @@ import plotly.graph_objects as go
 
 from app.diagnostics import DIAGNOSTICS
 from app.services.datasets import rows_caption
+from app.ui.clinical_report import levels_list, quantities_table
 from app.ui.figures import bin_sensitivity_figure, reliability_figure, smooth_reliability_figure
+from app.ui.figures.clinical import clinical_curve_figure
+from app.ui.figures.decision import decision_figure
 from app.ui.figures.reliability import models_figure
 from app.ui.figures.variables import ranking_figure
 
@@ -52,8 +55,9 @@ def _measures_table(metrics: dict[str, Any]) -> str:
 def _calibration_test(metrics: dict[str, Any]) -> str:
     """The test of calibration: its one-line summary, statistic and what it tests."""
     test = metrics.get("calibration_test")
-    if not test:  # no resampling asked for, or the dask engine
-        return ""
+    if not test:  # no resampling asked for, or (dask engine) too many distinct scores
+        note = metrics.get("calibration_test_note")
+        return f"<div class='test'>{html.escape(note)}.</div>" if note else ""
     others = "".join(
         f"Checked in the {html.escape(other['view'].replace('_', '-'))} view: "
         f"p = {other['p_value']:.3f} — {html.escape(other['verdict'])}.<br>"
@@ -143,9 +147,46 @@ def _variables_section(report: dict[str, Any]) -> str:
 """
 
 
+def _decision_section(report: dict[str, Any]) -> str:
+    """The decision curve and where the model's band is above both simple strategies."""
+    decision = report.get("decision")
+    if not decision:  # the dask engine's report has none
+        return ""
+    above = [t for t, beats in zip(decision["thresholds"], decision["beats_both"], strict=True)
+             if beats]
+    verdict = (f"The model's band lies above treat all and treat none at {len(above)} of "
+               f"{len(decision['thresholds'])} thresholds, between {above[0]:.2f} and "
+               f"{above[-1]:.2f}." if above else
+               "At no threshold is the model's band above both treat all and treat none.")
+    return (f"<h2>Decision curve</h2>{_figure(decision_figure(decision), False)}"
+            f"<p>{html.escape(verdict)}</p><p class='muted'>"
+            f"{html.escape(' '.join(decision['notes']))}</p>")
+
+
+def _clinical_section(report: dict[str, Any]) -> str:
+    """The clinical calibration report of each problem: verdict, levels, the curve and the
+    quantities (absent on the dask engine)."""
+    section = report.get("clinical")
+    if not section:
+        return ""
+    parts = ["<h2>Clinical calibration</h2>"]
+    for problem in section["problems"]:
+        parts.append(f"<h3>{html.escape(problem['problem'])}</h3>"
+                     f"<div class='test'><strong>{html.escape(problem['verdict'])}</strong>"
+                     f"{levels_list(problem)}</div>"
+                     + _figure(clinical_curve_figure(problem), False)
+                     + quantities_table(problem))
+    parts += [f"<p class='muted'>{html.escape(s['target'])}: {html.escape(s['reason'])}</p>"
+              for s in section["skipped"]]
+    if section.get("note"):
+        parts.append(f"<p class='muted'>{html.escape(section['note'])}.</p>")
+    return "".join(parts)
+
+
 #: Each report key of the registry of diagnostics, and how its section is drawn.
 SECTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "metrics": _global_section, "comparison": _comparison, "variables": _variables_section}
+    "metrics": _global_section, "comparison": _comparison, "clinical": _clinical_section,
+    "variables": _variables_section, "decision": _decision_section}
 
 
 def render_html(report: dict[str, Any]) -> str:

@@ -86,9 +86,11 @@ def register(app: Dash, services: Services) -> None:
         if note is None:
             return None, "sample-banner-off"
         external = meta["external"]
-        exact = ("With the top-label view, equal-width bins and all or test rows, the measures "
-                 f"and reliability diagrams use every one of the {external['n_rows']:,} rows "
-                 "(from per-partition summaries on Dask); everything else is "
+        exact = ("In the positive-class view of a binary file or the top-label view, with "
+                 "equal-width bins and all or test rows, the measures, the test of "
+                 "calibration and the reliability diagrams use every one of the "
+                 f"{external['n_rows']:,} rows (from per-partition summaries on Dask); "
+                 "everything else is "
                  if pathname == "/overview" else "Every figure on this page is ")
         return [html.Strong("Sampled data. "), f"{exact}{note}. The files stay at ",
                 html.Code(external["uri"]), "."], "note note-warning sample-banner"

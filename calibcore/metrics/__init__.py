@@ -43,14 +43,18 @@ from calibcore.metrics.bootstrap import (
 from calibcore.metrics.calibration_test import (
     LEVEL,
     CalibrationTestResult,
+    ScoreGroups,
     Statistic,
     TestView,
     consistency_resampling_test,
+    grouped_scores_test,
+    pooled_groups,
     scores_test,
 )
 from calibcore.metrics.calibration_views import (
     ViewedCalibrationTest,
     calibration_tests_by_view,
+    checked_in_views,
 )
 from calibcore.metrics.consistent import (
     INTERVAL_PRECISION,
@@ -136,6 +140,7 @@ __all__ = [
     "MeasureEstimate",
     "MeasureName",
     "RowKernel",
+    "ScoreGroups",
     "SmoothReliability",
     "Statistic",
     "TestView",
@@ -153,6 +158,7 @@ __all__ = [
     "bootstrap_interval",
     "brier_score",
     "calibration_tests_by_view",
+    "checked_in_views",
     "classwise_expected_calibration_error",
     "consistency_resampling_test",
     "diagram_of_sums",
@@ -162,6 +168,7 @@ __all__ = [
     "expected_calibration_error",
     "global_measures",
     "grid_size",
+    "grouped_scores_test",
     "interpolate",
     "interval_calibration_error",
     "interval_rows",
@@ -171,6 +178,7 @@ __all__ = [
     "negative_log_likelihood",
     "path_smooth_calibration",
     "percentiles",
+    "pooled_groups",
     "proportion_interval",
     "reflected_gaussian_convolve",
     "resample_blocks",

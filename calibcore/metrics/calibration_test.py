@@ -60,9 +60,12 @@ from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 __all__ = [
     "LEVEL",
     "CalibrationTestResult",
+    "ScoreGroups",
     "Statistic",
     "TestView",
     "consistency_resampling_test",
+    "grouped_scores_test",
+    "pooled_groups",
     "scores_test",
 ]
 
@@ -282,6 +285,30 @@ def _expand(values: NDArray[np.float64], filled: NDArray[np.intp], size: int
     return out
 
 
+def pooled_groups(scores: NDArray[np.float64], counts: NDArray[np.float64],
+                  positives: NDArray[np.float64]) -> ScoreGroups:
+    """:func:`group_scores` of rows given already grouped: ``counts`` rows at each distinct
+    score in ``scores`` (ascending), ``positives`` of them with outcome 1. The groups
+    are those :func:`group_scores` makes of the rows themselves: the distinct scores up
+    to :data:`SORT_MAX_ROWS` rows, else the same cells, pooled by the same rule (up to
+    the order of additions in the cell means, about 1e-16)."""
+    n_rows = int(np.round(counts.sum()))
+    if n_rows <= SORT_MAX_ROWS:
+        return ScoreGroups(scores, np.round(counts).astype(np.int64), positives, False)
+    cell = np.minimum((scores * POOLING_CELLS).astype(np.intp), POOLING_CELLS - 1)
+    rows = np.bincount(cell, weights=counts, minlength=POOLING_CELLS)
+    filled = np.flatnonzero(rows)
+    means = np.zeros(POOLING_CELLS)
+    means[filled] = np.clip(np.bincount(cell, weights=scores * counts,
+                                        minlength=POOLING_CELLS)[filled] / rows[filled],
+                            0.0, 1.0)
+    spread = np.bincount(cell, weights=counts * np.abs(scores - means[cell]),
+                         minlength=POOLING_CELLS)
+    pooled = bool(np.any(spread[filled] > SAME_SCORE_TOLERANCE * rows[filled]))
+    hits = np.bincount(cell, weights=positives, minlength=POOLING_CELLS)[filled].astype(np.float64)
+    return ScoreGroups(means[filled], np.round(rows[filled]).astype(np.int64), hits, pooled)
+
+
 def _statistics(
     groups: ScoreGroups, positives: NDArray[np.float64], kernel: RowKernel
 ) -> NDArray[np.float64]:
@@ -405,9 +432,25 @@ def scores_test(
 ) -> CalibrationTestResult:
     """:func:`consistency_resampling_test` of one binary problem given as scores in [0, 1]
     and 0/1 outcomes (inputs trusted: checked by the caller); ``view`` names it."""
-    info = _STATISTICS[statistic]
     groups = (group_scores(scores, outcomes) if sample_weight is None
               else group_weighted_scores(scores, outcomes, sample_weight))
+    return grouped_scores_test(groups, int(scores.size), view=view, statistic=statistic,
+                               n_resamples=n_resamples, random_state=random_state)
+
+
+def grouped_scores_test(
+    groups: ScoreGroups,
+    n_rows: int,
+    *,
+    view: str,
+    statistic: Statistic = "kce",
+    n_resamples: int = 200,
+    random_state: int | np.random.Generator | None = 0,
+) -> CalibrationTestResult:
+    """:func:`consistency_resampling_test` of ``n_rows`` rows given as their groups
+    (:func:`group_scores`, or :func:`pooled_groups` of rows summarized elsewhere): the
+    same groups and seed give the same resamples and the same p-value."""
+    info = _STATISTICS[statistic]
     observed = float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
     null = _null_statistics(groups, info.kernel, n_resamples, random_state)
     exceed = int(np.count_nonzero(null >= observed * (1.0 - TIE_TOLERANCE)))
@@ -418,11 +461,11 @@ def scores_test(
         p_value=(1 + exceed) / (1 + n_resamples),
         n_resamples=n_resamples,
         null_quantile=float(np.quantile(null, 0.95)),
-        n=int(scores.size),
+        n=n_rows,
         view=view,
         pooled=groups.pooled,
         n_groups=groups.scores.size,
-        resampling=_resampling_note(groups, int(scores.size)),
+        resampling=_resampling_note(groups, n_rows),
         description=(
             "Tests whether the probabilities are calibrated: labels are redrawn from the "
             "model's own probabilities, which is what a calibrated model would produce, "

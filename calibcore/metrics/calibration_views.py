@@ -132,16 +132,28 @@ def calibration_tests_by_view(
                                             view="top_label", n_resamples=n_resamples,
                                             random_state=random_state + 1,
                                             sample_weight=weights)
-        return ViewedCalibrationTest(headline, (other,), _binary_disagreement(
-            headline, other, level), None, level)
+        return checked_in_views(headline, (other,), level)
     if n_classes > level * (1 + n_resamples):
         note = (f"classwise check not run: with {n_resamples} resamples per class, "
                 f"Bonferroni over {n_classes} classes cannot reject at the {level:.0%} level "
                 f"(it needs at least {int(np.ceil(n_classes / level)) - 1} resamples)")
-        return ViewedCalibrationTest(headline, (), None, note, level)
+        return checked_in_views(headline, (), level, note=note)
     other = _classwise_test(labels, proba, statistic, n_resamples, random_state, weights)
-    return ViewedCalibrationTest(headline, (other,), _multiclass_disagreement(
-        headline, other, level), None, level)
+    return checked_in_views(headline, (other,), level)
+
+
+def checked_in_views(headline: CalibrationTestResult,
+                     others: tuple[CalibrationTestResult, ...], level: float = LEVEL, *,
+                     note: str | None = None) -> ViewedCalibrationTest:
+    """The headline's test with its checks in other views (run elsewhere, e.g. on
+    summaries of a partitioned table), and the words for a disagreement: a positive-view
+    headline checked in the top-label view, or a top-label one checked classwise.
+    ``note`` says why a check was not run."""
+    wording = (_binary_disagreement if headline.view == "positive"
+               else _multiclass_disagreement)
+    disagreement = next((text for other in others
+                         if (text := wording(headline, other, level)) is not None), None)
+    return ViewedCalibrationTest(headline, others, disagreement, note, level)
 
 
 def _classwise_test(labels: np.ndarray, proba: np.ndarray, statistic: Statistic,
@@ -206,4 +218,4 @@ def _multiclass_disagreement(headline: CalibrationTestResult,
             "predicted class.")
 
 
-__all__ = ["ViewedCalibrationTest", "calibration_tests_by_view"]
+__all__ = ["ViewedCalibrationTest", "calibration_tests_by_view", "checked_in_views"]

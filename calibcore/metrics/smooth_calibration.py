@@ -26,20 +26,24 @@ Removal from both ends is a double-ended priority queue (two heaps with lazy
 deletion), so the whole solve is O(m log m) with exact arithmetic up to
 floating-point rounding; the answer is H evaluated at P_m. The loop over the
 m distinct scores is inherently sequential (each step depends on the last),
-which is why it is plain Python with ``heapq``: about 4 s per million scores.
+which is why it is compiled (numba, with ``heapq`` on typed lists): profiling the
+Overview's 2,000-resample intervals found this loop, in plain Python, took half the time.
 """
 
 from __future__ import annotations
 
 import heapq
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["path_smooth_calibration", "smooth_calibration_rows"]
 
 
-def _remove_mass(heap: list[tuple[float, int]], masses: list[float], amount: float) -> float:
+@numba.njit(cache=True, nogil=True)
+def _remove_mass(heap: list[tuple[float, int]], masses: NDArray[np.float64],
+                 amount: float) -> float:  # pragma: no cover - compiled
     """Remove ``amount`` of mass from the top of ``heap``; returns sum(removed mass * key).
 
     ``heap`` holds (position, id) for the lowest end and (-position, id) for the
@@ -62,6 +66,43 @@ def _remove_mass(heap: list[tuple[float, int]], masses: list[float], amount: flo
     return removed
 
 
+@numba.njit(cache=True, nogil=True)
+def _solve_path(gaps: NDArray[np.float64],
+                residual_sums: NDArray[np.float64]) -> float:  # pragma: no cover - compiled
+    cumulative = np.cumsum(residual_sums)
+    m = residual_sums.size
+    positions = np.empty(m)
+    positions[0] = 0.0
+    positions[1:] = cumulative[:-1]
+    masses = np.empty(m)
+    masses[0] = 1.0
+    masses[1:] = gaps
+    lowest = [(0.0, 0)]
+    highest = [(-0.0, 0)]
+    offset = 0.0
+    for item in range(1, m):
+        position, mass = positions[item], masses[item]
+        heapq.heappush(lowest, (position, item))
+        heapq.heappush(highest, (-position, item))
+        # K gains (removed high mass * position) - (removed low mass * position).
+        offset -= _remove_mass(lowest, masses, mass / 2.0)
+        offset -= _remove_mass(highest, masses, mass / 2.0)
+    final = cumulative[-1]
+    return offset + float(np.dot(masses, np.abs(final - positions)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _solve_rows(distinct: NDArray[np.float64],
+                merged: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover
+    values = np.zeros(merged.shape[0])
+    for row in range(merged.shape[0]):
+        # A score with zero residual sum constrains nothing: drop it, merging its gaps.
+        kept = np.flatnonzero(merged[row])
+        if kept.size:
+            values[row] = _solve_path(np.diff(distinct[kept]), merged[row][kept])
+    return values
+
+
 def path_smooth_calibration(gaps: NDArray[np.float64], residual_sums: NDArray[np.float64]) -> float:
     """n * smCE for tie-merged sorted scores, by the slope-clipping dynamic program.
 
@@ -76,22 +117,18 @@ def path_smooth_calibration(gaps: NDArray[np.float64], residual_sums: NDArray[np
     -------
     float
         max sum_k w_k rho_k over the feasible w (not yet divided by n).
+
+    Examples
+    --------
+    Two scores 0.5 apart with residual sums +1 and -1: the objective is w_1 - w_2,
+    which the Lipschitz constraint holds to 0.5.
+
+    >>> import numpy as np
+    >>> path_smooth_calibration(np.array([0.5]), np.array([1.0, -1.0]))
+    0.5
     """
-    cumulative = np.cumsum(residual_sums)
-    positions = [0.0, *cumulative[:-1].tolist()]
-    masses = [1.0, *gaps.tolist()]
-    lowest: list[tuple[float, int]] = [(0.0, 0)]
-    highest: list[tuple[float, int]] = [(-0.0, 0)]
-    offset = 0.0
-    for item in range(1, len(positions)):
-        position, mass = positions[item], masses[item]
-        heapq.heappush(lowest, (position, item))
-        heapq.heappush(highest, (-position, item))
-        # K gains (removed high mass * position) - (removed low mass * position).
-        offset -= _remove_mass(lowest, masses, mass / 2.0)
-        offset -= _remove_mass(highest, masses, mass / 2.0)
-    final = float(cumulative[-1])
-    return offset + float(np.dot(masses, np.abs(final - np.asarray(positions))))
+    return float(_solve_path(np.ascontiguousarray(gaps, dtype=np.float64),
+                             np.ascontiguousarray(residual_sums, dtype=np.float64)))
 
 
 def smooth_calibration_rows(
@@ -115,10 +152,5 @@ def smooth_calibration_rows(
     """
     distinct, starts = np.unique(scores, return_index=True)
     merged = np.add.reduceat(weights * residuals, starts, axis=1)
-    values = []
-    for row in merged:
-        # A score with zero residual sum constrains nothing: drop it, merging its gaps.
-        kept = np.flatnonzero(row)
-        solved = path_smooth_calibration(np.diff(distinct[kept]), row[kept]) if kept.size else 0.0
-        values.append(solved)
-    return np.array(values) / weights.sum(axis=1)
+    return _solve_rows(distinct.astype(np.float64), np.ascontiguousarray(merged, np.float64)) \
+        / weights.sum(axis=1)

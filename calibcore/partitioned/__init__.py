@@ -7,6 +7,9 @@ The public names of its modules, re-exported here:
   many parts, exactly, in two passes.
 - :mod:`calibcore.partitioned.measures`: Exact global measures of a partitioned table on
   Dask.
+- :mod:`calibcore.partitioned.score_summaries`: The rows at each distinct score of one
+  view: mergeable, and exact for the bin-free measures (intCE, kCE, smooth ECE) and the
+  test of calibration of a partitioned table.
 - :mod:`calibcore.partitioned.summaries`: Mergeable summaries of prediction rows: exact
   global measures on any partitioning.
 - :mod:`calibcore.partitioned.variables`: Variable-based calibration of a partitioned table
@@ -42,14 +45,18 @@ from calibcore.partitioned.measures import (
     partitioned_summary,
     summarize_partition,
 )
+from calibcore.partitioned.score_summaries import (
+    FROM_SCORES,
+    ScoreSummary,
+    calibration_tests_of_scores,
+)
 from calibcore.partitioned.summaries import (
     CELL_ERROR_BOUND,
     FROM_CELLS,
-    FROM_SCORES,
     LOSSES,
     BinnedSummary,
     CellSummary,
-    ScoreSummary,
+    check_summary_view,
     merge_all,
 )
 from calibcore.partitioned.variables import (
@@ -77,9 +84,11 @@ __all__ = [
     "PartitionedVariable",
     "PartitionedVariables",
     "ScoreSummary",
+    "calibration_tests_of_scores",
     "cell_counts",
     "cell_of",
     "cell_values",
+    "check_summary_view",
     "coarse_counts",
     "compute_reporting",
     "float_keys",

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from calibcore._validation import check_predictions
 from calibcore.data.tables import ColumnRoles, class_names_of, label_value_names
-from calibcore.data.views import score_outcome
+from calibcore.data.views import View, score_outcome
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.binning import bin_sums
 from calibcore.metrics.uncertainty import MEASURES, GlobalMeasures, measure_estimates
@@ -36,7 +36,13 @@ from calibcore.partitioned.exact_quantiles import (
     merged_equal_mass_edges,
     target_cells,
 )
-from calibcore.partitioned.summaries import FROM_CELLS, BinnedSummary, CellSummary, ScoreSummary
+from calibcore.partitioned.score_summaries import ScoreSummary
+from calibcore.partitioned.summaries import (
+    FROM_CELLS,
+    BinnedSummary,
+    CellSummary,
+    check_summary_view,
+)
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -125,71 +131,86 @@ def _distinct(parts: list[pd.Series]) -> pd.Series:
 
 
 def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                         classes: Sequence[Any] | None = None, *, n_bins: int = 15,
-                         n_bootstrap: int = 200, random_state: int = 0,
+                         classes: Sequence[Any] | None = None, *, view: View = "top_label",
+                         n_bins: int = 15, n_bootstrap: int = 200, random_state: int = 0,
                          progress: Callable[[float], None] | None = None) -> GlobalMeasures:
-    """The binned measures of every partition of ``frame`` with their 95% intervals
-    (:func:`partitioned_summaries`, with ``progress``, then
-    :func:`measures_with_intervals`)."""
+    """The measures of ``view`` ("top_label", or "positive" for two classes) on every
+    partition of ``frame`` with their 95% intervals (:func:`partitioned_summaries`, with
+    ``progress``, then :func:`measures_with_intervals`)."""
     summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
-                                                   n_bins=n_bins, progress=progress)
-    return measures_with_intervals(summary, cells, scores, n_bootstrap=n_bootstrap,
-                                   random_state=random_state)
+                                                   views=(view,), n_bins=n_bins,
+                                                   progress=progress)
+    return measures_with_intervals(summary, cells, scores[view], view=view,
+                                   n_bootstrap=n_bootstrap, random_state=random_state)
 
 
 def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                          classes: Sequence[Any] | None = None, *, n_bins: int = 15,
+                          classes: Sequence[Any] | None = None, *,
+                          views: Sequence[View] = ("top_label",), n_bins: int = 15,
                           progress: Callable[[float], None] | None = None
-                          ) -> tuple[BinnedSummary, CellSummary | None, ScoreSummary | None]:
-    """The merged bin sums, resampling cells and distinct-confidence sums of every
-    partition, in one Dask pass (each partition is read once and reduced to all three
-    where it lies); cells or scores are None above :data:`MAX_CELLS`.
-    ``progress(fraction)`` is called as each partition's summaries are done."""
+                          ) -> tuple[BinnedSummary, CellSummary | None,
+                                     dict[View, ScoreSummary | None]]:
+    """The merged bin sums, resampling cells and, for each of ``views``, distinct-score
+    sums of every partition, in one Dask pass (each partition is read once and reduced
+    to all of them where it lies); cells or a view's scores are None above
+    :data:`MAX_CELLS`. The bin sums and cells serve both views; ``views`` name the score
+    summaries wanted ("top_label", "positive" for two classes). ``progress(fraction)``
+    is called as each partition's summaries are done."""
     classes, columns = _checked_roles(frame, label, probabilities, classes)
+    views = list(dict.fromkeys(views))
+    for view in views:
+        check_summary_view(view, len(classes))
     parts = frame[[label, *columns]].to_delayed()
     summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
     cells = _each_partition(parts, partition_cells, label, columns, classes, n_bins)
-    scores = _each_partition(parts, partition_scores, label, columns, classes)
-    summary, merged, merged_scores = compute_reporting(
+    scores = [_each_partition(parts, partition_scores, label, columns, classes, view)
+              for view in views]
+    summary, merged, *merged_scores = compute_reporting(
         [_tree(BinnedSummary.merge, summaries), _tree(merge_cells, cells),
-         _tree(merge_scores, scores)], [*summaries, *cells, *scores], progress)
-    return summary, merged, merged_scores
+         *(_tree(merge_scores, leaves) for leaves in scores)],
+        [*summaries, *cells, *(leaf for leaves in scores for leaf in leaves)], progress)
+    return summary, merged, dict(zip(views, merged_scores, strict=True))
 
 
 def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None,
-                            scores: ScoreSummary | None = None, *, n_bootstrap: int = 200,
-                            random_state: int = 0) -> GlobalMeasures:
-    """The exact measures of ``summary`` with intervals from resampling ``cells``.
+                            scores: ScoreSummary | None = None, *, view: View = "top_label",
+                            n_bootstrap: int = 200, random_state: int = 0) -> GlobalMeasures:
+    """The exact measures of ``summary`` in ``view`` with intervals from resampling
+    ``cells`` (as :func:`calibcore.metrics.global_measures` resamples them in that view).
 
-    intCE, kCE and smooth ECE are exact from ``scores`` (the rows at each distinct
-    confidence); without it (more than :data:`MAX_CELLS` distinct confidences) they are
+    intCE, kCE and smooth ECE are exact from ``scores`` (the rows at each distinct score
+    of ``view``); without it (more than :data:`MAX_CELLS` distinct scores) they are
     computed on the cells, within :data:`calibcore.partitioned.CELL_ERROR_BOUND`. Without
     cells (more than :data:`MAX_CELLS`: many classes with distinct probability vectors),
     the binned values come without intervals, with a note saying so.
     """
-    values = {key: value for key, value in summary.measures().items() if key in MEASURES}
+    if scores is not None and scores.view != view:
+        raise CalibrationInputError(f"the score summary is of the {scores.view} view, not "
+                                    f"of the {view} view.")
+    values = {key: value for key, value in summary.measures(view).items() if key in MEASURES}
     if scores is not None:
         values.update(scores.measures())
     keys = [key for key in MEASURES if key in values]
     if cells is not None:
         keys = [key for key in MEASURES if key in values or key in FROM_CELLS]
-        return cells.measures(values, keys, n_bootstrap=n_bootstrap, random_state=random_state)
+        return cells.measures(values, keys, view=view, n_bootstrap=n_bootstrap,
+                              random_state=random_state)
     note = (f"no interval: the rows fall into more than {MAX_CELLS:,} cells of the "
             "probabilities (many classes with distinct probability vectors), too many to "
             "resample")
     estimates = measure_estimates(keys, values, {}, 0.95, "hybrid", missing="",
                                   unresampled=note)
-    return GlobalMeasures(estimates, "top_label", summary.n_rows, summary.classwise.shape[0],
+    return GlobalMeasures(estimates, view, summary.n_rows, summary.classwise.shape[0],
                           summary.n_bins, "equal_width", 0, 0.95, note)
 
 
 def partition_scores(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                     classes: Sequence[str]) -> ScoreSummary | None:
-    """The rows and residual sums at each distinct confidence of one partition, or None
-    above :data:`MAX_CELLS` distinct confidences."""
+                     classes: Sequence[str], view: View = "top_label") -> ScoreSummary | None:
+    """The rows, residual and outcome sums at each distinct score of ``view`` in one
+    partition, or None above :data:`MAX_CELLS` distinct scores."""
     if part.shape[0] == 0:
-        return ScoreSummary.empty()
-    scores = ScoreSummary.of(*_partition_rows(part, label, probabilities, classes))
+        return ScoreSummary.empty(view)
+    scores = ScoreSummary.of(*_partition_rows(part, label, probabilities, classes), view=view)
     return scores if scores.sums.shape[0] <= MAX_CELLS else None
 
 
@@ -212,7 +233,10 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     class's probability for classwise ECE), found exactly by
     :mod:`calibcore.partitioned.exact_quantiles` (cell counts, then the scores of a few cells);
     a third pass sums each bin. The values equal :mod:`calibcore.metrics` with
-    ``binning="equal_mass"`` on all rows; the edges are returned with them.
+    ``binning="equal_mass"`` on all rows; the edges are returned with them (the top
+    label's, then each class's). ``ece`` and ``mce`` are the top-label view's;
+    ``views`` holds ECE, MCE and the edges of each view the summaries serve (the
+    positive view's, P(class 1), for two classes).
     ``progress(fraction)`` is called as each partition of each pass is done (a third of
     the fraction a pass).
     """
@@ -238,12 +262,22 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     top, per_class = sums[0], sums[1:]
     if n_rows == 0:
         raise CalibrationInputError("no rows were summarized.")
-    filled = top[0] > 0
-    return {"ece": float(np.abs(top[1] - top[2]).sum() / n_rows),
-            "mce": float((np.abs(top[1] - top[2])[filled] / top[0][filled]).max()),
+    views = {"top_label": _binned_errors(top, n_rows, edges[0])}
+    if len(per_class) == 2:
+        views["positive"] = _binned_errors(per_class[1], n_rows, edges[2])
+    return {**{key: views["top_label"][key] for key in ("ece", "mce")},
             "classwise_ece": float(np.mean([np.abs(b[1] - b[2]).sum() / n_rows
                                             for b in per_class])),
-            "n_rows": n_rows, "edges": [e.tolist() for e in edges]}
+            "n_rows": n_rows, "edges": [e.tolist() for e in edges], "views": views}
+
+
+def _binned_errors(bins: NDArray[np.float64], n_rows: int,
+                   edges: NDArray[np.float64]) -> dict[str, Any]:
+    """ECE and MCE of one problem's bin sums (rows, scores, outcomes), with its edges."""
+    filled = bins[0] > 0
+    gaps = np.abs(bins[1] - bins[2])
+    return {"ece": float(gaps.sum() / n_rows),
+            "mce": float((gaps[filled] / bins[0][filled]).max()), "edges": edges.tolist()}
 
 
 def _problems(part: pd.DataFrame, label: str, probabilities: Sequence[str],

@@ -7,7 +7,13 @@ binary Brier). The summary of disjoint parts is the sum of their summaries
 (:meth:`BinnedSummary.merge`), so the measures read off a merged summary equal the
 in-memory functions of :mod:`calibcore.metrics` on all the rows, whatever the parts
 (up to the order of additions, about 1e-15 relative): accuracy, NLL, Brier, binary
-Brier, ECE, MCE and binnedECE + width (top-label and positive views), classwise ECE.
+Brier, ECE, MCE and binnedECE + width, classwise ECE.
+
+Every summary serves two views (:mod:`calibcore.data.views`): the top-label one
+(confidence against correctness) and, for two classes, the positive one (P(class 1)
+against 1[y = 1]), which is class 1's problem of the classwise sums. A
+:class:`ScoreSummary` holds one view's distinct scores (``view=``); the cells of a
+:class:`CellSummary` do not depend on the view, and it keeps the quantities of both.
 
 This is the reduction a partitioned table needs: each partition is
 summarized where it lies and only the summaries, O(K x bins) numbers each, travel.
@@ -24,13 +30,11 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
-from calibcore.data.views import score_outcome, top_class
+from calibcore.data.views import View, top_class
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import ResamplingPlan, cell_columns
 from calibcore.metrics._weighted_measures import MeasureName, WeightedMeasures, row_losses
 from calibcore.metrics.binning import bin_sums, equal_width_edges
-from calibcore.metrics.consistent import interval_rows, laplace_kernel_rows
-from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 from calibcore.metrics.reliability import (
     BinnedReliability,
     SmoothReliability,
@@ -106,18 +110,22 @@ class BinnedSummary:
                              self.losses + other.losses, self.top_label + other.top_label,
                              self.classwise + other.classwise)
 
-    def measures(self) -> dict[str, float]:
-        """The measures of the summarized rows, keyed as :data:`calibcore.metrics.MEASURES`.
+    def measures(self, view: View = "top_label") -> dict[str, float]:
+        """The measures of the summarized rows, keyed as :data:`calibcore.metrics.MEASURES`:
+        ECE, MCE and binnedECE + width of ``view`` ("top_label", or "positive" for two
+        classes), the others (which do not depend on it) as they are.
 
-        ``binary_brier`` and the positive view's ``positive_ece`` only for two classes.
+        ``binary_brier`` and ``positive_ece`` (the positive view's ECE, whatever the
+        view) only for two classes.
         """
         if self.n_rows == 0:
             raise CalibrationInputError("no rows were summarized.")
         n, n_classes = self.n_rows, self.classwise.shape[0]
         nll, brier, correct, binary_brier = self.losses / n
-        ece = _ece(self.top_label, n)
+        bins = self.view_bins(view)
+        ece = _ece(bins, n)
         out = {"accuracy": float(correct), "nll": float(nll), "brier": float(brier),
-               "ece": ece, "mce": _mce(self.top_label),
+               "ece": ece, "mce": _mce(bins),
                "classwise_ece": float(np.mean([_ece(bins, n) for bins in self.classwise])),
                "binned_ece_plus_width": ece + 1.0 / self.n_bins}
         if n_classes == 2:
@@ -125,18 +133,45 @@ class BinnedSummary:
             out["positive_ece"] = _ece(self.classwise[1], n)
         return out
 
+    def view_bins(self, view: View) -> NDArray[np.float64]:
+        """Rows, score sums and outcome sums per bin of ``view``'s problem, shape (3, n_bins)."""
+        check_summary_view(view, self.classwise.shape[0])
+        return self.top_label if view == "top_label" else self.classwise[1]
 
-    def diagrams(self, *, classwise: bool = False,
+    def diagrams(self, *, classwise: bool = False, view: View = "top_label",
                  class_names: Sequence[str] | None = None) -> list[BinnedReliability]:
         """The binned reliability diagrams with Wilson 95% intervals (equal-width bins):
-        the top label's, or with ``classwise`` one per class; equal to
-        :func:`calibcore.metrics.binned_reliability` on the summarized rows."""
+        ``view``'s ("top label", or "class 1" for the positive view), or with
+        ``classwise`` one per class; equal to :func:`calibcore.metrics.binned_reliability`
+        on the summarized rows."""
         edges = equal_width_edges(self.n_bins)
         if not classwise:
-            return [diagram_of_sums("top label", edges, *self.top_label)]
+            bins = self.view_bins(view)
+            return [diagram_of_sums(_VIEW_LABELS[view], edges, *bins)]
         names = class_names or [str(k) for k in range(self.classwise.shape[0])]
         return [diagram_of_sums(f"class {name}", edges, *bins)
                 for name, bins in zip(names, self.classwise, strict=True)]
+
+
+#: The views a summary serves, and the label of each one's problem (as
+#: :func:`calibcore.data.score_outcome` names it).
+_VIEW_LABELS: dict[str, str] = {"top_label": "top label", "positive": "class 1"}
+#: Where a cell summary keeps each view's problem: the top label's, or class 1's (P(class
+#: 1) against 1[y = 1] is the positive view's problem).
+_VIEW_COLUMNS: dict[str, str] = {"top_label": "view:0", "positive": "classwise:1"}
+
+
+def check_summary_view(view: str, n_classes: int) -> None:
+    """Refuse a view the summaries do not serve: classwise (its bin-free measures would
+    need every class's distinct probabilities), or positive with more than two classes."""
+    if view not in _VIEW_LABELS:
+        raise CalibrationInputError(
+            f"the partitioned summaries serve the top_label and positive views, not "
+            f"{view!r}.", code="unsupported_view")
+    if view == "positive" and n_classes != 2:
+        raise CalibrationInputError(
+            f"the 'positive' view needs a binary problem; this one has {n_classes} classes. "
+            "Use view='top_label'.", code="unsupported_view")
 
 
 def merge_all(summaries: Iterable[BinnedSummary]) -> BinnedSummary:
@@ -181,7 +216,8 @@ class CellSummary:
 
     @classmethod
     def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15) -> CellSummary:
-        """The cells of these rows (top-label view); no rows give the empty summary."""
+        """The cells of these rows, with the quantities of the top-label view and of every
+        class (the positive view's are class 1's); no rows give the empty summary."""
         n_bins = check_positive_int(n_bins, "n_bins")
         shape = np.shape(y_prob)
         if len(shape) in (1, 2) and shape[0] == 0 and np.size(y_true) == 0:
@@ -213,28 +249,37 @@ class CellSummary:
         return CellSummary(self.n_rows + other.n_rows, self.n_bins,
                            sums.groupby(level=list(sums.index.names), sort=True).sum())
 
-    def smooth_diagram(self, *, n_bootstrap: int = 200,
+    @property
+    def n_classes(self) -> int:
+        return int(self.sums.index.nlevels - 2)
+
+    def smooth_diagram(self, *, view: View = "top_label", n_bootstrap: int = 200,
                        random_state: int = 0) -> SmoothReliability:
-        """The top label's smooth reliability diagram, each cell's rows at their mean
-        confidence (moved by less than one sub-cell, 1/8,190 at 15 bins): within
-        :data:`CELL_ERROR_BOUND` of :func:`calibcore.metrics.smooth_reliability` on
-        the rows in the tests (:func:`calibcore.metrics.smooth_reliability_of_groups`).
+        """``view``'s smooth reliability diagram (top label, or class 1 for the positive
+        view), each cell's rows at their mean score (moved by less than one sub-cell,
+        1/8,190 at 15 bins): within :data:`CELL_ERROR_BOUND` of
+        :func:`calibcore.metrics.smooth_reliability` on the rows in the tests
+        (:func:`calibcore.metrics.smooth_reliability_of_groups`).
         """
+        check_summary_view(view, self.n_classes)
         counts = self.sums["rows"].to_numpy()
         if counts.size == 0:
             raise CalibrationInputError("no rows were summarized.")
-        scores = self.sums["view:0:score"].to_numpy() / counts
-        rates = scores - self.sums["view:0:residual"].to_numpy() / counts
+        column = _VIEW_COLUMNS[view]
+        scores = self.sums[f"{column}:score"].to_numpy() / counts
+        rates = scores - self.sums[f"{column}:residual"].to_numpy() / counts
         return smooth_reliability_of_groups(np.clip(scores, 0.0, 1.0), np.clip(rates, 0.0, 1.0),
-                                            counts, label="top label", n_bootstrap=n_bootstrap,
-                                            random_state=random_state)
+                                            counts, label=_VIEW_LABELS[view],
+                                            n_bootstrap=n_bootstrap, random_state=random_state)
 
     def measures(self, values: dict[MeasureName, float], keys: Sequence[MeasureName], *,
-                 n_bootstrap: int = 200, confidence_level: float = 0.95,
-                 random_state: int = 0, interval: IntervalMethod = "hybrid") -> GlobalMeasures:
-        """The measures ``keys`` (top-label view, equal-width bins) with intervals: the
-        exact plug-in ``values`` (e.g. :meth:`BinnedSummary.measures`) and the
-        resamples of the cells.
+                 view: View = "top_label", n_bootstrap: int = 200,
+                 confidence_level: float = 0.95, random_state: int = 0,
+                 interval: IntervalMethod = "hybrid") -> GlobalMeasures:
+        """The measures ``keys`` of ``view`` (equal-width bins) with intervals: the exact
+        plug-in ``values`` (e.g. :meth:`BinnedSummary.measures` of the same view) and the
+        resamples of the cells, drawn as :func:`calibcore.metrics.global_measures` draws
+        them in that view.
 
         Keys among :data:`FROM_CELLS` without a value are computed on the cells, every
         row's scores moved to its cell's mean (by less than one sub-cell, 1/8,190 at
@@ -244,10 +289,13 @@ class CellSummary:
         n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
         level = check_in_range(confidence_level, "confidence_level", low=0, high=1,
                                inclusive=False)
+        n_classes = self.n_classes
+        check_summary_view(view, n_classes)
         counts = self.sums["rows"].to_numpy()
-        n_classes = self.sums.index.nlevels - 2
-        cells = _template(n_classes, self.n_bins).with_quantities(
-            {name: self.sums[name].to_numpy() / counts for name in self.sums.columns[1:]})
+        means = {name: self.sums[name].to_numpy() / counts for name in self.sums.columns[1:]}
+        for part in ("score", "residual"):  # the view's problem: the top label's, or class 1's
+            means[f"view:0:{part}"] = means[f"{_VIEW_COLUMNS[view]}:{part}"]
+        cells = _template(n_classes, self.n_bins, view).with_quantities(means)
         approximate = [key for key in keys if key in FROM_CELLS and key not in values]
         values = {**values, **{key: float(value[0]) for key, value in cells.rows(
             approximate, counts[None, :], True).items() if key in approximate}}
@@ -265,80 +313,20 @@ class CellSummary:
                      "the tests)")
         estimates = tuple(replace(e, note=cell_note) if e.key in approximate else e
                           for e in estimates)
-        return GlobalMeasures(estimates, "top_label", self.n_rows, n_classes, self.n_bins,
+        return GlobalMeasures(estimates, view, self.n_rows, n_classes, self.n_bins,
                               "equal_width", n_bootstrap, level,
                               plan.note if n_bootstrap else "")
-
-
-#: Measures that depend on the top-label scores only through the rows at each score: exact
-#: from :class:`ScoreSummary`.
-FROM_SCORES: tuple[MeasureName, ...] = ("interval_calibration_error",
-                                        "laplace_kernel_calibration_error", "smooth_ece")
-
-
-@dataclass(frozen=True, eq=False)
-class ScoreSummary:
-    """The rows at each distinct top-label confidence and the sum of their residuals
-    (confidence - 1[correct]): mergeable, and all that intCE, kCE and smooth ECE read.
-
-    Grouping rows that share a score changes none of those three (the step function of
-    cumulative residuals, the kernel sums and the smoother see the same weighted points),
-    so :meth:`measures` equals the in-memory values on the rows up to rounding.
-
-    Attributes
-    ----------
-    n_rows : int
-    sums : pandas.DataFrame
-        Indexed by score (sorted): ``rows`` and ``residual`` (their sum).
-    """
-
-    n_rows: int
-    sums: pd.DataFrame
-
-    @classmethod
-    def of(cls, y_true: ArrayLike, y_prob: ArrayLike) -> ScoreSummary:
-        """The distinct confidences of these rows."""
-        labels, proba = check_predictions(y_true, y_prob)
-        view = score_outcome(labels, proba, "top_label")
-        scores = view.scores[0]
-        frame = pd.DataFrame({"rows": np.ones(scores.size),
-                              "residual": scores - view.outcomes[0]}, index=scores)
-        return cls(int(labels.size), frame.groupby(level=0, sort=True).sum())
-
-    @classmethod
-    def empty(cls) -> ScoreSummary:
-        return cls(0, pd.DataFrame({"rows": np.empty(0), "residual": np.empty(0)},
-                                   index=pd.Index(np.empty(0), dtype=np.float64)))
-
-    def merge(self, other: ScoreSummary) -> ScoreSummary:
-        sums = pd.concat([self.sums, other.sums])
-        return ScoreSummary(self.n_rows + other.n_rows,
-                            sums.groupby(level=0, sort=True).sum())
-
-    def measures(self) -> dict[MeasureName, float]:
-        """intCE, kCE and smooth ECE of the summarized rows (top-label view)."""
-        counts = self.sums["rows"].to_numpy()
-        if counts.size == 0:
-            raise CalibrationInputError("no rows were summarized.")
-        scores = self.sums.index.to_numpy(dtype=np.float64)
-        residuals = self.sums["residual"].to_numpy() / counts
-        weights = counts[None, :]
-        return {"interval_calibration_error": float(interval_rows(scores, residuals,
-                                                                  weights)[0]),
-                "laplace_kernel_calibration_error": float(
-                    laplace_kernel_rows(scores, residuals, weights)[0]),
-                "smooth_ece": float(smooth_ece_rows(scores, residuals, weights)[0][0])}
 
 
 def _coordinates(n_classes: int) -> list[str]:
     return ["label", "bin", *(f"cell_{k}" for k in range(n_classes))]
 
 
-def _template(n_classes: int, n_bins: int) -> WeightedMeasures:
-    """The top-label problems of ``n_classes`` classes (their labels and sorting), from
-    one row: :meth:`WeightedMeasures.with_quantities` puts any rows in them."""
+def _template(n_classes: int, n_bins: int, view: View = "top_label") -> WeightedMeasures:
+    """``view``'s problems of ``n_classes`` classes (their labels and sorting), from one
+    row: :meth:`WeightedMeasures.with_quantities` puts any rows in them."""
     return WeightedMeasures.of_rows(np.zeros(1, dtype=np.intp),
-                                    np.full((1, n_classes), 1.0 / n_classes), "top_label",
+                                    np.full((1, n_classes), 1.0 / n_classes), view,
                                     n_bins, "equal_width")
 
 
@@ -352,5 +340,5 @@ def _mce(bins: NDArray[np.float64]) -> float:
     return float((np.abs(bins[1] - bins[2])[filled] / bins[0][filled]).max())
 
 
-__all__ = ["CELL_ERROR_BOUND", "FROM_CELLS", "FROM_SCORES", "LOSSES", "BinnedSummary",
-           "CellSummary", "ScoreSummary", "merge_all"]
+__all__ = ["CELL_ERROR_BOUND", "FROM_CELLS", "LOSSES", "BinnedSummary", "CellSummary",
+           "check_summary_view", "merge_all"]

@@ -5,7 +5,12 @@ the app and the JSON loader use; see :mod:`calibcore.recalibration._base` for
 the contract.
 """
 
-from calibcore.recalibration._base import JSON_FORMAT_VERSION, REGISTRY, Recalibrator
+from calibcore.recalibration._base import (
+    JSON_FORMAT_VERSION,
+    REGISTRY,
+    IntervalRecalibrator,
+    Recalibrator,
+)
 from calibcore.recalibration.beta import BetaCalibration, DirichletCalibration
 from calibcore.recalibration.binning import HistogramBinning, ScalingBinning
 from calibcore.recalibration.isotonic import IsotonicCalibration
@@ -14,6 +19,7 @@ from calibcore.recalibration.lore import LoRe
 from calibcore.recalibration.scaling import PlattScaling, TemperatureScaling
 from calibcore.recalibration.similarity import SWC, SWCHH
 from calibcore.recalibration.variable_tree import VariableTreeCalibration
+from calibcore.recalibration.venn_abers import VennAbers
 
 __all__ = [
     "JSON_FORMAT_VERSION",
@@ -26,6 +32,7 @@ __all__ = [
     "Composed",
     "DirichletCalibration",
     "HistogramBinning",
+    "IntervalRecalibrator",
     "IsotonicCalibration",
     "LoRe",
     "PlattScaling",
@@ -33,4 +40,5 @@ __all__ = [
     "ScalingBinning",
     "TemperatureScaling",
     "VariableTreeCalibration",
+    "VennAbers",
 ]

@@ -20,7 +20,7 @@ shortest repr that reads back to the same double.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -186,14 +186,19 @@ class Recalibrator(BaseEstimator):
         hidden heterogeneity, neighbour searches).
         """
         check_is_fitted(self, "n_classes_")
+        proba = self._checked_proba(y_prob)
+        checked = self._check_features(features, proba.shape[0])
+        return _to_simplex(self._predict(proba, checked, _heartbeat(progress)))
+
+    def _checked_proba(self, y_prob: ArrayLike) -> NDArray[np.float64]:
+        """``y_prob`` validated, with as many classes as the fit saw."""
         proba = check_probabilities(y_prob)
         if proba.shape[1] != self.n_classes_:
             raise CalibrationInputError(
                 f"this recalibrator was fitted on {self.n_classes_} classes; "
                 f"y_prob has {proba.shape[1]}."
             )
-        checked = self._check_features(features, proba.shape[0])
-        return _to_simplex(self._predict(proba, checked, _heartbeat(progress)))
+        return proba
 
     def _check_features(
         self, features: ArrayLike | None, n_rows: int
@@ -283,6 +288,18 @@ class Recalibrator(BaseEstimator):
                 raise
             raise CalibrationInputError(f"malformed recalibrator document: {exc}") from exc
         return estimator
+
+
+@runtime_checkable
+class IntervalRecalibrator(Protocol):
+    """A recalibrator that also bounds each corrected probability (Venn-Abers)."""
+
+    def predict_interval(
+        self, y_prob: ArrayLike, features: ArrayLike | None = None, *,
+        progress: ProgressCallback | None = None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Lower and upper ends of each class's probability, two arrays of shape (n, K)."""
+        ...
 
 
 def _heartbeat(progress: ProgressCallback | Heartbeat | None) -> Heartbeat:

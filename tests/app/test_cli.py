@@ -40,6 +40,14 @@ def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) 
         report["metrics"]["metrics"]["laplace_kernel_calibration_error"])
     assert test["summary"] in printed and report["metrics_by_subset"]["test"][
         "calibration_test"]["n"] == 3474
+    # the decision curve of every row: Vickers & Elkin's net benefit, by hand at t = 0.1
+    decision = report["decision"]
+    labels = frame["y_true"].to_numpy()
+    assert decision["n"] == 7000 and len(decision["thresholds"]) == 99
+    t = decision["thresholds"][9]
+    by_hand = (((positive >= t) & (labels == 1)).sum()
+               - ((positive >= t) & (labels == 0)).sum() * t / (1 - t)) / 7000
+    assert t == 0.1 and decision["net_benefit"]["model"][9] == pytest.approx(by_hand, abs=1e-12)
 
 
 def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
@@ -61,12 +69,15 @@ def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None
     assert ("Calibration test (consistency resampling on kCE, 20 resamples, positive-class "
             "view)" in text)
     assert "Checked in the top-label view: p = " in text
+    assert "<h2>Decision curve</h2>" in text and "treat none" in text
+    assert "The model&#x27;s band lies above treat all and treat none at" in text
 
 
 def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_one(
         shared_data, tmp_path, capsys) -> None:
     """default_nb split into three Parquet files and pointed at by a glob: roles inferred as
-    for an upload, the exact measures equal the in-memory report's."""
+    for an upload, the exact measures equal the in-memory report's, both in the positive
+    view a binary file opens in."""
     frame = pd.read_csv(shared_data / "default_nb.csv")
     folder = tmp_path / "logs"
     folder.mkdir()
@@ -76,9 +87,10 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
     assert main(["report", str(folder / "*.parquet"), "--engine", "dask", "--out",
                  str(out)]) == 0
     assert main(["report", str(shared_data / "default_nb.csv"), "--n-bootstrap", "0",
-                 "--view", "top_label", "--out", str(memory)]) == 0
+                 "--out", str(memory)]) == 0
     report, expected = json.loads(out.read_text()), json.loads(memory.read_text())
     assert report["engine"] == "dask" and report["n_partitions"] == 3
+    assert report["view"] == expected["view"] == "positive"
     assert report["n_rows"] == 7000 and report["classes"] == expected["classes"]
     assert report["roles"] == expected["roles"]
     assert report["roles"]["label"] == "y_true" and report["roles"]["split"] is not None
@@ -93,7 +105,12 @@ def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_o
     assert report["metrics"]["resampling"].startswith("resampled through")
     labels, proba = frame["y_true"].to_numpy(), frame["y_prob"].to_numpy()
     assert report["metrics"]["equal_mass"]["ece"] == pytest.approx(
-        metrics.expected_calibration_error(labels, proba, binning="equal_mass"), rel=1e-9)
+        metrics.expected_calibration_error(labels, proba, binning="equal_mass",
+                                           view="positive"), rel=1e-9)
+    top = report["views"]["top_label"]
+    assert top["metrics_by_subset"]["all"]["measures"]["ece"]["plug_in"] == pytest.approx(
+        metrics.expected_calibration_error(labels, proba), rel=1e-9)
+    assert top["reliability"]["diagrams"][0]["label"] == "top label"
     (diagram,) = report["reliability"]["diagrams"]
     (reference,) = expected["reliability"]["diagrams"]
     assert diagram["count"] == reference["count"] and diagram["label"] == reference["label"]

@@ -56,11 +56,11 @@ def test_models_are_inferred_and_compared(client) -> None:
 
 def test_one_model_or_an_unknown_reference_is_refused(client, shared_data) -> None:
     dataset = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]
-    assert_error(client.get(f"/api/v1/datasets/{dataset}/compare"), 422, "no_models")
+    assert_error(client.get(f"/api/v1/datasets/{dataset}/compare"), 409, "no_models")
     frame = three_models_csv(500)
     other = upload(client, frame.to_csv(index=False).encode()).json()["id"]
     assert_error(client.get(f"/api/v1/datasets/{other}/compare",
-                            params={"reference": "svm"}), 422, "unknown_model")
+                            params={"reference": "svm"}), 409, "unknown_model")
 
 
 def test_report_compares_the_models_of_a_file(tmp_path) -> None:

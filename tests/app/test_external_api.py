@@ -21,7 +21,7 @@ from app.services.partitioned_files import computed_rows
 from app.services.report import _split_counts, _split_names
 from calibcore import metrics
 from calibcore.data import build_prediction_set, infer_roles
-from calibcore.metrics import global_measures
+from calibcore.metrics import calibration_tests_by_view, global_measures
 from tests.app.test_api import assert_error
 
 N_ROWS = 30_000
@@ -102,30 +102,33 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
             assert len(moved) >= 3, (message, reports)
 
         labels, positive = frame["delayed"].to_numpy(), frame["p_delayed"].to_numpy()
-        expected = global_measures(labels, positive, interval="hybrid", random_state=0)
-        # the Dask engine computes the top-label view exactly; a binary file opens in the
-        # positive-class view, which is computed on the stored sample and says so
+        # every row in both views: the positive-class view a binary file opens in, and
+        # the top-label one; the test of calibration too (positive, checked in top label)
+        tests = calibration_tests_by_view(labels, positive, random_state=0)
+        for view in ("positive", "top_label"):
+            expected = global_measures(labels, positive, view=view, interval="hybrid",
+                                       random_state=0)
+            body = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
+                              params={"view": view}).json()
+            assert body["view"] == view and body["n"] == N_ROWS
+            assert "sample_note" not in body and f"{N_ROWS:,} rows" in body["exact_note"]
+            test = body["calibration_test"]
+            assert test["n"] == N_ROWS and test["view"] == "positive"
+            assert test["p_value"] == tests.headline.p_value
+            assert test["other_views"][0]["p_value"] == tests.others[0].p_value
+            for estimate in expected.measures:
+                if estimate.value is None or estimate.key not in body["measures"]:
+                    continue
+                item = body["measures"][estimate.key]  # intCE, kCE, smooth ECE included
+                assert item["plug_in"] == pytest.approx(estimate.plug_in, rel=1e-9,
+                                                        abs=1e-12), (view, estimate.key)
+                assert item["low"] == pytest.approx(estimate.low, rel=1e-9, abs=1e-12)
+                assert item["high"] == pytest.approx(estimate.high, rel=1e-9, abs=1e-12)
+                assert item["low"] <= item["value"] <= item["high"], estimate.key
+            assert body["metrics"]["ece"] == pytest.approx(
+                metrics.expected_calibration_error(labels, positive, view=view), rel=1e-9)
         default = client.get(f"/api/v1/datasets/{dataset['id']}/metrics").json()
-        assert default["view"] == "positive" and default["n"] == external["n_sample"]
-        assert default["sample_note"].startswith(
-            f"computed on a sample of {external['n_sample']:,} of {N_ROWS:,} rows")
-        body = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
-                          params={"view": "top_label"}).json()
-        assert body["n"] == N_ROWS and "sample_note" not in body
-        assert body["calibration_test"]["summary"].endswith(
-            f"(computed on a sample of {external['n_sample']:,} of {N_ROWS:,} rows "
-            "(seeded uniform, random_state=0))")
-        assert f"{N_ROWS:,} rows" in body["exact_note"]
-        for estimate in expected.measures:
-            if estimate.value is None or estimate.key not in body["measures"]:
-                continue
-            item = body["measures"][estimate.key]  # intCE, kCE, smooth ECE included
-            assert item["plug_in"] == pytest.approx(estimate.plug_in, rel=1e-9, abs=1e-12)
-            assert item["low"] == pytest.approx(estimate.low, rel=1e-9, abs=1e-12)
-            assert item["high"] == pytest.approx(estimate.high, rel=1e-9, abs=1e-12)
-            assert item["low"] <= item["value"] <= item["high"], estimate.key
-        assert body["metrics"]["ece"] == pytest.approx(
-            metrics.expected_calibration_error(labels, positive), rel=1e-9)
+        assert default["view"] == "positive" and default["n"] == N_ROWS
 
         test_rows = frame[frame["split"] == "test"]
         test = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
@@ -140,11 +143,13 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
         assert sample["sample_note"].startswith(
             f"computed on a sample of {external['n_sample']:,} of {N_ROWS:,} rows")
 
-        diagram = client.get(f"/api/v1/datasets/{dataset['id']}/reliability",
-                             params={"view": "top_label"}).json()
-        assert sum(diagram["diagrams"][0]["count"]) == N_ROWS
-        assert "sample_note" not in diagram and diagram["smooth"][0]["n"] == N_ROWS
-        assert f"every one of the {N_ROWS:,} rows" in diagram["exact_note"]
+        for view, label in (("top_label", "top label"), ("positive", "class 1")):
+            diagram = client.get(f"/api/v1/datasets/{dataset['id']}/reliability",
+                                 params={"view": view}).json()
+            assert sum(diagram["diagrams"][0]["count"]) == N_ROWS
+            assert diagram["diagrams"][0]["label"] == diagram["smooth"][0]["label"] == label
+            assert "sample_note" not in diagram and diagram["smooth"][0]["n"] == N_ROWS
+            assert f"every one of the {N_ROWS:,} rows" in diagram["exact_note"]
 
         variables = client.get(f"/api/v1/datasets/{dataset['id']}/variables")
         assert variables.status_code == 200, variables.text

@@ -251,7 +251,7 @@ def test_bad_references_are_4xx_with_the_reason(client, moons) -> None:
     dataset_id, frame = moons
     hh = f"/api/v1/datasets/{dataset_id}/heterogeneity"
     support = f"/api/v1/datasets/{dataset_id}/support"
-    error = assert_error(client.post(hh, json={"features": ["x9"]}), 422, "unknown_feature")
+    error = assert_error(client.post(hh, json={"features": ["x9"]}), 409, "unknown_feature")
     assert "'x0', 'x1'" in error["message"] and error["details"]["column"] == "x9"
     assert_error(client.post("/api/v1/datasets/ds_missing/heterogeneity", json={}), 404,
                  "not_found")

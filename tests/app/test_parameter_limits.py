@@ -153,7 +153,7 @@ def test_the_stated_minimums_are_the_ones_the_diagnostics_enforce(
         client, default_nb, path, body, short, enough, needed) -> None:
     dataset, warnings = warnings_of(client, first_rows(default_nb, *short))
     assert needed in warnings[0]
-    assert_error(client.post(f"/api/v1/datasets/{dataset}/{path}", json=body), 422,
+    assert_error(client.post(f"/api/v1/datasets/{dataset}/{path}", json=body), 409,
                  "too_few_rows")
     dataset, warnings = warnings_of(client, first_rows(default_nb, *enough))
     assert not any(needed in warning for warning in warnings)
@@ -165,7 +165,7 @@ def test_a_single_class_file_warns_and_recalibration_refuses_it(client, default_
     assert warnings == ["every row has the label '0': recalibration and calibration support "
                         "need rows of at least two classes; the global measures still run."]
     assert_error(client.post(f"/api/v1/datasets/{dataset}/recalibrations",
-                             json={"method": "platt"}), 422, "single_class")
+                             json={"method": "platt"}), 409, "single_class")
 
 
 def test_single_class_calibration_rows_of_a_split_file_warn(client, default_nb) -> None:

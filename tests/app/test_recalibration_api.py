@@ -14,6 +14,7 @@ import pytest
 from app.cli import main as cli_main
 from app.services.comparison import paired_differences
 from app.services.row_columns import save_row_column
+from app.services.saved_models import ModelInputs, read_probabilities
 from calibcore.local import Representation
 from calibcore.recalibration import REGISTRY, Recalibrator
 from calibcore.variable import variable_ece
@@ -67,9 +68,11 @@ def assert_on_simplex(values: np.ndarray) -> None:
 
 
 def normalized(frame: pd.DataFrame) -> np.ndarray:
-    """Probability columns as the app reads them: each row rescaled to sum exactly to 1."""
-    values = frame[PROBA].to_numpy()
-    return values / values.sum(axis=1, keepdims=True)
+    """Probability columns as the app reads them: each row rescaled to sum exactly to 1, by
+    the app's own reader. (Rescaled by a differently ordered sum, a probability can come
+    out a unit in the last place apart; Venn-Abers, which steps at every calibration
+    score, then moves a row tied with a calibration score, by up to 1.6e-5 on digits.)"""
+    return read_probabilities(frame, ModelInputs(tuple(PROBA), tuple(map(str, range(10)))))
 
 
 def recorded_features(document: dict[str, Any], frame: pd.DataFrame) -> Any:
@@ -124,8 +127,11 @@ def test_every_method_on_the_binary_example_is_on_the_simplex(client, binary, me
     result = fit(client, binary, method=method, features=BINARY_FEATURES.get(method))
     assert result["n_heldout"] == result["comparison"]["n"] > 900
     frame = download(client, result["id"], format="parquet")
-    assert len(frame) == 2000 and list(frame.columns[-2:]) == ["calibrated_proba_0",
-                                                                "calibrated_proba_1"]
+    # Venn-Abers adds each class's interval after the probabilities
+    intervals = ["p0_0", "p0_1", "p1_0", "p1_1"] if method == "venn_abers" else []
+    width = 2 + len(intervals)
+    assert len(frame) == 2000 and list(frame.columns[-width:]) == [
+        "calibrated_proba_0", "calibrated_proba_1", *intervals]
     assert_on_simplex(frame[["calibrated_proba_0", "calibrated_proba_1"]].to_numpy())
 
 
@@ -211,7 +217,7 @@ def test_methods_need_valid_features(client, digits, binary) -> None:
     assert "px10" in error["message"]
     assert_error(client.post(url, json={"method": "variable_tree", "features": ["px1", "px2"]}),
                  422, "invalid_features")
-    assert_error(client.post(url, json={"method": "swc", "features": ["nope"]}), 422,
+    assert_error(client.post(url, json={"method": "swc", "features": ["nope"]}), 409,
                  "unknown_feature")
     assert_error(client.post(url, json={"methods": ["temperature", {"method": "magic"}]}), 422,
                  "unknown_method")
@@ -349,7 +355,7 @@ def test_model_without_inputs_applies_by_inferred_columns(client, digits, digits
 def test_download_with_diagnostic_columns(client, binary) -> None:
     result = fit(client, binary, method="temperature")
     error = assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
-                                    params={"columns": "lce"}), 422, "column_not_computed")
+                                    params={"columns": "lce"}), 409, "column_not_computed")
     assert "lce" in error["message"]
     store = client.app.state.services.store
     save_row_column(store, binary, "lce", np.linspace(0, 1, 2000))
@@ -380,7 +386,7 @@ def test_a_single_class_calibration_split_is_a_422_naming_the_counts(client) -> 
     for method in ("platt", "histogram", "beta"):
         response = client.post(f"/api/v1/datasets/{dataset}/recalibrations",
                                json={"method": method})
-        error = assert_error(response, 422, "single_class")
+        error = assert_error(response, 409, "single_class")
         assert "class 1: 40 rows" in error["message"]
 
 

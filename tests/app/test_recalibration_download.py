@@ -148,7 +148,7 @@ def test_with_a_split_the_model_is_the_download_and_there_is_no_cross_fitted_one
     assert download.content == applied(client, result["id"], content, "digits_svm.csv",
                                        "csv").content
     error = assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
-                                    params={"scores": "cross_fitted"}), 422, "not_cross_fitted")
+                                    params={"scores": "cross_fitted"}), 409, "not_cross_fitted")
     assert "split" in error["message"]
     assert_error(client.get(f"/api/v1/recalibrations/{result['id']}/download",
                             params={"scores": "both"}), 422)

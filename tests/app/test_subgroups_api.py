@@ -67,8 +67,8 @@ def test_bad_subgroup_requests_are_refused(client, shared_data) -> None:
     frame = pd.read_csv(shared_data / "default_nb.csv").drop(columns="split")
     dataset = upload(client, frame.to_csv(index=False).encode()).json()["id"]
     url = f"/api/v1/datasets/{dataset}/subgroups"
-    assert_error(client.post(url, json={"features": ["nope"]}), 422)
-    assert_error(client.post(url, json={"subset": "test"}), 422, "no_split")
+    assert_error(client.post(url, json={"features": ["nope"]}), 409, "unknown_feature")
+    assert_error(client.post(url, json={"subset": "test"}), 409, "no_split")
     assert_error(client.post(url, json={"n_bins": 1}), 422, "invalid_request")
     assert_error(client.post(url, json={"min_support": -3}), 422, "invalid_request")
     assert_error(client.post("/api/v1/datasets/ds_missing/subgroups", json={}), 404)

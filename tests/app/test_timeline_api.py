@@ -102,9 +102,9 @@ def test_ordered_numbers_and_refusals(client) -> None:
     assert not any(w.flagged for w in timeline.windows)
     frame = weekly(2_000).drop(columns="date")
     dataset = upload(client, frame.to_csv(index=False).encode()).json()["id"]
-    assert_error(client.get(f"/api/v1/datasets/{dataset}/timeline"), 422, "no_time")
+    assert_error(client.get(f"/api/v1/datasets/{dataset}/timeline"), 409, "no_time")
     assert_error(client.get(f"/api/v1/datasets/{dataset}/timeline",
-                            params={"time": "nope"}), 422, "unknown_column")
+                            params={"time": "nope"}), 409, "unknown_column")
     assert_error(client.get(f"/api/v1/datasets/{dataset}/timeline",
                             params={"time": "x", "method": "lece"}), 422)
     body = client.get(f"/api/v1/datasets/{dataset}/timeline", params={"time": "x"}).json()

@@ -279,13 +279,13 @@ def test_subset_without_split_column_is_422(client, default_nb_frame) -> None:
     for path in ("", "/balance"):
         response = client.get(f"/api/v1/datasets/{dataset['id']}/variables{path}",
                               params={"subset": "test"})
-        assert_error(response, 422, "no_split")
+        assert_error(response, 409, "no_split")
 
 
-def test_dataset_without_features_is_422(client, default_nb_frame) -> None:
+def test_dataset_without_features_is_409(client, default_nb_frame) -> None:
     frame = default_nb_frame[["y_true", "y_prob"]].head(300)
     dataset = upload(client, _csv(frame), "nofeatures.csv").json()
-    assert_error(client.get(f"/api/v1/datasets/{dataset['id']}/variables"), 422,
+    assert_error(client.get(f"/api/v1/datasets/{dataset['id']}/variables"), 409,
                  "no_features")
 
 

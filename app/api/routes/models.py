@@ -81,7 +81,8 @@ def apply_model(services: ServicesDep, model_id: str,
                                                  "probability (and feature) columns the model "
                                                  "was fitted with; labels optional")],
                 format: FormatQuery = "csv") -> Response:
-    """A new file in, the same file with corrected probability columns out."""
+    """A new file in, the same file with corrected probability columns out (and, for
+    Venn-Abers, each class's interval: ``p0_<class>``, ``p1_<class>``)."""
     model = saved_models.read_model(services.store, model_id)
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:

@@ -24,8 +24,16 @@ from app.schemas import (
     Recalibration,
     RecalibrationBatch,
     RecalibrationComparison,
+    RecalibrationNetBenefit,
     RecalibrationRequest,
     RecalibratorDocument,
+)
+from app.services.decision import (
+    MAX_BOOTSTRAP,
+    RECALIBRATION_THRESHOLDS,
+    checked_thresholds,
+    parse_thresholds,
+    recalibration_net_benefit,
 )
 from app.services.methods import MethodSpec, method_catalogue
 
@@ -76,7 +84,9 @@ def list_methods() -> list[dict[str, Any]]:
                       "`error.code` says which.")})
 def create_recalibration(services: ServicesDep, dataset_id: str,
                          request: RecalibrationRequest) -> Any:
-    """Fit recalibrators on calibration rows and compare them on held-out rows.
+    """Fit recalibrators on calibration rows and compare them on held-out rows; with
+    ``net_benefit``, each method's net benefit at ``thresholds`` on those rows beside the
+    uncalibrated model's, with the paired bootstrap interval of the difference.
 
     ``method`` gives one result (with its ``comparison`` against the uncalibrated
     probabilities); ``methods`` gives ``{"recalibrations", "comparison", "failed"}``.
@@ -84,14 +94,19 @@ def create_recalibration(services: ServicesDep, dataset_id: str,
     """
     specs = _specs(request)
     services.recalibrations.check(dataset_id, specs)
+    thresholds = checked_thresholds(request.thresholds)
     single = request.methods is None
 
     def work(progress: Progress) -> dict[str, Any]:
         result = services.recalibrations.fit_many(
             dataset_id, specs, n_bins=request.n_bins, n_bootstrap=request.n_bootstrap,
             progress=progress)
+        result["net_benefit"] = recalibration_net_benefit(
+            services, dataset_id, [fitted["id"] for fitted in result["recalibrations"]],
+            thresholds=thresholds, n_bootstrap=min(request.n_bootstrap, MAX_BOOTSTRAP))
         if single:
-            return {**result["recalibrations"][0], "comparison": result["comparison"]}
+            return {**result["recalibrations"][0], "comparison": result["comparison"],
+                    "net_benefit": result["net_benefit"]}
         return result
 
     if request.run_async:
@@ -124,6 +139,33 @@ def compare_recalibrations(
                                            n_bootstrap=n_bootstrap)
 
 
+@router.get("/datasets/{dataset_id}/recalibrations/net-benefit",
+            response_model=RecalibrationNetBenefit, response_model_exclude_unset=True,
+            responses={**NOT_FOUND, **error(422, "Malformed thresholds (`invalid_thresholds`) "
+                                                 "or invalid parameters; a recalibration not "
+                                                 "of this dataset is a 404, a class it does "
+                                                 "not have a 409 (`unknown_class`).")})
+def recalibration_net_benefit_route(
+        services: ServicesDep, dataset_id: str,
+        ids: Annotated[str, Query(max_length=4000,
+                                  description="comma-separated recalibration ids")],
+        thresholds: Annotated[str | None, Query(max_length=4000, description=(
+            "comma-separated, increasing, in (0, 1); default 0.1,0.2,0.3"))] = None,
+        n_bootstrap: Annotated[int, Query(ge=0, le=MAX_BOOTSTRAP)] = 200,
+        positive_class: Annotated[str | None, Query(
+            alias="class", max_length=200,
+            description="the event's class (default the last)")] = None) -> dict[str, Any]:
+    """Does recalibration change what one would do? Each recalibration's net benefit on the
+    held-out rows at ``thresholds`` beside the uncalibrated model's, with the paired
+    bootstrap interval of the difference and the share of rows whose decision changes."""
+    services.datasets.record(dataset_id)
+    chosen = [part.strip() for part in ids.split(",") if part.strip()]
+    return recalibration_net_benefit(
+        services, dataset_id, chosen,
+        thresholds=parse_thresholds(thresholds, RECALIBRATION_THRESHOLDS),
+        n_bootstrap=n_bootstrap, positive_class=positive_class)
+
+
 @router.get("/recalibrations/{recalibration_id}", response_model=Recalibration,
             response_model_exclude_unset=True, responses=NOT_FOUND)
 def get_recalibration(services: ServicesDep, recalibration_id: str) -> dict[str, Any]:
@@ -146,7 +188,9 @@ def download(services: ServicesDep, recalibration_id: str, format: FormatQuery =
              columns: Annotated[str | None, Query(
                  description="extra per-row columns computed on other pages, e.g. "
                  "lce,hh,support (422 if not computed)")] = None) -> Response:
-    """The dataset's columns plus one corrected probability column per class.
+    """The dataset's columns plus one corrected probability column per class
+    (``calibrated_proba_<class>``); Venn-Abers adds each class's interval after them,
+    ``p0_<class>`` (lower end) and ``p1_<class>`` (upper end).
 
     ``scores`` says whose: the exported model's on every row (default; what applying the
     model to this file gives) or, for a dataset without a split, the cross-fitted ones
@@ -179,7 +223,8 @@ def apply(services: ServicesDep, recalibration_id: str,
           file: Annotated[UploadFile, File(description="CSV or Parquet with the probability "
                                                        "(and feature) columns; labels optional")],
           format: FormatQuery = "csv") -> Response:
-    """A new file in, the same file with corrected probability columns out."""
+    """A new file in, the same file with corrected probability columns out (and, for
+    Venn-Abers, each class's interval: ``p0_<class>``, ``p1_<class>``)."""
     with saved_upload(file, services.settings.max_upload_bytes,
                       services.settings.data_dir / "incoming") as path:
         frame = services.recalibrations.apply(recalibration_id, path, file.filename or "upload")

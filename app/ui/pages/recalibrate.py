@@ -3,8 +3,9 @@
 Pick several methods (with their options), fit them as one background job with a
 progress bar per method, compare them on held-out rows (table with intervals and
 the best per column marked, overlaid reliability, paired NLL changes, a
-recommendation), download corrected probabilities or fitted recalibrators, and
-apply a saved recalibrator to a new file (``assets/apply.js``).
+recommendation, the net benefit at chosen thresholds), download corrected probabilities
+or fitted recalibrators, and apply a saved recalibrator to a new file
+(``assets/apply.js``).
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from app.ui.figures.recalibration import (
     overlaid_reliability_figure,
 )
 from app.ui.job_panel import cost_note, running_status
+from app.ui.pages.recalibrate_decision import decision_panel, register_decision
 from app.ui.pages.recalibrate_results import (
     comparison_table,
     done_message,
     download_list,
+    interval_notes,
     method_progress,
     recommendation_card,
 )
@@ -58,6 +61,7 @@ RECAL_LECE_Q = "recal-lece-q"
 RECAL_LECE_T = "recal-lece-t"
 RECAL_BINS = "recal-bins"
 RECAL_LORE_GAMMA = "recal-lore-gamma"
+RECAL_VA_FOLDS = "recal-va-folds"
 RECAL_OPTIONS_NOTE = "recal-options-note"
 RECAL_METHOD_PROGRESS = "recal-method-progress"
 RECAL_RECOMMENDATION = "recal-recommendation"
@@ -87,7 +91,7 @@ _OPTION_PARAMS: dict[str, dict[str, str]] = {
     "lece": {"neighborhood_size": "q", "threshold": "t"},
     "lecd": {"neighborhood_size": "q", "threshold": "t"},
     "histogram": {"n_bins": "n_bins"}, "scaling_binning": {"n_bins": "n_bins"},
-    "lore": {"gamma": "gamma"},
+    "lore": {"gamma": "gamma"}, "venn_abers": {"cross_folds": "va_folds"},
 }
 
 
@@ -120,6 +124,9 @@ def _options_panel() -> html.Div:
                   _number(RECAL_LECE_T, "chosen by 10-fold CV")], className="control"),
         html.Div([html.Label("Bins (histogram, scaling-binning)", className="field-label"),
                   _number(RECAL_BINS, "10", 10, 1)], className="control"),
+        html.Div([html.Label("Venn-Abers folds (1: inductive; 2 or more: cross)",
+                             className="field-label"),
+                  _number(RECAL_VA_FOLDS, "1", 1, 1)], className="control"),
     ]
     gamma = html.Div([html.Label("LoRe bandwidth γ", className="field-label"),
                       _number(RECAL_LORE_GAMMA, "0.4", 0.4)], className="control",
@@ -134,7 +141,8 @@ def _apply_panel() -> html.Div:
                "'calibdash recalibrate --model-out') and a CSV or Parquet file with the same "
                "probability columns (and feature columns, if the method uses them). Labels "
                "are not needed. The file is streamed to the server and comes back with "
-               "calibrated_proba_<class> columns."),
+               "calibrated_proba_<class> columns (Venn-Abers adds each class's interval, "
+               "p0_<class> and p1_<class>)."),
         html.Div([
             html.Div([html.Button("choose model JSON", id=APPLY_MODEL_BROWSE,
                                   className="button button-secondary"),
@@ -194,6 +202,7 @@ def layout(services: Services) -> html.Div:
                 dcc.Graph(id=RECAL_NLL_GRAPH, figure=empty_figure("Fit methods to compare."),
                           config={"displaylogo": False}),
             ]),
+            decision_panel(),
             html.H2("Downloads"),
             html.Div([html.Label(id=RECAL_EXTRA_LABEL, className="field-label"),
                       dcc.Checklist(id=RECAL_EXTRA_COLUMNS, options=[], value=[],
@@ -264,11 +273,12 @@ def register(app: Dash, services: Services) -> None:
                   State(METHOD_SELECT, "value"), State(RECAL_VARIABLE, "value"),
                   State(RECAL_FEATURES, "value"), State(RECAL_LECE_Q, "value"),
                   State(RECAL_LECE_T, "value"), State(RECAL_BINS, "value"),
-                  State(RECAL_LORE_GAMMA, "value"), prevent_initial_call=True)
+                  State(RECAL_LORE_GAMMA, "value"), State(RECAL_VA_FOLDS, "value"),
+                  prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, methods: list[str] | None,
                     variable: str | None, features: list[str] | None, q: float | None,
-                    t: float | None, n_bins: int | None,
-                    gamma: float | None) -> tuple[Any, Any, Any]:
+                    t: float | None, n_bins: int | None, gamma: float | None,
+                    va_folds: int | None) -> tuple[Any, Any, Any]:
         if not clicks:
             return no_update, no_update, no_update
         if not dataset_id:
@@ -276,7 +286,8 @@ def register(app: Dash, services: Services) -> None:
         if not methods:
             return None, True, error_note("Choose at least one method.")
         specs = method_specs(methods, {"variable": variable, "features": features, "q": q,
-                                       "t": t, "n_bins": n_bins, "gamma": gamma})
+                                       "t": t, "n_bins": n_bins, "gamma": gamma,
+                                       "va_folds": va_folds})
         try:
             await asyncio.to_thread(services.recalibrations.check, dataset_id, specs)
         except CalibrationInputError as exc:
@@ -319,7 +330,9 @@ def register(app: Dash, services: Services) -> None:
                    "cross_fitted": bool(r.get("cross_fitted"))}
                   for r in result["recalibrations"]]
         return (bar, _HIDDEN, done_message(result), True, steps, {},
-                comparison_table(comparison), recommendation_card(comparison),
+                html.Div([comparison_table(comparison),
+                          interval_notes(result["recalibrations"])]),
+                recommendation_card(comparison),
                 {key: comparison[key] for key in _DIAGRAM_KEYS if key in comparison},
                 nll_difference_figure(comparison), stored)
 
@@ -331,6 +344,8 @@ def register(app: Dash, services: Services) -> None:
             return no_update, no_update
         binary = "positive" in comparison_views(comparison)
         return overlaid_reliability_figure(comparison, view), ({} if binary else _HIDDEN)
+
+    register_decision(app, services, RECAL_RESULT_STORE)
 
     @app.callback(Output(RECAL_DOWNLOADS, "children"),
                   Input(RECAL_RESULT_STORE, "data"), Input(RECAL_EXTRA_COLUMNS, "value"))

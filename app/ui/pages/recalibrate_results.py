@@ -42,6 +42,19 @@ def done_message(result: dict[str, Any]) -> html.Div:
     return html.Div(lines)
 
 
+def interval_notes(recalibrations: list[dict[str, Any]]) -> html.Div:
+    """Under the table: the mean interval width of each method that gives intervals
+    (Venn-Abers), on the same held-out rows as the table."""
+    notes = [info_note(
+        f"{fitted['name']}: mean width of the probability intervals on the "
+        f"{fitted['n_heldout']:,} held-out rows, p1 − p0 = {fitted['interval_width']:.4f} "
+        "(averaged over classes). Each row's interval is in the download's p0_<class> "
+        "(lower end) and p1_<class> (upper end) columns; the interval narrows as the "
+        "calibration rows grow.")
+        for fitted in recalibrations if fitted.get("interval_width") is not None]
+    return html.Div(notes, id="recal-interval-notes")
+
+
 def _cell(entry: dict[str, Any], best: bool) -> html.Td:
     value = entry.get("value")
     if value is None:

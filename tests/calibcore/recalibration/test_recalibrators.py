@@ -55,6 +55,7 @@ OWN_METHODS = [
     "scaling_binning",
     "temperature",
     "variable_tree",
+    "venn_abers",
 ]
 
 
@@ -504,6 +505,7 @@ WORLDS: dict[str, Callable] = {
     "temperature": temperature_world,
     "dirichlet": dirichlet_world,
     "variable_tree": variable_world,
+    "venn_abers": power_world,
 }
 
 

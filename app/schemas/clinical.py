@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.metrics import Weighting
+
 
 class ClinicalEstimate(BaseModel):
     """A value, with its 95% interval where the quantity has one."""
@@ -70,7 +72,7 @@ class CalibrationLevel(BaseModel):
     reason: str
 
 
-class ClinicalReport(BaseModel):
+class ClinicalReport(Weighting):
     """The clinical calibration report of P(target) (one class against the rest for more
     than two classes)."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.metrics import Weighting
+
 
 class NetBenefitCurves(BaseModel):
     """Net benefit at each threshold of the three strategies."""
@@ -26,7 +28,7 @@ class DecisionBands(BaseModel):
     model: Band
 
 
-class DecisionCurve(BaseModel):
+class DecisionCurve(Weighting):
     """Net benefit (Vickers & Elkin 2006) at each threshold, with the model's band."""
 
     model_config = ConfigDict(extra="allow")

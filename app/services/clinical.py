@@ -18,6 +18,7 @@ from app.services.datasets import rows_caption, sample_note
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
+from app.services.weighting import unweighted_meta
 from calibcore.clinical import (
     HOSMER_LEMESHOW_CAVEAT,
     O_E_INTERVAL,
@@ -97,7 +98,7 @@ def clinical_for(services: ServiceContext, dataset_id: str, *, target: str | Non
                                         "subset": subset, "rows": rows_caption(meta)},
                                  notes=[note] if note else [])
 
-    return dict(cached(services.store, key, compute))
+    return {**dict(cached(services.store, key, compute)), **unweighted_meta(meta)}
 
 
 def clinical_section(prediction_set: PredictionSet, *, random_state: int = 0,

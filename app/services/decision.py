@@ -22,6 +22,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.recalibration_fitting import heldout_rows
 from app.services.shared import ServiceContext
+from app.services.weighting import mark_unweighted
 from app.store import NotFound
 from calibcore.data import PredictionSet
 from calibcore.decision import (
@@ -117,7 +118,7 @@ def decision_for(services: ServiceContext, dataset_id: str, *,
                                     random_state=services.settings.random_state,
                                     notes=[note] if note else [])}
 
-    return dict(cached(services.store, key, compute))
+    return mark_unweighted(dict(cached(services.store, key, compute)), prediction_set)
 
 
 def decision_document(prediction_set: PredictionSet, rows: NDArray[np.bool_], *,

@@ -154,3 +154,15 @@ def test_the_workbench_fits_with_the_dataset_weights_and_says_which_methods_cann
         expected.temperature_, rel=1e-12)
     methods = {m["method"]: m for m in client.get("/api/v1/methods").json()}
     assert methods["isotonic"]["supports_weights"] and not methods["lore"]["supports_weights"]
+
+
+def test_diagnostics_without_weights_say_so(client, weighted_frames) -> None:
+    weighted, _ = weighted_frames
+    dataset = _stage_and_confirm(client, weighted)[1].json()["id"]
+    for path in ("clinical", "decision"):
+        body = client.get(f"/api/v1/datasets/{dataset}/{path}").json()
+        assert body["weighted"] is False, path
+        assert "weights are not applied here yet" in body["weights_note"], path
+    plain = _stage_and_confirm(client, weighted.drop(columns="sample_weight"))[1].json()
+    body = client.get(f"/api/v1/datasets/{plain['id']}/decision").json()
+    assert body["weighted"] is False and "weights_note" not in body

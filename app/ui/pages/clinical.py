@@ -16,7 +16,7 @@ from app.services.context import Services
 from app.services.datasets import NotFound
 from app.ui import ids
 from app.ui.clinical_report import quantity_rows
-from app.ui.components import control, error_note, info_note
+from app.ui.components import control, error_note, info_note, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.clinical import clinical_curve_figure
 from app.ui.shell_helpers import dataset_summary
@@ -110,5 +110,5 @@ def register(app: Dash, services: Services) -> None:
             return error_note(str(exc)), blank, None, ""
         query = urlencode({"target": report["target"], "subset": report["subset"]})
         link = f"/api/v1/datasets/{dataset_id}/clinical/report.html?{query}"
-        return verdict_note(report), clinical_curve_figure(report), quantities_table(
-            report), link
+        return (html.Div([weights_note(report), verdict_note(report)]),
+                clinical_curve_figure(report), quantities_table(report), link)

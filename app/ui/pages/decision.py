@@ -12,7 +12,7 @@ from app.services.context import Services
 from app.services.datasets import NotFound
 from app.services.decision import decision_for
 from app.ui import ids
-from app.ui.components import control, error_note, info_note
+from app.ui.components import control, error_note, info_note, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.decision import decision_figure
 from app.ui.shell_helpers import dataset_summary
@@ -113,4 +113,5 @@ def register(app: Dash, services: Services) -> None:
                 subset=subset or "all", positive_class=event)  # type: ignore[arg-type]
         except (CalibrationInputError, NotFound) as exc:
             return error_note(str(exc)), blank
-        return info_note(summary_text(result)), decision_figure(result)
+        return (html.Div([weights_note(result), info_note(summary_text(result))]),
+                decision_figure(result))

@@ -24,8 +24,8 @@ this module computes the same curves to within :data:`LOESS_BOUND`, following
 The evaluation points (between the exact 5th and 95th percentiles) and the histogram
 under the curves are exact and come from the caller. Where the curves are estimated
 follows :func:`calibcore.variable._curves.gap_support` from the cells
-(:meth:`CellDistribution.support`), so v* is never inside a wide gap of V here either. Measured against
-:func:`calibcore.variable.loess_curves` on all rows, for normal, Cauchy, rounded
+(:meth:`CellDistribution.support`), so v* is never inside a wide gap of V here either.
+Measured against :func:`calibcore.variable.loess_curves` on all rows, for normal, Cauchy, rounded
 Student-t (ties), log-normal, zero-inflated, bimodal, offset (N(1e6, 1e-3)),
 Poisson-integer and uniform variables, spans 0.8, 0.5, 0.2 and 0.05, and 1,001 to
 1,000,000 rows in 7 parts: at most 1.3e-4 on the fits, 1.7e-4 on the bands and 8.3e-6

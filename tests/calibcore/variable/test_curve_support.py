@@ -144,7 +144,7 @@ def test_an_integer_variable_keeps_every_point() -> None:
     assert curves.gaps.shape == (0, 2)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     seed=st.integers(0, 2**31 - 1),
     n_clusters=st.integers(1, 4),

@@ -19,10 +19,12 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import tomllib
+import urllib.error
 import urllib.request
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -368,11 +370,11 @@ def test_the_stack_registers_an_external_dataset_through_the_scheduler(tmp_path)
             with urllib.request.urlopen(request, timeout=60) as response:
                 return json.loads(response.read())
 
-        job = call("POST", "/api/v1/datasets/external", {
+        job_id = call("POST", "/api/v1/datasets/external", {
             "uri": "/lake/scores/*.parquet", "label": "label", "probabilities": ["p_1"],
-            "name": "compose"})
+            "name": "compose"})["job_id"]
         deadline = time.monotonic() + 600
-        while (job := call("GET", f"/api/v1/jobs/{job['job_id']}"))["status"] in (
+        while (job := call("GET", f"/api/v1/jobs/{job_id}"))["status"] in (
                 "queued", "running"):
             assert time.monotonic() < deadline, job
             time.sleep(1)
@@ -387,3 +389,125 @@ def test_the_stack_registers_an_external_dataset_through_the_scheduler(tmp_path)
         assert workers.stdout.strip() == "2", workers.stderr
     finally:
         run("down", "--volumes", "--remove-orphans", timeout=300)
+
+
+@pytest.mark.slow
+def test_the_stack_s_commands_and_health_checks_work_as_local_processes(tmp_path) -> None:
+    """Without Docker: the three services' own commands and environments, run here as
+    processes on free loopback ports (the service name ``scheduler`` read as 127.0.0.1,
+    ``/lake`` as a folder made here), each healthy by its own health check command, and
+    an external registration with the token computed on the scheduler the server names,
+    by the worker that joined it. SERVER_NAMES is set, so the server's health check must
+    get through the host check by its ``localhost``."""
+    services = compose({"CALIBDASH_API_TOKEN": TOKEN, "SERVER_NAMES": "calib.example.org"})[
+        "services"]
+    _, server = role(services, ("calibdash", "serve"))
+    scheduler_name, scheduler = role(services, ("dask", "scheduler"))
+    _, worker = role(services, ("dask", "worker"))
+    address = server["environment"]["CALIBDASH_DASK_SCHEDULER"]
+    lake_path = server["environment"]["CALIBDASH_EXTERNAL_ROOTS"]
+    ports = {int(urlsplit(address).port or 0): free_port(),
+             int(option(scheduler["command"], "--dashboard-address")[1:]): free_port(),
+             int(option(worker["command"], "--dashboard-address")[1:]): free_port(),
+             Settings.model_fields["port"].default: free_port()}
+    lake = tmp_path / "lake"
+
+    def here(text: str) -> str:
+        """``text`` with the container's names, ports and mounts replaced by local ones."""
+        text = text.replace(f"tcp://{scheduler_name}:", "tcp://127.0.0.1:")
+        text = re.sub(r"(?<=[:\s'\"])(\d{4,5})\b",
+                      lambda match: str(ports.get(int(match[1]), match[1])), f" {text}")[1:]
+        return str(lake) if text == lake_path else text
+
+    rng = np.random.default_rng(21)
+    n_rows = 4_000
+    probabilities = rng.uniform(0.02, 0.98, n_rows)
+    (lake / "scores").mkdir(parents=True)
+    for number, rows in enumerate(np.array_split(np.arange(n_rows), 2)):
+        pd.DataFrame({"label": (rng.random(n_rows) < probabilities).astype(int)[rows],
+                      "p_1": probabilities[rows]}).to_parquet(
+            lake / "scores" / f"part-{number}.parquet", index=False)
+    binaries = Path(sys.executable).parent
+    base = {**{key: value for key, value in os.environ.items()
+               if not key.startswith("CALIBDASH_")},
+            "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore"}
+    server_env = {key: here(str(value)) for key, value in server["environment"].items()}
+    server_env.update(CALIBDASH_DATA_DIR=str(tmp_path / "store"), CALIBDASH_HOST="127.0.0.1",
+                      CALIBDASH_PORT=here("8050"), CALIBDASH_WARM_UP="false",
+                      CALIBDASH_LOAD_EXAMPLE="false", CALIBDASH_N_BOOTSTRAP="20")
+    assert server_env["CALIBDASH_EXTERNAL_ROOTS"] == str(lake)
+    processes: list[subprocess.Popen[bytes]] = []
+    logs: list[Any] = []
+
+    def start(name: str, command: list[str], environment: dict[str, str]) -> None:
+        executable = binaries / command[0]
+        log = (tmp_path / f"{name}.log").open("wb")
+        logs.append(log)
+        processes.append(subprocess.Popen(
+            [str(executable), *(here(part) for part in command[1:])], cwd=tmp_path,
+            stdout=log, stderr=subprocess.STDOUT, env={**base, **environment}))
+
+    def healthy(name: str, service: dict[str, Any], seconds: float = 120) -> None:
+        kind, program, *arguments = service["healthcheck"]["test"]
+        assert kind == "CMD" and program == "python"
+        deadline = time.monotonic() + seconds
+        while subprocess.run([sys.executable, *(here(part) for part in arguments)],
+                             capture_output=True, timeout=30).returncode != 0:
+            assert all(process.poll() is None for process in processes), \
+                (tmp_path / f"{name}.log").read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, f"{name} never healthy"
+            time.sleep(0.5)
+
+    try:
+        start("scheduler", scheduler["command"], {})
+        healthy("scheduler", scheduler)
+        start("worker", worker["command"], {})
+        healthy("worker", worker)
+        start("calibdash", ["calibdash", "serve"], server_env)
+        healthy("calibdash", server)
+        url = f"http://127.0.0.1:{here('8050')}"
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
+                   "Host": "calib.example.org"}
+
+        def call(path: str, body: dict[str, Any] | None = None) -> Any:
+            request = urllib.request.Request(
+                url + path, headers=headers,
+                data=None if body is None else json.dumps(body).encode())
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())
+
+        job_id = call("/api/v1/datasets/external", {
+            "uri": f"{lake}/scores/*.parquet", "label": "label",
+            "probabilities": ["p_1"]})["job_id"]
+        deadline = time.monotonic() + 300
+        while (job := call(f"/api/v1/jobs/{job_id}"))["status"] in (
+                "queued", "running"):
+            assert time.monotonic() < deadline, job
+            time.sleep(0.5)
+        assert job["status"] == "succeeded", job
+        external = job["result"]["external"]
+        assert external["n_rows"] == n_rows and external["scheduler"] == here(address)
+        from dask.distributed import Client
+
+        with Client(here(address), timeout=30) as client:
+            ran = client.run_on_scheduler(
+                lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+            assert len(client.scheduler_info()["workers"]) == 1
+        assert {"read_parquet", "summarize_partition"} <= set(ran), ran
+        # without the token: refused; the health check needs none
+        headers.pop("Authorization")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            call("/api/v1/datasets")
+        assert refused.value.code == 401
+        refused.value.close()
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for log in logs:
+            log.close()

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -282,15 +283,14 @@ class Store:
 
     def write_table(self, key: str, frame: pd.DataFrame) -> None:
         """Write a table of a record that exists already (a cached result)."""
-        atomic_write(self.table_path(key), lambda tmp: _write_table(tmp, frame))
+        atomic_write(self.table_path(key), partial(_write_frame, frame))
 
     def read_table(self, key: str) -> pd.DataFrame:
         return pd.read_parquet(self.table_path(key))
 
     def write_document(self, key: str, document: Any) -> None:
         """Write a document of a record that exists already (a cached result)."""
-        text = _document_text(document)
-        atomic_write(self.document_path(key), lambda tmp: tmp.write_text(text))
+        atomic_write(self.document_path(key), partial(_write_text, _document_text(document)))
 
     def read_document(self, key: str) -> Any:
         return json.loads(self.document_path(key).read_text())
@@ -308,12 +308,11 @@ class Store:
         (the module docstring says why a crash at any point loses nothing and leaves
         nothing behind). Every key must start with the record's id.
         """
-        targets: list[tuple[Path, Callable[[Path], None]]] = []
-        for key, frame in (tables or {}).items():
-            targets.append((self.table_path(key), lambda tmp, f=frame: _write_table(tmp, f)))
-        for key, document in (documents or {}).items():
-            text = _document_text(document)
-            targets.append((self.document_path(key), lambda tmp, t=text: tmp.write_text(t)))
+        targets: list[tuple[Path, Callable[[Path], None]]] = [
+            (self.table_path(key), partial(_write_frame, frame))
+            for key, frame in (tables or {}).items()]
+        targets += [(self.document_path(key), partial(_write_text, _document_text(document)))
+                    for key, document in (documents or {}).items()]
         for path, _ in targets:
             if owner(path) != record.id:
                 raise ValueError(f"{path.name} is not named after record {record.id}")
@@ -405,6 +404,14 @@ def _insert(connection: sqlite3.Connection, record: Record) -> None:
 
 def _write_table(path: Path, frame: pd.DataFrame) -> None:
     frame.to_parquet(path, index=False)
+
+
+def _write_frame(frame: pd.DataFrame, path: Path) -> None:
+    _write_table(path, frame)
+
+
+def _write_text(text: str, path: Path) -> None:
+    path.write_text(text)
 
 
 def _document_text(document: Any) -> str:

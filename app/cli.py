@@ -56,7 +56,7 @@ def _report(args: argparse.Namespace) -> int:
                                   probabilities=_column_list(args.probabilities),
                                   features=_column_list(args.features), split=args.split)
         report = build_partitioned_report(args.file, overrides, view=args.view,
-                                          scheduler=args.scheduler, n_bins=args.n_bins,
+                                          scheduler=_scheduler(args), n_bins=args.n_bins,
                                           n_bootstrap=args.n_bootstrap)
     else:
         if args.label or args.probabilities or args.features or args.split or args.scheduler:
@@ -111,6 +111,15 @@ _VIEW_MEANINGS = {"positive": "P(class 1) against the frequency of class 1",
                                "averaged over classes"}
 
 
+def _scheduler(args: argparse.Namespace) -> str | None:
+    """``--scheduler``, else the server's ``CALIBDASH_DASK_SCHEDULER`` (so that, inside the
+    server's container, the command uses the cluster the server uses), else None: a
+    local in-process cluster."""
+    from app.config import Settings
+
+    return args.scheduler or Settings().dask_scheduler
+
+
 def _column_list(value: str | None) -> tuple[str, ...] | None:
     """Comma-separated column names, or None when not given."""
     if not value:
@@ -160,7 +169,7 @@ def _recalibrate_partitioned(args: argparse.Namespace, spec: MethodSpec) -> int:
     if args.renormalize or args.format == "csv":
         raise CalibrationInputError("--renormalize and --format csv are not available with "
                                     "--engine dask (it writes partitioned Parquet).")
-    result = recalibrate_partitioned(args.file, spec, out=args.out, scheduler=args.scheduler,
+    result = recalibrate_partitioned(args.file, spec, out=args.out, scheduler=_scheduler(args),
                                      max_fit_rows=args.max_fit_rows)
     print(f"{spec.method}: {result.note}; wrote {result.n_rows:,} corrected rows in "
           f"{result.n_partitions} partitions to {result.out}/")
@@ -227,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "of Parquet or CSV, hive-partitioned ones too), exact binned measures "
                         "merged from per-partition summaries")
     report.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address "
-                        "(default: a local in-process cluster)")
+                        "(default: CALIBDASH_DASK_SCHEDULER, else a local in-process "
+                        "cluster)")
     report.add_argument("--label", help="with --engine dask: the label column")
     report.add_argument("--probabilities",
                         help="with --engine dask: probability columns, comma-separated")
@@ -258,7 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "folders); fitted on a sample above --max-fit-rows, every "
                              "partition corrected where it lies, written as partitioned "
                              "Parquet")
-    recalibrate.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address")
+    recalibrate.add_argument("--scheduler", help="with --engine dask: a Dask scheduler address "
+                             "(default: CALIBDASH_DASK_SCHEDULER, else a local in-process "
+                             "cluster)")
     recalibrate.add_argument("--max-fit-rows", type=int, default=1_000_000,
                              help="with --engine dask: fit on a seeded sample above this")
     recalibrate.add_argument("--model-out", help="write the fitted recalibrator (JSON) here")

@@ -60,12 +60,23 @@ def error_response(status: int, code: str, message: str,
         "error": {"code": code, "message": message, "details": details or {}}})
 
 
+#: What a parameter checked by a pattern must look like, in words (the pattern itself is in
+#: the OpenAPI document).
+PATTERN_HINTS = {
+    "thresholds": "must be 1 to 200 decimals strictly between 0 and 1 separated by commas, "
+                  "such as 0.05,0.1,0.2",
+}
+
+
 def _validation_message(exc: RequestValidationError) -> tuple[str, dict[str, Any]]:
     problems = []
     for item in exc.errors():
         where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
+        name = str(item.get("loc", ("",))[-1])
         if item.get("type") == "finite_number":  # NaN/inf: not a range problem
             problems.append(f"{where or 'value'} must be a finite number")
+        elif item.get("type") == "string_pattern_mismatch" and name in PATTERN_HINTS:
+            problems.append(f"{where}: {PATTERN_HINTS[name]}")
         else:
             problems.append(f"{where or 'request'}: {item.get('msg', 'invalid')}")
     return "invalid request: " + "; ".join(problems), {"problems": problems}

@@ -95,6 +95,12 @@ class VariableCurves(BaseModel):
     histogram_counts: list[int]
     exact: bool
     curve_range: str
+    gaps: list[list[float]] = Field(
+        default_factory=list,
+        description="gaps of the variable [a, b] (consecutive values, no row between, wider "
+                    "than twice the smaller LOESS window half-width at a and b) holding "
+                    "evaluation points: the curves are null strictly inside them and v* is "
+                    "never there")
 
 
 class VariableDetail(Weighting):

@@ -196,12 +196,12 @@ class DatasetService:
         frame = table.frame
         guess = infer_roles(frame)
         upload_id = new_id("up")
-        self._store.write_table(upload_id, frame)
         meta = {"filename": filename, "n_rows": int(frame.shape[0]),
                 "columns": [str(c) for c in frame.columns],
                 "dropped_columns": list(table.dropped_columns),
                 "warnings": list(table.warnings)}
-        self._store.put(Record("upload", upload_id, None, filename, now(), meta))
+        self._store.commit(Record("upload", upload_id, None, filename, now(), meta),
+                           tables={upload_id: frame})
         missing = frame.isna().sum()
         return {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
                 "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
@@ -275,7 +275,6 @@ class DatasetService:
         # reads other columns of it (models, time, downloads) meets the same rows
         frame = without_left_out(frame, prediction_set)
         dataset_id = new_id("ds")
-        self._store.write_table(dataset_id, frame)
         meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns),
                              overrides.negative_rate)
         # guesses nobody confirmed (roles left to inference) stay said on the dataset
@@ -283,9 +282,10 @@ class DatasetService:
         meta["warnings"] = [*table.warnings, *(guess.notes if unconfirmed else ()),
                             *meta["warnings"]]
         meta.update(extra_meta or {})
-        for key, document in (documents or {}).items():
-            self._store.write_document(f"{dataset_id}-{key}", document)
-        self._store.put(Record("dataset", dataset_id, None, name, now(), meta))
+        self._store.commit(Record("dataset", dataset_id, None, name, now(), meta),
+                           tables={dataset_id: frame},
+                           documents={f"{dataset_id}-{key}": document
+                                      for key, document in (documents or {}).items()})
         self._remember(dataset_id, prediction_set)
         return self.summary(dataset_id)
 

@@ -45,6 +45,14 @@ THRESHOLD_NOTE = ("a row is treated when its probability of the event is at leas
                   "positives")
 
 
+_THRESHOLD = r"0?\.[0-9]{0,5}[1-9][0-9]{0,3}"
+#: What a ``thresholds`` query parameter may be: 1 to 200 numbers strictly between 0 and 1
+#: written as decimals (``0.05``, ``.1``), separated by commas. Every string it matches
+#: is a list :func:`parse_thresholds` accepts with ``sort=True`` (sorted, repeats dropped),
+#: so the OpenAPI document says exactly which requests succeed.
+THRESHOLDS_PATTERN = (rf"^ *{_THRESHOLD} *(, *{_THRESHOLD} *){{0,{MAX_THRESHOLDS - 1}}}$")
+
+
 def parse_thresholds(text: str | None, default: Sequence[float] = DEFAULT_THRESHOLDS, *,
                      sort: bool = False) -> tuple[float, ...]:
     """Comma-separated thresholds (``"0.05,0.1,0.2"``) as numbers, checked; ``default``

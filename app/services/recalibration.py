@@ -118,10 +118,6 @@ class RecalibrationService:
         # test rows are held out), the cross-fitted ones without.
         heldout = (by_model if fitted.cross_fitted is None
                    else pd.DataFrame(fitted.cross_fitted, columns=by_model.columns))
-        self._store.write_table(recalibration_id, heldout)
-        if fitted.cross_fitted is not None:
-            self._store.write_table(_model_scores_key(recalibration_id), by_model)
-        self._store.write_document(recalibration_id, document)
         report(0.95, "scoring the held-out rows")
         rows = heldout_rows(prediction_set)
         scores = heldout.to_numpy(dtype=np.float64)
@@ -135,8 +131,12 @@ class RecalibrationService:
                                 n_bins),
                 **_interval_width(scores[rows], prediction_set.n_classes),
                 "seconds": round(time.perf_counter() - started, 3)}
-        self._store.put(Record("recalibration", recalibration_id, dataset_id,
-                               estimator.display_name or spec.method, now(), meta))
+        tables = {recalibration_id: heldout}
+        if fitted.cross_fitted is not None:
+            tables[_model_scores_key(recalibration_id)] = by_model
+        self._store.commit(Record("recalibration", recalibration_id, dataset_id,
+                                  estimator.display_name or spec.method, now(), meta),
+                           tables=tables, documents={recalibration_id: document})
         report(1.0, "done")
         return self.summary(recalibration_id)
 

@@ -320,7 +320,6 @@ def import_model(store: Store, document: Any, name: str | None = None, *,
     """
     model = load_model(document, max_values=max_values)
     model_id = new_id("md")
-    store.write_document(model_id, document)
     recalibrator = model.recalibrator
     inputs = model.inputs
     display_name = recalibrator.display_name or recalibrator.method
@@ -331,7 +330,8 @@ def import_model(store: Store, document: Any, name: str | None = None, *,
                 "classes": list(inputs.classes),
                 "feature_columns": [] if inputs.features is None else list(
                     inputs.features.columns)}}
-    store.put(Record(_KIND, model_id, None, name or display_name, now(), meta))
+    store.commit(Record(_KIND, model_id, None, name or display_name, now(), meta),
+                 documents={model_id: document})
     return model_summary(store, model_id)
 
 

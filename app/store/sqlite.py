@@ -1,27 +1,49 @@
-"""Embedded persistence: metadata in SQLite, tables in Parquet, atomic writes.
+"""Embedded persistence: metadata in SQLite, tables in Parquet, crash-safe writes.
 
-Every file is written to a temporary name in the same directory and then
-renamed over its final name (``os.replace`` is atomic on POSIX), and metadata
-rows are inserted only after their files exist, so a crash mid-write leaves
-either the old state or the new one, never a half-written dataset. What a crash
-can leave is garbage: temporary files, and tables or documents whose record was
-never inserted (or was deleted before its files). Opening the store removes both.
+A new record and its files are stored by :meth:`Store.commit` in three steps:
+
+1. each file is written under a temporary name beside its final one
+   (``.<final name>.<random>.tmp``), flushed to disk, and locked (``flock``) for as
+   long as the write runs;
+2. one SQLite transaction inserts the record together with a journal row per file
+   (``renames``: temporary name -> final name);
+3. the files are renamed into place (``os.replace`` is atomic on POSIX) and the
+   journal rows deleted.
+
+A crash before 2 leaves only temporary files; a crash after it leaves a committed
+record whose renames the journal finishes at the next start. So a final name exists
+only for a committed record, and a record never lacks its files. Files written for
+a record that already exists (cached results) are written to a temporary name and
+renamed the same way, without a journal: losing one only means computing it again.
+
+Opening the store finishes journalled renames and removes what a crash can leave:
+temporary files, and tables or documents named after an id that has no record (a
+record deleted before its files). A temporary file whose lock is held belongs to a
+write still running (in this or another process) and is never touched.
+
+For crash tests only: when the environment variable ``CALIBDASH_TEST_KILL_AT`` is
+``<kind>:<step>`` (steps ``written``, ``committed``, ``renamed``; e.g.
+``dataset:committed``), :meth:`Store.commit` of a record of that kind kills its own
+process with SIGKILL at that step. Unset, as in any real deployment, it does nothing.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import re
 import secrets
+import signal
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +60,16 @@ CREATE TABLE IF NOT EXISTS records (
     PRIMARY KEY (kind, id)
 );
 CREATE INDEX IF NOT EXISTS records_parent ON records (kind, parent);
+CREATE TABLE IF NOT EXISTS renames (
+    tmp TEXT PRIMARY KEY,
+    final TEXT NOT NULL
+);
 """
-#: Ids made by :func:`new_id`: a lower-case prefix and 22 URL-safe characters.
-_ID = re.compile(r"[a-z]+_[A-Za-z0-9_-]{22}")
+#: Ids made by :func:`new_id`: a lower-case prefix and 22 URL-safe characters. A file
+#: belongs to the record whose id starts its name, followed by "." or "-".
+_OWNER = re.compile(r"([a-z]+_[A-Za-z0-9_-]{22})(?:[.-]|$)")
+#: Environment variable of the crash tests' kill points (see the module docstring).
+KILL_AT = "CALIBDASH_TEST_KILL_AT"
 
 logger = logging.getLogger("calibdash")
 
@@ -62,19 +91,93 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_urlsafe(16)}"
 
 
+def is_temporary(path: Path) -> bool:
+    """A file named as :func:`staged_file` names its temporary files."""
+    return path.name.startswith(".") and path.name.endswith(".tmp")
+
+
+def owner(path: Path) -> str | None:
+    """The id of the record a table or document belongs to, or None (not named by an id)."""
+    match = _OWNER.match(path.name)
+    return match.group(1) if match else None
+
+
+@dataclass
+class Staged:
+    """A temporary file being written (``path``) and whether to keep it on leaving."""
+
+    path: Path
+    keep: bool = False
+
+
+@contextmanager
+def staged_file(path: Path) -> Iterator[Staged]:
+    """A locked, empty temporary file beside ``path``, removed on leaving unless it was
+    renamed or ``keep`` was set (its record is committed: the journal renames it).
+
+    The lock (``flock``, released when the process dies) tells a sweep of another
+    process that the file is being written. A sweep may remove a file between its
+    creation and its locking: then another is made.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            if os.stat(name).st_ino == os.fstat(handle).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(handle)
+    staged = Staged(Path(name))
+    try:
+        yield staged
+    finally:
+        if not staged.keep:
+            staged.path.unlink(missing_ok=True)  # nothing to do once renamed
+        os.close(handle)
+
+
+def _flush(path: Path) -> None:
+    with open(path, "rb") as stream:
+        os.fsync(stream.fileno())
+
+
+def _flush_folder(folder: Path) -> None:
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    tmp = Path(tmp_name)
+    with staged_file(path) as staged:
+        write(staged.path)
+        _flush(staged.path)
+        os.replace(staged.path, path)
+
+
+def _kill_point(kind: str, step: str) -> None:
+    """Crash tests only: SIGKILL this process at ``<kind>:<step>`` (module docstring)."""
+    if os.environ.get(KILL_AT) == f"{kind}:{step}":
+        logger.warning("%s=%s: killing the server", KILL_AT, os.environ[KILL_AT])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _try_lock(path: Path) -> int | None:
+    """An open, exclusively locked descriptor of ``path``; None if it is gone or locked."""
     try:
-        write(tmp)
-        with open(tmp, "rb") as stream:
-            os.fsync(stream.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        handle = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        return None
+    return handle
 
 
 class Store:
@@ -83,7 +186,9 @@ class Store:
     Parameters
     ----------
     root : Path
-        The data directory; created if missing.
+        The data directory; created if missing. Opening it finishes the renames of
+        committed records and removes what interrupted writes left
+        (``removed_leftovers``).
     """
 
     def __init__(self, root: Path) -> None:
@@ -94,31 +199,67 @@ class Store:
         self._lock = threading.Lock()
         with self._connect() as connection:
             connection.executescript(_SCHEMA)
+        self.finished_renames = self._finish_renames()
         self.removed_leftovers = self._remove_leftovers()
+
+    def _finish_renames(self) -> list[Path]:
+        """Rename into place the files of records committed before a crash."""
+        with self._connect() as connection:
+            rows = connection.execute("SELECT tmp, final FROM renames").fetchall()
+        finished = []
+        for tmp_name, final_name in rows:
+            tmp, final = self.root / tmp_name, self.root / final_name
+            handle = _try_lock(tmp)
+            if handle is None and tmp.exists():
+                continue  # its write is still running (another process): it renames it
+            try:
+                if handle is not None:
+                    os.replace(tmp, final)
+                    _flush_folder(final.parent)
+                    finished.append(final)
+                    logger.warning("finished the interrupted write of %s",
+                                   final.relative_to(self.root))
+                with self._lock, self._connect() as connection:
+                    connection.execute("DELETE FROM renames WHERE tmp = ?", (tmp_name,))
+            finally:
+                if handle is not None:
+                    os.close(handle)
+        return finished
 
     def _remove_leftovers(self) -> list[Path]:
         """Remove temporary files and orphans left by a crash; log and return them.
 
         A table or document belongs to the record whose id starts its name
-        (``<id>.parquet``, ``<id>.<what>.<hash>.json``); one whose record does not exist
-        is an orphan. Names that do not start with an id are left alone.
+        (``<id>.parquet``, ``<id>-<key>.json``, ``<id>.<what>.<hash>.json``); one whose
+        record does not exist is an orphan. Names that do not start with an id are left
+        alone, and so are temporary files whose write is still running (locked).
         """
+        # Files are listed before the ids are read: a final name appears only after its
+        # record is committed, so a file listed here has its owner among the ids below.
+        files = [path for folder in ("tables", "documents")
+                 for path in (self.root / folder).iterdir() if path.is_file()]
         with self._connect() as connection:
             ids = {row[0] for row in connection.execute("SELECT id FROM records")}
-        leftovers = []
-        for folder in ("tables", "documents"):
-            for path in (self.root / folder).iterdir():
-                owner = path.name.split(".", 1)[0]
-                temporary = path.name.startswith(".") and path.name.endswith(".tmp")
-                if path.is_file() and (temporary or (_ID.fullmatch(owner) and owner not in ids)):
-                    leftovers.append(path)
+            journalled = {row[0] for row in connection.execute("SELECT tmp FROM renames")}
         removed = []
-        for path in leftovers:
+        for path in files:
+            handle = None
+            if is_temporary(path):
+                if str(path.relative_to(self.root)) in journalled:
+                    continue
+                handle = _try_lock(path)
+                if handle is None:
+                    continue  # gone, or being written right now
+            elif owner(path) is None or owner(path) in ids:
+                continue
             try:
                 size = path.stat().st_size
                 path.unlink()
             except FileNotFoundError:
                 continue
+            finally:
+                if handle is not None:
+                    os.close(handle)
             removed.append(path)
             logger.warning("removed a leftover of an interrupted write: %s (%s bytes)",
                            path.relative_to(self.root), f"{size:,}")
@@ -141,18 +282,15 @@ class Store:
         return self.root / "documents" / f"{key}.json"
 
     def write_table(self, key: str, frame: pd.DataFrame) -> None:
-        atomic_write(self.table_path(key), lambda tmp: frame.to_parquet(tmp, index=False))
+        """Write a table of a record that exists already (a cached result)."""
+        atomic_write(self.table_path(key), partial(_write_frame, frame))
 
     def read_table(self, key: str) -> pd.DataFrame:
         return pd.read_parquet(self.table_path(key))
 
     def write_document(self, key: str, document: Any) -> None:
-        text = json.dumps(document, allow_nan=False)
-
-        def write(tmp: Path) -> None:
-            tmp.write_text(text)
-
-        atomic_write(self.document_path(key), write)
+        """Write a document of a record that exists already (a cached result)."""
+        atomic_write(self.document_path(key), partial(_write_text, _document_text(document)))
 
     def read_document(self, key: str) -> Any:
         return json.loads(self.document_path(key).read_text())
@@ -161,14 +299,54 @@ class Store:
         return self.document_path(key).exists()
 
     # -- metadata ---------------------------------------------------------------
+    def commit(self, record: Record, *, tables: Mapping[str, pd.DataFrame] | None = None,
+               documents: Mapping[str, Any] | None = None) -> None:
+        """Store a new record with its tables and documents, all or nothing.
+
+        The files are written under temporary names, the record and a journal of the
+        renames are committed in one transaction, then the files are renamed into place
+        (the module docstring says why a crash at any point loses nothing and leaves
+        nothing behind). Every key must start with the record's id.
+        """
+        targets: list[tuple[Path, Callable[[Path], None]]] = [
+            (self.table_path(key), partial(_write_frame, frame))
+            for key, frame in (tables or {}).items()]
+        targets += [(self.document_path(key), partial(_write_text, _document_text(document)))
+                    for key, document in (documents or {}).items()]
+        for path, _ in targets:
+            if owner(path) != record.id:
+                raise ValueError(f"{path.name} is not named after record {record.id}")
+        with ExitStack() as stack:
+            staged = []
+            for path, write in targets:
+                file = stack.enter_context(staged_file(path))
+                write(file.path)
+                _flush(file.path)
+                staged.append((file, path))
+            journal = [(str(file.path.relative_to(self.root)), str(path.relative_to(self.root)))
+                       for file, path in staged]
+            _kill_point(record.kind, "written")
+            with self._lock, self._connect() as connection:
+                _insert(connection, record)
+                connection.executemany("INSERT INTO renames (tmp, final) VALUES (?, ?)",
+                                       journal)
+            for file, _ in staged:  # from here on the record needs them, whatever happens
+                file.keep = True
+            _kill_point(record.kind, "committed")
+            for file, path in staged:
+                os.replace(file.path, path)
+            for folder in {path.parent for _, path in staged}:
+                _flush_folder(folder)
+            _kill_point(record.kind, "renamed")
+            if journal:
+                with self._lock, self._connect() as connection:
+                    connection.executemany("DELETE FROM renames WHERE tmp = ?",
+                                           [(tmp,) for tmp, _ in journal])
+
     def put(self, record: Record) -> None:
+        """Insert or replace a record that has no files of its own to write with it."""
         with self._lock, self._connect() as connection:
-            connection.execute(
-                "INSERT OR REPLACE INTO records (kind, id, parent, name, created, meta) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (record.kind, record.id, record.parent, record.name, record.created,
-                 json.dumps(record.meta, allow_nan=False)),
-            )
+            _insert(connection, record)
 
     def get(self, kind: str, record_id: str) -> Record | None:
         with self._connect() as connection:
@@ -214,3 +392,27 @@ def now() -> str:
 
 def _record(row: tuple[Any, ...]) -> Record:
     return Record(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+
+
+def _insert(connection: sqlite3.Connection, record: Record) -> None:
+    connection.execute(
+        "INSERT OR REPLACE INTO records (kind, id, parent, name, created, meta) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (record.kind, record.id, record.parent, record.name, record.created,
+         json.dumps(record.meta, allow_nan=False)))
+
+
+def _write_table(path: Path, frame: pd.DataFrame) -> None:
+    frame.to_parquet(path, index=False)
+
+
+def _write_frame(frame: pd.DataFrame, path: Path) -> None:
+    _write_table(path, frame)
+
+
+def _write_text(text: str, path: Path) -> None:
+    path.write_text(text)
+
+
+def _document_text(document: Any) -> str:
+    return json.dumps(document, allow_nan=False)

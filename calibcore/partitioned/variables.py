@@ -97,7 +97,8 @@ class PartitionedVariable:
     vece : float
         :func:`calibcore.variable.variable_ece` with this kind (NaN without rows).
     vce_max : float
-        Largest gap between the LOESS curves (numeric) or largest
+        Largest gap between the LOESS curves where they are drawn (numeric: never
+        inside a wide gap of V, see :class:`calibcore.variable.LoessCurves`) or largest
         ``|error - predicted error|`` over categories; NaN when undefined.
     v_star : object
         Where ``vce_max`` occurs: a value of V, or the category.

@@ -10,7 +10,8 @@ Private: callers validate inputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -20,6 +21,7 @@ from calibcore._validation import check_predictions
 from calibcore.data.views import score_outcome
 from calibcore.exceptions import CalibrationInputError
 from calibcore.variable._binning import Variable
+from calibcore.variable._loess_windows import _neighbour_count
 from calibcore.variable.smoothing import MAX_LEVERAGE, LoessFit, loess_many
 
 CurveRange = Literal["5-95", "1-99", "all"]
@@ -36,6 +38,9 @@ CURVE_QUANTILES = CURVE_RANGES["5-95"]
 #: An integer-valued V with at most this many integers in the plotted range gets one
 #: histogram bar per integer (edges at k +/- 0.5); otherwise equal-width bins.
 MAX_INTEGER_BINS = 60
+#: Relative slack of the gap rule (:func:`gap_support`): spacings of a decimal grid differ
+#: by rounding (0.3 - 0.2 != 0.2 - 0.1 in floats), which must not open a gap.
+GAP_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,12 @@ class LoessCurves:
     predicted_error, predicted_error_low, predicted_error_high : ndarray of shape (n_points,)
         Smoothed predicted error ``1 - confidence`` and its band. Bands are
         ``fit +/- t s ||l(x)||`` and are not clipped to [0, 1]. All six are NaN where the
-        fit is less certain than one row (``||l(x)||^2`` above
-        :data:`calibcore.variable.MAX_LEVERAGE`: LOESS extrapolating into a gap of V).
+        curves are not estimated: strictly inside a wide gap of V (see ``gaps``), or where
+        the fit is less certain than one row (``||l(x)||^2`` above
+        :data:`calibcore.variable.MAX_LEVERAGE`).
     vce_max : float
-        ``VCE(v*) = max |error - predicted_error|`` over the ``x`` where both are drawn.
+        ``VCE(v*) = max |error - predicted_error|`` over the ``x`` where both are drawn
+        (so never inside a gap of V that holds no rows).
     v_star : float
         The ``x`` where that maximum occurs.
     n : int
@@ -78,6 +85,11 @@ class LoessCurves:
         :mod:`calibcore.variable.smoothing`).
     curve_range : {"5-95", "1-99", "all"}
         Which quantiles of V the curves run between (:data:`CURVE_RANGES`).
+    gaps : ndarray of shape (n_gaps, 2)
+        The wide gaps of V that hold evaluation points, as ``(a, b)``: two consecutive
+        values of V with no row between them, wider than twice what the rows on either
+        side reach with a LOESS window of their own (:func:`gap_support`). The curves are
+        not estimated strictly inside them.
     """
 
     x: NDArray[np.float64]
@@ -97,6 +109,7 @@ class LoessCurves:
     histogram_counts: NDArray[np.int64]
     exact: bool
     curve_range: CurveRange = "5-95"
+    gaps: NDArray[np.float64] = field(default_factory=lambda: np.empty((0, 2)))
 
 
 VariableView = Literal["top_label", "positive"]
@@ -151,8 +164,9 @@ def variable_curves(
         confidence_level=confidence_level,
         random_state=random_state,
     )
+    supported, gaps = row_support(np.sort(values), x, span)
     error, error_low, error_high, predicted, predicted_low, predicted_high = drawn(
-        error_fit, predicted_fit)
+        error_fit, predicted_fit, supported)
     vce_max, v_star = largest_gap(x, np.abs(error - predicted))
     counts, edges = histogram(values, float(x[0]), float(x[-1]), n_histogram_bins)
     return LoessCurves(
@@ -173,13 +187,98 @@ def variable_curves(
         histogram_counts=counts,
         exact=error_fit.exact,
         curve_range=curve_range,
+        gaps=gaps,
     )
 
 
-def drawn(error_fit: LoessFit, predicted_fit: LoessFit) -> tuple[NDArray[np.float64], ...]:
-    """Both curves and their bands, NaN where the fit's leverage exceeds
-    :data:`calibcore.variable.MAX_LEVERAGE` (a quadratic extrapolated into a gap of V)."""
-    unsupported = error_fit.leverage > MAX_LEVERAGE
+Reach = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+
+
+def gap_support(points: NDArray[np.float64], below: NDArray[np.float64],
+                above: NDArray[np.float64], reach_down: Reach,
+                reach_up: Reach) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """Where the curves are estimated: not strictly inside a wide gap of V.
+
+    A *gap* is the open interval ``(a, b)`` between two consecutive values of V (no row
+    lies inside it). Each edge supports the fit as far as a LOESS window built from the
+    rows on its own side reaches: ``r-(a)`` is the distance from a down to its
+    ``floor(n * span)``-th nearest row at or below a (to the smallest row when fewer lie
+    there), ``r+(b)`` from b up likewise. The gap is *wide* when
+    ``b - a > 2 min(r-(a), r+(b))``: one edge's reach stops short of the gap's middle, so
+    part of the gap is nearer to that edge than to anything its rows support, and a fit
+    there is a quadratic carried into values the data never visit. Points strictly inside
+    a wide gap are not estimated, nor points outside the range of V.
+
+    Ties: when the rows an edge reaches all tie at the edge, its reach is half the
+    distance to the next value beyond it on its side (as LOESS widens such a window), or
+    unlimited when there is none (the edge is the minimum or maximum of V). So the unit
+    steps of a count or an hour (2 r = 1) are bridged at any span, while a sentinel far
+    from the rest is not, at any span. The rule depends on V and the span only, never on
+    the outcomes.
+
+    Parameters
+    ----------
+    points : ndarray of shape (m,)
+        Evaluation points.
+    below, above : ndarray of shape (m,)
+        The largest value of V at or below each point and the smallest at or above
+        (-inf / +inf when there is none); equal to the point where a row lies there.
+    reach_down, reach_up : callable
+        ``r-`` at an array of values of V (the gaps' lower edges) and ``r+`` (upper edges).
+
+    Returns
+    -------
+    supported : ndarray of bool, shape (m,)
+    gaps : ndarray of shape (n_gaps, 2)
+        The wide gaps that hold points, ``(a, b)``, in order.
+    """
+    inside = (below < points) & (points < above)
+    supported = ~inside
+    if not inside.any():
+        return supported, np.empty((0, 2))
+    pairs, at = np.unique(np.stack([below[inside], above[inside]], axis=1), axis=0,
+                          return_inverse=True)
+    reach = np.zeros(len(pairs))
+    ends = np.isfinite(pairs).all(axis=1)  # a point outside the range of V: no reach
+    reach[ends] = np.minimum(reach_down(pairs[ends, 0]), reach_up(pairs[ends, 1]))
+    wide = pairs[:, 1] - pairs[:, 0] > 2.0 * reach * (1.0 + GAP_SLACK)
+    supported[inside] = ~wide[np.ravel(at)]
+    return supported, pairs[wide & ends].reshape(-1, 2)
+
+
+def row_support(sorted_values: NDArray[np.float64], points: NDArray[np.float64],
+                span: float) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """:func:`gap_support` from the rows of V, sorted."""
+    n = sorted_values.size
+    q = max(_neighbour_count(n, span), 1)
+    above_index = np.searchsorted(sorted_values, points, side="left")
+    below_index = np.searchsorted(sorted_values, points, side="right") - 1
+    above = np.where(above_index < n, sorted_values[np.minimum(above_index, n - 1)], np.inf)
+    below = np.where(below_index >= 0, sorted_values[np.maximum(below_index, 0)], -np.inf)
+
+    def reach_down(ends: NDArray[np.float64]) -> NDArray[np.float64]:
+        at_or_below = np.searchsorted(sorted_values, ends, side="right")
+        reach = ends - sorted_values[np.maximum(at_or_below - q, 0)]
+        first = np.searchsorted(sorted_values, ends, side="left")
+        beyond = np.where(first > 0, ends - sorted_values[np.maximum(first - 1, 0)], np.inf)
+        return np.where(reach > 0, reach, beyond / 2.0)
+
+    def reach_up(ends: NDArray[np.float64]) -> NDArray[np.float64]:
+        first = np.searchsorted(sorted_values, ends, side="left")
+        reach = sorted_values[np.minimum(first + q - 1, n - 1)] - ends
+        after = np.searchsorted(sorted_values, ends, side="right")
+        beyond = np.where(after < n, sorted_values[np.minimum(after, n - 1)] - ends, np.inf)
+        return np.where(reach > 0, reach, beyond / 2.0)
+
+    return gap_support(points, below, above, reach_down, reach_up)
+
+
+def drawn(error_fit: LoessFit, predicted_fit: LoessFit,
+          supported: NDArray[np.bool_]) -> tuple[NDArray[np.float64], ...]:
+    """Both curves and their bands, NaN where they are not estimated: outside
+    ``supported`` (:func:`gap_support`), or where the fit's leverage exceeds
+    :data:`calibcore.variable.MAX_LEVERAGE` (less certain than one row)."""
+    unsupported = ~supported | (error_fit.leverage > MAX_LEVERAGE)
     return tuple(np.where(unsupported, np.nan, curve) for curve in (
         error_fit.fit, error_fit.low, error_fit.high,
         predicted_fit.fit, predicted_fit.low, predicted_fit.high))

@@ -3,7 +3,9 @@ permutation p-value per variable (beyond the paper, so that signal can be told f
 
 Each variable's VECE and curves come from :mod:`calibcore.variable.vece`; the permutations
 of every variable are drawn in a background thread while the curves are fitted, and the
-largest gap is searched only where the curves are supported by rows.
+largest gap is searched only where the curves are drawn: never inside a wide gap of V
+(:func:`calibcore.variable._curves.gap_support`) nor where the fit is less certain than
+one row.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from calibcore.variable._curves import (
     Errors,
     VariableView,
     curve_points,
+    row_support,
     variable_curves,
     view_errors,
 )
@@ -108,8 +111,10 @@ def rank_variables(
         ``vce_max``, ``v_star``, ``p_value = (1 + #{permuted VECE >= VECE}) /
         (1 + n_permutations)``, ``n`` (rows used) and ``n_missing``.
         For a numeric variable ``vce_max`` and ``v_star`` are the largest gap
-        between the LOESS curves and where it occurs (NaN when there are too
-        few rows to smooth); for a categorical one they are the largest
+        between the LOESS curves and where it occurs, searched where the curves
+        of :func:`loess_curves` are drawn (not strictly inside a wide gap of V with
+        no rows, see :class:`LoessCurves`; NaN when there are too few rows to
+        smooth); for a categorical one they are the largest
         ``|error - predicted error|`` over categories and that category.
     """
     errors = view_errors(y_true, y_prob, view)
@@ -336,10 +341,12 @@ def _largest_gap(
     gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
                            x, span=settings.span, progress=lambda fraction: progress(
                                _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
-    # the largest gap where the curves are drawn: leverage only at the candidates, largest
-    # first (almost always the first is drawn)
-    ranked = np.argsort(-gap, kind="stable")
-    for start in range(0, x.size, _LEVERAGE_BATCH):
+    # the largest gap where the curves are drawn: never inside a wide gap of V
+    # (row_support), and leverage only at the candidates, largest first (almost always the
+    # first is drawn)
+    supported, _ = row_support(sorted_values, x, settings.span)
+    ranked = np.flatnonzero(supported)[np.argsort(-gap[supported], kind="stable")]
+    for start in range(0, ranked.size, _LEVERAGE_BATCH):
         candidates = ranked[start:start + _LEVERAGE_BATCH]
         drawn = loess_leverage(sorted_values, x[candidates], span=settings.span) <= MAX_LEVERAGE
         if drawn.any():

@@ -249,6 +249,16 @@ def loess_curves(
     ``fit +/- t(0.975, df) s ||l(x)||``. The fits use every row whatever the
     range; the range only chooses where they are evaluated and drawn.
 
+    The curves are not estimated (NaN) strictly inside a *wide gap* of V: two
+    consecutive values a < b with no row between them and
+    ``b - a > 2 min(r-(a), r+(b))``, where ``r-(a)`` is the distance from a down to its
+    ``floor(n * span)``-th nearest row at or below a, ``r+(b)`` likewise up from b
+    (ties: half-way to the next value beyond). There no row is near and the local
+    quadratic only extrapolates the rows of one side, so ``vce_max`` and ``v_star`` are
+    never taken there (a sentinel such as 999 beside values in [0, 60] no longer puts v*
+    in between); the gaps are listed in ``LoessCurves.gaps``. Nor are they estimated
+    where the fit is less certain than one row (``||l(x)||^2 > 1``).
+
     Parameters
     ----------
     v : array-like of shape (n,)

@@ -213,3 +213,28 @@ def test_report_with_the_dask_engine_takes_the_roles_it_is_given(tmp_path, capsy
         rel=1e-9)
     assert main(["report", logs, "--engine", "dask", "--split", "x1"]) == 2
     assert "4,000 values that are not calibration" in capsys.readouterr().err
+
+
+def test_the_dask_engine_runs_on_the_scheduler_of_calibdash_dask_scheduler(
+        tmp_path, monkeypatch) -> None:
+    """Without --scheduler, report and recalibrate use the cluster the server's setting
+    names (as inside the server's container of docker/compose.yaml): the report says
+    that address and its one worker, and the cluster's scheduler ran the reads and the
+    partition summaries."""
+    from dask.distributed import LocalCluster
+
+    _, logs = split_logs(tmp_path, n_rows=2_000)
+    out = tmp_path / "report.json"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster:
+        monkeypatch.setenv("CALIBDASH_DASK_SCHEDULER", cluster.scheduler_address)
+        assert main(["report", logs, "--engine", "dask", "--n-bootstrap", "0",
+                     "--out", str(out)]) == 0
+        report = json.loads(out.read_text())
+        assert report["scheduler"] == cluster.scheduler_address and report["workers"] == 1
+        ran = set(cluster.scheduler.task_prefixes)
+        assert {"read_parquet", "summarize_partition"} <= ran, ran
+        assert main(["recalibrate", logs, "--engine", "dask", "--method", "platt",
+                     "--out", str(tmp_path / "corrected")]) == 0
+        assert set(cluster.scheduler.task_prefixes) - ran  # the fit and the writing
+    assert len(pd.read_parquet(tmp_path / "corrected")) == 2_000

@@ -91,6 +91,12 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
         assert external["n_rows"] == N_ROWS and external["n_partitions"] == 3
         assert external["sampled"] and abs(external["n_sample"] - 5_000) <= 3
         assert dataset["n_rows"] == external["n_sample"]
+        # read on the cluster CALIBDASH_DASK_SCHEDULER names, not on a local one
+        assert external["scheduler"] == scheduler
+        with Client(scheduler) as dask_client:
+            ran = dask_client.run_on_scheduler(
+                lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+        assert {"read_parquet", "summarize_partition"} <= set(ran), ran
         fractions = [fraction for fraction, _ in reports]
         assert fractions == sorted(fractions) and fractions[-1] >= 0.95
         for message in ("reading the classes", "summarising every partition",

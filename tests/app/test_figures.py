@@ -195,3 +195,31 @@ def test_variable_curves_with_points_left_out_say_so() -> None:
     assert figure.layout.shapes
     detail["curves"]["v_star"] = detail["curves"]["vce_max"] = None
     assert not curves_figure(detail).layout.shapes
+
+
+def test_variable_curves_shade_the_gaps_with_no_rows() -> None:
+    """A gap of V where the curves are not estimated is shaded (clipped to the plotted
+    range), named in the legend and marked "no rows here"; its points are not counted as
+    uncertain fits; a point drawn alone between gaps gets a dot."""
+    from app.ui.figures.variables import _GAP_NAME, curves_figure
+
+    x = [0.0, 30.0, 60.0, 500.0, 999.0]
+    error = [0.2, 0.25, 0.3, None, 0.3]
+    detail = {"variable": "days", "n": 100, "curves": {
+        "x": x, "error": error, "error_low": error, "error_high": error,
+        "predicted_error": error, "predicted_error_low": error,
+        "predicted_error_high": error, "histogram_edges": [0.0, 500.0, 999.0],
+        "histogram_counts": [90, 10], "v_star": 30.0, "vce_max": 0.05, "exact": True,
+        "span": 0.8, "curve_range": "5-95", "gaps": [[60.0, 999.0], [-5.0, -1.0]]}}
+    figure = curves_figure(detail)
+    shaded = [shape for shape in figure.layout.shapes if shape.type == "rect"]
+    assert [(shape.x0, shape.x1) for shape in shaded] == [(60.0, 999.0)] * len(shaded)
+    assert len(shaded) >= 1
+    assert any(t.name == _GAP_NAME for t in figure.data)
+    assert [a.text for a in figure.layout.annotations].count("no rows here") == 1
+    assert "left out" not in figure.layout.title.subtitle.text
+    curve = next(t for t in figure.data if t.name == "error rate")
+    assert list(curve.marker.size) == [0, 0, 0, 0, 7]
+    detail["curves"]["gaps"] = []
+    assert not any(t.name == _GAP_NAME for t in curves_figure(detail).data)
+    assert "1 of 5 points left out" in curves_figure(detail).layout.title.subtitle.text

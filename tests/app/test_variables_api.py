@@ -315,9 +315,10 @@ def test_ranking_for_report_is_json_ready(client, dataset_id) -> None:
 
 
 def test_points_of_a_gap_in_the_variable_come_back_as_null(client) -> None:
-    """A sentinel 999 beside values in [0, 60]: the points where the fit is less certain
-    than one row are null in the JSON (as loess_curves leaves them NaN), and the largest gap
-    is taken where the curves are drawn."""
+    """A sentinel 999 beside values in [0, 60]: the points of the gap between them (and
+    any where the fit is less certain than one row) are null in the JSON (as loess_curves
+    leaves them NaN), the gap is listed, and the largest gap is taken where the curves are
+    drawn."""
     rng = np.random.default_rng(3)
     n = 4_000
     p = rng.uniform(0.55, 0.95, n)
@@ -334,3 +335,7 @@ def test_points_of_a_gap_in_the_variable_come_back_as_null(client) -> None:
     assert all(curves[key][i] is None for key in ("error_low", "predicted_error_high")
                for i, out in enumerate(left_out) if out)
     assert body["vce_max"] == pytest.approx(expected.vce_max, rel=1e-12) and body["vce_max"] < 1
+    # the gap between 60 and 999 holds no rows: it is reported, and v* is never in it
+    assert curves["gaps"] == [[float(frame["days"][frame["days"] < 999].max()), 999.0]]
+    assert curves["gaps"] == expected.gaps.tolist()
+    assert body["v_star"] <= 60.0 or body["v_star"] == 999.0

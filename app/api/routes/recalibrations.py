@@ -31,6 +31,7 @@ from app.schemas import (
 from app.services.decision import (
     MAX_BOOTSTRAP,
     RECALIBRATION_THRESHOLDS,
+    THRESHOLDS_PATTERN,
     checked_thresholds,
     parse_thresholds,
     recalibration_net_benefit,
@@ -149,8 +150,10 @@ def recalibration_net_benefit_route(
         services: ServicesDep, dataset_id: str,
         ids: Annotated[str, Query(max_length=4000,
                                   description="comma-separated recalibration ids")],
-        thresholds: Annotated[str | None, Query(max_length=4000, description=(
-            "comma-separated, increasing, in (0, 1); default 0.1,0.2,0.3"))] = None,
+        thresholds: Annotated[str | None, Query(
+            max_length=4000, pattern=THRESHOLDS_PATTERN, description=(
+                "comma-separated decimals in (0, 1), at most 200 (sorted and repeats "
+                "dropped); default 0.1,0.2,0.3"))] = None,
         n_bootstrap: Annotated[int, Query(ge=0, le=MAX_BOOTSTRAP)] = 200,
         positive_class: Annotated[str | None, Query(
             alias="class", max_length=200,
@@ -162,7 +165,7 @@ def recalibration_net_benefit_route(
     chosen = [part.strip() for part in ids.split(",") if part.strip()]
     return recalibration_net_benefit(
         services, dataset_id, chosen,
-        thresholds=parse_thresholds(thresholds, RECALIBRATION_THRESHOLDS),
+        thresholds=parse_thresholds(thresholds, RECALIBRATION_THRESHOLDS, sort=True),
         n_bootstrap=n_bootstrap, positive_class=positive_class)
 
 

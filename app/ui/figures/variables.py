@@ -45,6 +45,9 @@ _OBSERVED_COLOUR, _PREDICTED_COLOUR = PALETTE[1], PALETTE[0]
 #: Most bars drawn in the VECE chart (the table lists every variable).
 MAX_BARS = 30
 _SIGNIFICANT_COLOUR, _NOT_SIGNIFICANT_COLOUR, _UNTESTED_COLOUR = PALETTE[4], "#9aa7b6", PALETTE[5]
+#: Shading of the gaps of V where the curves are not estimated.
+_GAP_COLOUR = "rgba(120, 120, 120, 0.14)"
+_GAP_NAME = "no rows here: curves not estimated"
 
 
 def _on_scale(values: list[float | None], scale: Scale) -> NDArray[np.float64]:
@@ -157,9 +160,12 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
     for label, key, colour in series:
         low, high = _band(curves[f"{key}_low"], curves[f"{key}_high"], scale)
         figure.add_trace(_band_trace(x, low, high, label, colour), row=1, col=1)
+        y = _on_scale(curves[key], scale)
         figure.add_trace(go.Scatter(
-            x=x, y=_on_scale(curves[key], scale), mode="lines", name=label,
+            x=x, y=y, mode="lines+markers", name=label,
             line={"color": colour, "width": 2.5},
+            # a point drawn alone (e.g. a sentinel value between gaps) has no line: a dot
+            marker={"color": colour, "size": _isolated(y) * 7},
             hovertemplate=f"{name} %{{x:.4g}}<br>{label} %{{y:.4f}}<extra></extra>"),
             row=1, col=1)
     edges = np.asarray(curves["histogram_edges"], dtype=float)
@@ -178,10 +184,11 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
             xanchor="right" if right_half else "left",
             text=f"v* = {format_value(v_star)}: VCE(v*) = {curves['vce_max']:.4f}",
             font={"color": PALETTE[4], "size": 12}, bgcolor="rgba(255,255,255,0.85)")
+    in_gaps = _shade_gaps(figure, x, curves.get("gaps") or [])
     exact = "" if curves["exact"] else "; band statistics approximated for large n"
-    left_out = sum(value is None for value in curves["error"])
-    if left_out:
-        exact += f"; {left_out} of {x.size} points left out (fit less certain than one row)"
+    uncertain = sum(value is None for value in curves["error"]) - in_gaps
+    if uncertain:
+        exact += f"; {uncertain} of {x.size} points left out (fit less certain than one row)"
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        f"along {name}",
@@ -196,6 +203,37 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
     words = RANGE_WORDS[curves.get("curve_range", "5-95")]
     figure.update_xaxes(title_text=f"{name} (variable units; {words})", row=2, col=1)
     return figure
+
+
+def _isolated(y: NDArray[np.float64]) -> NDArray[np.int64]:
+    """1 where a point is drawn but neither neighbour is, else 0."""
+    drawn = np.isfinite(y)
+    before = np.concatenate([[False], drawn[:-1]])
+    after = np.concatenate([drawn[1:], [False]])
+    return (drawn & ~before & ~after).astype(np.int64)
+
+
+def _shade_gaps(figure: go.Figure, x: NDArray[np.float64], gaps: list[list[float]]) -> int:
+    """Shade the gaps of V where the curves are not estimated (no rows, and wider than the
+    LOESS windows at their edges reach), with a legend entry and a note; returns how many
+    evaluation points they hold."""
+    shown = [(max(a, float(x[0])), min(b, float(x[-1]))) for a, b in gaps
+             if b > x[0] and a < x[-1]]
+    for a, b in shown:
+        figure.add_vrect(x0=a, x1=b, fillcolor=_GAP_COLOUR, line_width=0, layer="below",
+                         row="all", col=1)
+        figure.add_annotation(x=(a + b) / 2, y=0.5, xref="x", yref="y domain",
+                              text="no rows here", showarrow=False,
+                              font={"color": "#666", "size": 12})
+    if shown:
+        figure.add_trace(go.Scatter(
+            x=[None], y=[None], mode="markers", name=_GAP_NAME, hoverinfo="skip",
+            marker={"symbol": "square", "size": 14, "color": _GAP_COLOUR,
+                    "line": {"color": "#999", "width": 1}}), row=1, col=1)
+    inside = np.zeros(x.size, dtype=bool)
+    for a, b in gaps:
+        inside |= (x > a) & (x < b)
+    return int(inside.sum())
 
 
 def categories_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:

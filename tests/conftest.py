@@ -44,6 +44,19 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def dask_cluster() -> Iterator[object]:
+    """A LocalCluster of two worker processes, started on first use and shared by the test
+    files of a test process (each started its own: ~5 s to start, ~4 s to stop, and its
+    workers' first task imports calibcore again). Tests connect a Client of their own, so
+    no module's default client outlives it."""
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)

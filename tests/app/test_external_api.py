@@ -4,7 +4,6 @@ two worker processes named by CALIBDASH_DASK_SCHEDULER."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,8 @@ N_ROWS = 30_000
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster:
-        yield cluster.scheduler_address
+def scheduler(dask_cluster: LocalCluster) -> str:
+    return str(dask_cluster.scheduler_address)
 
 
 def logs(folder: Path, n_rows: int = N_ROWS, n_files: int = 3,

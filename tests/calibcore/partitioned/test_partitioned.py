@@ -28,9 +28,8 @@ from tests.calibcore.partitioned.test_summaries import in_memory
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Client]:
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as connected:
+def client(dask_cluster: LocalCluster) -> Iterator[Client]:
+    with Client(dask_cluster) as connected:  # the default client of this module's tests
         yield connected
 
 

@@ -20,6 +20,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     from app.config import Settings
     from app.main import create_app
+    from app.services.tables import map_large_blocks
+
+    # freed million-row arrays go back to the system, not to per-thread heap arenas
+    map_large_blocks()
 
     overrides = {key: value for key, value in (("host", args.host), ("port", args.port),
                                                ("data_dir", args.data_dir)) if value is not None}

@@ -32,6 +32,8 @@ def format_table(rows: Sequence[Row]) -> str:
         goal = ""
         if row.target_ratio is not None:
             goal = f"≥{row.target_ratio:g}× faster" if row.speedup else f"≤{row.target_ratio:g}×"
+        if row.target_mib is not None:
+            goal = f"≤{row.target_mib:,.0f} MiB"
         lines.append((
             row.case, f"{row.seconds:.3f}",
             "" if row.target_seconds is None else f"{row.target_seconds:g}",

@@ -19,7 +19,8 @@ class Row:
     ``target_ratio`` (if set) is the largest acceptable ours/peer ratio
     (or, with ``speedup=True``, the smallest acceptable peer/ours speed-up);
     ``ratio_range`` (if set) bounds the ours/peer ratio on both sides (an estimate
-    against the measured time).
+    against the measured time); ``mib``/``target_mib`` are a measured memory size and
+    the most it may be (a row that measures memory, not time).
     """
 
     case: str
@@ -31,6 +32,8 @@ class Row:
     speedup: bool = False
     note: str = ""
     ratio_range: tuple[float, float] | None = None
+    mib: float | None = None
+    target_mib: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -49,6 +52,8 @@ class Row:
             )
         if self.ratio_range is not None and self.ratio is not None:
             ok &= self.ratio_range[0] <= self.ratio <= self.ratio_range[1]
+        if self.target_mib is not None and self.mib is not None:
+            ok &= self.mib <= self.target_mib
         return ok
 
 

@@ -17,6 +17,13 @@ def test_table_marks_misses_and_ratios() -> None:
     assert [r.passed for r in rows] == [True, False, True]
 
 
+def test_memory_rows_pass_under_their_target_only() -> None:
+    rows = [Row("peak RSS", 0.0, mib=1_499.0, target_mib=1_500.0),
+            Row("peak RSS", 0.0, mib=1_501.0, target_mib=1_500.0)]
+    assert [r.passed for r in rows] == [True, False]
+    assert "≤1,500 MiB" in run.format_table(rows)
+
+
 #: The longest smoke run (two servers, every page's job), in a file of its own so that the
 #: two test workers (whole files each) share the benchmark runs.
 ON_ITS_OWN = "bench_path"

@@ -69,9 +69,10 @@ if sys.argv[1] != "default":  # the module alone: the app's imports take seconds
 base = rss_mib()
 
 def work():
-    # a freed mapped block raises glibc's dynamic threshold: the next arrays of 6 MiB
-    # come from this thread's heap arena, and stay resident there once freed
-    np.ones(40 << 17).sum()
+    # a freed mapped block of at most 32 MiB (glibc's DEFAULT_MMAP_THRESHOLD_MAX) raises
+    # the dynamic threshold to its size: the next arrays of 6 MiB come from this thread's
+    # heap arena, and stay resident there once freed (a larger block leaves it alone)
+    np.ones(2 << 20).sum()  # 16 MiB
     held = [(np.ones(6 << 17), np.ones(4 << 10)) for _ in range(30)]
     pins.extend(small for _, small in held)  # small arrays outlive the large ones
     del held

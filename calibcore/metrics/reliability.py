@@ -283,13 +283,22 @@ def _bootstrap_curves(
     right_share = np.divide(shares, counts, out=np.zeros_like(shares), where=counts > 0)
     total = round(float(weights.sum()))
     draws = rng.multinomial(total, counts / counts.sum(), size=n_bootstrap)
-    right = (draws * right_share).reshape(n_bootstrap, n_grid - 1, 2)
-    left_part = (draws * (1.0 - right_share)).reshape(n_bootstrap, n_grid - 1, 2)
+    # only cells holding rows can draw any: split those onto the grid (a cell of
+    # outcome o at interval j sends its draws to grid points j and j + 1); what the
+    # empty cells would add is exactly zero
     sums = np.zeros((2 * n_bootstrap, n_grid))  # rows: positives, then all rows
-    sums[:n_bootstrap, :-1] += left_part[:, :, 1]
-    sums[:n_bootstrap, 1:] += right[:, :, 1]
-    sums[n_bootstrap:, :-1] += left_part.sum(axis=2)
-    sums[n_bootstrap:, 1:] += right.sum(axis=2)
+    filled = np.flatnonzero(counts > 0)
+    right = draws[:, filled] * right_share[filled]
+    left_part = draws[:, filled] * (1.0 - right_share[filled])
+    positive, interval = filled % 2 == 1, filled // 2
+    left_total, right_total = np.zeros((2, n_bootstrap, n_grid - 1))
+    for outcome in (positive, ~positive):  # at most one cell per interval and outcome
+        left_total[:, interval[outcome]] += left_part[:, outcome]
+        right_total[:, interval[outcome]] += right[:, outcome]
+    sums[:n_bootstrap, interval[positive]] += left_part[:, positive]
+    sums[:n_bootstrap, interval[positive] + 1] += right[:, positive]
+    sums[n_bootstrap:, :-1] += left_total
+    sums[n_bootstrap:, 1:] += right_total
     smoothed = interpolate(reflected_gaussian_convolve(sums, bandwidth), grid)
     return np.clip(smoothed[:n_bootstrap] / (smoothed[n_bootstrap:] + DENSITY_EPS), 0.0, 1.0)
 

@@ -18,6 +18,8 @@ the order of floating-point summation (counts are sums of integers and exact).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
@@ -30,27 +32,34 @@ class ClasswiseBins:
 
     Parameters
     ----------
-    scores : ndarray of shape (K, n)
+    scores : sequence of K ndarrays of shape (n,)
         P(class k) of each row.
-    residuals : ndarray of shape (K, n)
+    residuals : sequence of K ndarrays of shape (n,)
         P(class k) - 1[y = k].
     n_bins : int
     """
 
-    def __init__(self, scores: NDArray[np.float64], residuals: NDArray[np.float64],
-                 n_bins: int) -> None:
-        n_classes, n_rows = scores.shape
-        bins = assign_bins(scores.ravel(), equal_width_edges(n_bins)).reshape(n_classes, n_rows)
-        # the dense bin of each class: where most of its rows fall
-        counts = np.zeros((n_classes, n_bins), dtype=np.int64)
-        np.add.at(counts, (np.repeat(np.arange(n_classes), n_rows), bins.ravel()), 1)
-        self.dense = np.argmax(counts, axis=1)
-        klass, row = np.nonzero(bins != self.dense[:, None])
-        column = klass * n_bins + bins[klass, row]
+    def __init__(self, scores: Sequence[NDArray[np.float64]],
+                 residuals: Sequence[NDArray[np.float64]], n_bins: int) -> None:
+        n_classes, n_rows = len(scores), scores[0].size
+        edges = equal_width_edges(n_bins)
+        self.dense = np.empty(n_classes, dtype=np.intp)
+        self._residuals_t = np.empty((n_rows, n_classes))  # (n, K), for one product
+        rows, columns, values = [], [], []
+        # class by class: no (K, n) temporaries beside the (n, K) residuals
+        for k, (class_scores, class_residuals) in enumerate(zip(scores, residuals,
+                                                               strict=True)):
+            bins = assign_bins(class_scores, edges)
+            self.dense[k] = np.argmax(np.bincount(bins, minlength=n_bins))  # most rows
+            sparse_rows = np.flatnonzero(bins != self.dense[k])
+            rows.append(sparse_rows)
+            columns.append(k * n_bins + bins[sparse_rows])
+            values.append(class_residuals[sparse_rows])
+            self._residuals_t[:, k] = class_residuals
+        row, column = np.concatenate(rows), np.concatenate(columns)
         shape = (n_rows, n_classes * n_bins)
-        self._sums = sparse.csr_matrix((residuals[klass, row], (row, column)), shape=shape)
+        self._sums = sparse.csr_matrix((np.concatenate(values), (row, column)), shape=shape)
         self._counts = sparse.csr_matrix((np.ones(row.size), (row, column)), shape=shape)
-        self._residuals_t = np.ascontiguousarray(residuals.T)  # (n, K)
         self.n_classes, self.n_bins = n_classes, n_bins
 
     def rows(self, weights: NDArray[np.float64]

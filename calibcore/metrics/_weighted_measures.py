@@ -86,9 +86,9 @@ class WeightedMeasures:
         if binning != "equal_width" or any(p.order is not None for p in self.classwise):
             return None
         if self._classwise_bins is None:
-            self._classwise_bins = ClasswiseBins(
-                np.stack([p.scores for p in self.classwise]),
-                np.stack([p.residuals for p in self.classwise]), self.n_bins)
+            self._classwise_bins = ClasswiseBins([p.scores for p in self.classwise],
+                                                 [p.residuals for p in self.classwise],
+                                                 self.n_bins)
         ece, mce = self._classwise_bins.rows(weights)
         return np.stack([ece.mean(axis=1), mce.mean(axis=1)])
 

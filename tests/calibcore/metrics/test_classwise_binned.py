@@ -50,7 +50,7 @@ def test_every_class_at_once_equals_a_loop_over_classes(n_rows: int, n_classes: 
     weights = np.vstack([np.ones(n_rows),
                          resample_counts(np.random.default_rng(seed), n_rows, 5)])
     residuals = proba.T - (labels[None, :] == np.arange(n_classes)[:, None])
-    ece, mce = ClasswiseBins(proba.T.copy(), residuals, n_bins).rows(weights)
+    ece, mce = ClasswiseBins(list(proba.T), list(residuals), n_bins).rows(weights)
     expected_ece, expected_mce = reference(labels, proba, weights, n_bins)
     np.testing.assert_allclose(ece, expected_ece, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(mce, expected_mce, rtol=1e-12, atol=1e-14)
@@ -62,7 +62,7 @@ def test_scores_on_bin_edges_fall_in_the_lower_bin() -> None:
     labels = np.array([0, 1, 1, 0, 1])
     weights = np.array([[1.0, 2.0, 0.0, 1.0, 3.0]])
     residuals = proba.T - (labels[None, :] == np.arange(2)[:, None])
-    ece, mce = ClasswiseBins(proba.T.copy(), residuals, 5).rows(weights)
+    ece, mce = ClasswiseBins(list(proba.T), list(residuals), 5).rows(weights)
     expected = reference(labels, proba, weights, 5)
     np.testing.assert_allclose(ece, expected[0], rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(mce, expected[1], rtol=1e-12, atol=1e-15)

@@ -282,14 +282,16 @@ def _bootstrap_curves(
     shares = np.bincount(cells, weights=weights * (position - left), minlength=counts.size)
     right_share = np.divide(shares, counts, out=np.zeros_like(shares), where=counts > 0)
     total = round(float(weights.sum()))
-    draws = rng.multinomial(total, counts / counts.sum(), size=n_bootstrap)
-    # only cells holding rows can draw any: split those onto the grid (a cell of
-    # outcome o at interval j sends its draws to grid points j and j + 1); what the
-    # empty cells would add is exactly zero
+    # Only cells holding rows draw any, and the last cell takes what rounding leaves:
+    # numpy's multinomial skips a zero-probability cell without drawing, so the draws
+    # of these cells alone are those of all cells, bit for bit, with far fewer cells
+    # (a class's probabilities fill a few hundred of the grid's thousands).
+    filled = np.union1d(np.flatnonzero(counts > 0), [counts.size - 1])
+    draws = rng.multinomial(total, (counts / counts.sum())[filled], size=n_bootstrap)
+    # a cell of outcome o at interval j sends its draws to grid points j and j + 1
     sums = np.zeros((2 * n_bootstrap, n_grid))  # rows: positives, then all rows
-    filled = np.flatnonzero(counts > 0)
-    right = draws[:, filled] * right_share[filled]
-    left_part = draws[:, filled] * (1.0 - right_share[filled])
+    right = draws * right_share[filled]
+    left_part = draws * (1.0 - right_share[filled])
     positive, interval = filled % 2 == 1, filled // 2
     left_total, right_total = np.zeros((2, n_bootstrap, n_grid - 1))
     for outcome in (positive, ~positive):  # at most one cell per interval and outcome

@@ -306,7 +306,7 @@ def global_measures(
     values = context.rows(keys, np.ones((1, n_rows)), skip_smce)
     n_problems = len(context.problems)
     smce_interval = not skip_smce and n_rows * n_problems <= smce_bootstrap_max_rows
-    unresampled = {"smooth_calibration_error": (
+    unresampled: dict[MeasureName, str] = {"smooth_calibration_error": (
         f"no interval: {n_rows:,} rows x {n_problems} problems > "
         f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}")}
     work = n_problems * (min(n_rows, ROW_BOOTSTRAP_MAX_ROWS) + SMOOTHING_GRID_ROWS)

@@ -218,11 +218,14 @@ def row_cells(
     like :func:`calibcore.metrics.assign_bins`), so no cell straddles a bin edge.
     """
     n_rows, n_classes = proba.shape
-    columns, sizes = cell_columns(labels, proba, n_bins)
     if n_classes > 2:
-        probe = np.unique(np.column_stack([c[:PROBE_ROWS] for c in columns]), axis=0)
+        # a row's cell depends on that row alone: probe the first rows before computing
+        # every row's (with many classes, an (n, K) array)
+        head, _ = cell_columns(labels[:PROBE_ROWS], proba[:PROBE_ROWS], n_bins)
+        probe = np.unique(np.column_stack(head), axis=0)
         if probe.shape[0] > min(PROBE_ROWS, n_rows) // 2:
             return None
+    columns, sizes = cell_columns(labels, proba, n_bins)
     if np.sum(np.log2(sizes)) < 62:  # one int64 key per row
         key = np.zeros(n_rows, dtype=np.int64)
         for column, size in zip(columns, sizes, strict=True):

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibcore.data.views import View, top_class
+from calibcore.metrics._classwise_binned import ClasswiseBins
 from calibcore.metrics.binning import Binning
 from calibcore.metrics.consistent import (
     Vector,
@@ -74,6 +75,26 @@ class WeightedMeasures:
     ) -> None:
         self.losses, self.problems, self.classwise = losses, problems, classwise
         self.n_bins, self.binning = n_bins, binning
+        self._classwise_bins: ClasswiseBins | None = None
+
+    def _classwise_binned(
+        self, weights: NDArray[np.float64], binning: Binning
+    ) -> NDArray[np.float64] | None:
+        """ECE and MCE averaged over the classwise problems, shape (2, b), all classes in
+        one pass (:mod:`calibcore.metrics._classwise_binned`); None for equal-mass bins
+        (edges of their own per class and resample) or problems kept sorted."""
+        if binning != "equal_width" or any(p.order is not None for p in self.classwise):
+            return None
+        if self._classwise_bins is None:
+            self._classwise_bins = ClasswiseBins([p.scores for p in self.classwise],
+                                                 [p.residuals for p in self.classwise],
+                                                 self.n_bins)
+        ece, mce = self._classwise_bins.rows(weights)
+        return np.stack([ece.mean(axis=1), mce.mean(axis=1)])
+
+    @property
+    def _view_is_classwise(self) -> bool:
+        return [p.label for p in self.problems] == [p.label for p in self.classwise]
 
     @classmethod
     def of_rows(
@@ -182,20 +203,36 @@ class WeightedMeasures:
             if key in keys:
                 # einsum, not BLAS gemv: the latter stalls waking threads on a busy machine.
                 out[key] = np.einsum("bi,i->b", weights, loss) / totals
-        view_weights = [problem.reorder(weights) for problem in self.problems]
+        # the views' problems in their own row order, gathered only when a kernel needs them
+        view_weights: list[NDArray[np.float64]] = []
+
+        def in_view_order() -> list[NDArray[np.float64]]:
+            if not view_weights:
+                view_weights.extend(problem.reorder(weights) for problem in self.problems)
+            return view_weights
+
+        classwise_view = self._view_is_classwise
+
+        def view_binned(binning: Binning) -> NDArray[np.float64]:
+            together = self._classwise_binned(weights, binning) if classwise_view else None
+            if together is not None:
+                return together
+            return self._average(self.problems, in_view_order(), self._binned(binning))
+
         if {"ece", "mce"} & set(keys):
-            binned = self._average(self.problems, view_weights, self._binned(self.binning))
-            out["ece"], out["mce"] = binned
+            out["ece"], out["mce"] = view_binned(self.binning)
         if "classwise_ece" in keys:
-            class_weights = [problem.reorder(weights) for problem in self.classwise]
-            out["classwise_ece"] = self._average(
-                self.classwise, class_weights, self._binned(self.binning)
-            )[0]
+            together = self._classwise_binned(weights, self.binning)
+            if together is None:
+                class_weights = [problem.reorder(weights) for problem in self.classwise]
+                together = self._average(self.classwise, class_weights,
+                                         self._binned(self.binning))
+            out["classwise_ece"] = together[0]
         if "binned_ece_plus_width" in keys:
             ece = (
                 out["ece"]
                 if self.binning == "equal_width" and "ece" in out
-                else self._average(self.problems, view_weights, self._binned("equal_width"))[0]
+                else view_binned("equal_width")[0]
             )
             out["binned_ece_plus_width"] = ece + 1.0 / self.n_bins
         kernels: dict[MeasureName, Callable[..., NDArray[np.float64]]] = {
@@ -206,5 +243,5 @@ class WeightedMeasures:
         }
         for key, kernel in kernels.items():
             if key in keys and not (skip_smce and key == "smooth_calibration_error"):
-                out[key] = self._average(self.problems, view_weights, kernel)
+                out[key] = self._average(self.problems, in_view_order(), kernel)
         return out

@@ -22,6 +22,7 @@ from calibcore.data.weights import check_sample_weight, effective_sample_size
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import (
     BLOCK_ELEMENTS,
+    ROW_BOOTSTRAP_MAX_ROWS,
     ResamplingPlan,
     resample_blocks,
     resample_counts,
@@ -152,6 +153,13 @@ class GlobalMeasures:
 
 IntervalMethod = Literal["percentile", "basic", "hybrid"]
 
+#: Measures whose resamples cost a pass over every row of each problem (and, for the
+#: smooth ECE, a bisection of convolutions): without a one-pass form over the classes.
+PER_PROBLEM_RESAMPLING: tuple[MeasureName, ...] = (
+    "interval_calibration_error", "laplace_kernel_calibration_error", "smooth_ece")
+#: What the smooth ECE's convolutions on its grid cost per resample, counted as rows.
+SMOOTHING_GRID_ROWS = 10_000
+
 
 def _bootstrap_bounds(
     values: NDArray[np.float64], estimate: float, level: float, method: IntervalMethod,
@@ -215,6 +223,7 @@ def global_measures(
     measures: Sequence[MeasureName] | None = None,
     smce_max_rows: int = 200_000,
     smce_bootstrap_max_rows: int = 10_000,
+    consistent_bootstrap_max_rows: int = 300_000,
     interval: IntervalMethod = "percentile",
     progress: Callable[[float], None] | None = None,
     sample_weight: ArrayLike | None = None,
@@ -253,6 +262,16 @@ def global_measures(
     smce_bootstrap_max_rows : int, default=10_000
         smCE gets an interval only while rows x problems of the view stay
         within this (each resample is a separate solve), with a note otherwise.
+    consistent_bootstrap_max_rows : int, default=300_000
+        With more than one problem (the classwise view), intCE, kCE and the smooth
+        ECE get intervals only while the problems times (the rows resampled, at most
+        :data:`~calibcore.metrics._resampling.ROW_BOOTSTRAP_MAX_ROWS`, plus
+        :data:`SMOOTHING_GRID_ROWS` for the smooth ECE's convolutions on a grid of up
+        to 10,001 points) stay within this: each problem's resamples cost a pass over
+        every row, so 100 classes cost 100 top-label bootstraps (10 classes of
+        20,000 rows stay within it). Above it their plug-in values are shown with a
+        note; the binned measures, Brier, NLL and accuracy, computed for every class
+        in one pass, keep their intervals.
     interval : {"percentile", "basic", "hybrid"}, default="percentile"
         ``"percentile"``: the plug-in value with the percentile bootstrap interval.
         ``"basic"``: calibration errors (every measure but accuracy, Brier, binary
@@ -297,15 +316,26 @@ def global_measures(
     skip_smce = n_rows > smce_max_rows
     values = context.rows(keys, np.ones((1, n_rows)) if weights is None else weights[None, :],
                           skip_smce)
-    smce_interval = not skip_smce and n_rows * len(context.problems) <= smce_bootstrap_max_rows
+    n_problems = len(context.problems)
+    smce_interval = not skip_smce and n_rows * n_problems <= smce_bootstrap_max_rows
+    unresampled: dict[MeasureName, str] = {"smooth_calibration_error": (
+        f"no interval: {n_rows:,} rows x {n_problems} problems > "
+        f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}")}
+    work = n_problems * (min(n_rows, ROW_BOOTSTRAP_MAX_ROWS) + SMOOTHING_GRID_ROWS)
+    if n_problems > 1 and work > consistent_bootstrap_max_rows:
+        unresampled.update(dict.fromkeys(PER_PROBLEM_RESAMPLING, (
+            f"no interval: {n_problems} problems x ({min(n_rows, ROW_BOOTSTRAP_MAX_ROWS):,} "
+            f"resampled rows + {SMOOTHING_GRID_ROWS:,}) > consistent_bootstrap_max_rows="
+            f"{consistent_bootstrap_max_rows:,} (each problem's resamples cost a pass over "
+            "every row); the value is exact")))
+    resampled_keys = [key for key in keys if key not in unresampled
+                      or (key == "smooth_calibration_error" and smce_interval)]
     samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in values}
     resampling = ""
     if n_bootstrap:
-        resampling = _bootstrap(context, labels, proba, view, keys, values, samples,
+        resampling = _bootstrap(context, labels, proba, view, resampled_keys, values, samples,
                                 n_bootstrap, random_state, not smce_interval, progress,
                                 weights)
-    unresampled = (f"no interval: {n_rows:,} rows x {len(context.problems)} problems > "
-                   f"smce_bootstrap_max_rows={smce_bootstrap_max_rows:,}")
     results = measure_estimates(
         keys, {key: float(v[0]) for key, v in values.items()}, samples, level, interval,
         missing=(f"not computed on {n_rows:,} rows, above smce_max_rows={smce_max_rows:,}: "
@@ -320,12 +350,14 @@ def global_measures(
 def measure_estimates(
     keys: Sequence[MeasureName], values: dict[MeasureName, float],
     samples: dict[MeasureName, list[NDArray[np.float64]]], level: float,
-    interval: IntervalMethod, *, missing: str, unresampled: str | None,
+    interval: IntervalMethod, *, missing: str,
+    unresampled: str | dict[MeasureName, str] | None,
 ) -> tuple[MeasureEstimate, ...]:
     """Each measure's shown value and interval from its plug-in value and resamples.
 
     A key without a value gets the note ``missing`` (binary Brier: "binary problems
-    only"); one with a value but no resamples gets ``unresampled`` (None: no note)."""
+    only"); one with a value but no resamples gets ``unresampled`` (its entry when a
+    dict; None: no note)."""
     results = []
     for key in keys:
         info = MEASURES[key]
@@ -341,6 +373,8 @@ def measure_estimates(
             value, low, high = _shown_estimate(np.concatenate(samples[key]), plug_in, level,
                                                interval, upper, key in CALIBRATION_ERRORS)
             estimate = replace(estimate, value=value, low=low, high=high)
+        elif isinstance(unresampled, dict):
+            estimate = replace(estimate, note=unresampled.get(key, ""))
         elif unresampled is not None:
             estimate = replace(estimate, note=unresampled)
         results.append(estimate)

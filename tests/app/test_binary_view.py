@@ -201,3 +201,25 @@ def test_variables_keep_the_papers_view_and_offer_the_positive_one(client) -> No
     refused = client.get(f"/api/v1/datasets/{dataset['id']}/variables/age",
                          params={"view": "classwise"})
     assert refused.status_code == 422
+
+
+def test_bin_free_measures_come_from_the_measures_table_with_the_same_values(client) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    logits = rng.normal(scale=2.0, size=(400, 6))
+    proba = np.round(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), 8)
+    frame = pd.DataFrame(proba / proba.sum(axis=1, keepdims=True),
+                         columns=[f"p{k}" for k in range(6)])
+    frame.insert(0, "y", [rng.choice(6, p=row) for row in frame.to_numpy()])
+    first = upload_frame(client, frame)["id"]
+    second = upload_frame(client, frame)["id"]
+    # the first computes its bin-free measures itself; the second reads its measures table
+    alone = client.get(f"/api/v1/datasets/{first}/metrics/bins",
+                       params={"view": "classwise"}).json()["bin_free"]
+    table = client.get(f"/api/v1/datasets/{second}/metrics",
+                       params={"view": "classwise", "n_bootstrap": 0}).json()
+    reused = client.get(f"/api/v1/datasets/{second}/metrics/bins",
+                        params={"view": "classwise"}).json()["bin_free"]
+    assert set(alone) == set(reused) == {"smooth_ece", "smooth_calibration_error",
+                                         "interval_calibration_error"}
+    for key, item in reused.items():
+        assert item["value"] == alone[key]["value"] == table["metrics"][key]

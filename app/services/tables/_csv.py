@@ -286,9 +286,12 @@ def _concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
     """
     if len(chunks) == 1:
         return chunks[0]
-    for column in chunks[0].columns:
-        dtypes = [chunk[column].dtype for chunk in chunks]
+    # each chunk's dtypes read once (a column lookup per chunk and column took seconds
+    # with a thousand columns)
+    for position, dtypes in enumerate(zip(*(list(chunk.dtypes) for chunk in chunks),
+                                          strict=True)):
         if len(set(map(str, dtypes))) > 1 and any(isinstance(d, pd.StringDtype) for d in dtypes):
+            column = chunks[0].columns[position]
             for chunk in chunks:
                 if not isinstance(chunk[column].dtype, pd.StringDtype):
                     chunk[column] = chunk[column].astype("str")

@@ -101,3 +101,43 @@ def test_curves_and_band_are_probabilities(n: int, seed: int) -> None:
     assert np.all(diagram.density >= 0)
     # relplot truncates the kernel at +-0.5, so wide kernels lose mass (1e-3: trapezoid rule).
     assert 0.0 < np.trapezoid(diagram.density, diagram.grid) <= 1.001
+
+
+def test_band_drawn_over_filled_cells_equals_drawing_every_cell() -> None:
+    # the band's resamples drawn over every cell of the grid (empty ones included), as
+    # written here, against the filled cells only: bit for bit, since numpy's
+    # multinomial skips zero-probability cells without drawing
+    from calibcore.metrics import reliability
+    from calibcore.metrics.kernel_smoothing import (
+        DENSITY_EPS,
+        grid_size,
+        interpolate,
+        reflected_gaussian_convolve,
+    )
+
+    rng = np.random.default_rng(12)
+    scores = np.sort(np.concatenate([rng.beta(0.3, 20, 3000), rng.uniform(0.2, 0.6, 40)]))
+    outcomes = (rng.random(scores.size) < scores).astype(np.intp)
+    weights = np.ones(scores.size)
+    grid, bandwidth, b = np.linspace(0, 1, 200), 0.004, 50
+    n_grid = grid_size(bandwidth)
+    position = scores * (n_grid - 1)
+    left = np.clip(position.astype(np.intp), 0, n_grid - 2)
+    cells = 2 * left + outcomes
+    counts = np.bincount(cells, minlength=2 * (n_grid - 1)).astype(float)
+    share = np.bincount(cells, weights=position - left, minlength=counts.size)
+    share = np.divide(share, counts, out=np.zeros_like(share), where=counts > 0)
+    assert counts[-1] == 0 and (counts == 0).mean() > 0.9  # mostly empty, last one too
+    draws = np.random.default_rng(5).multinomial(scores.size, counts / counts.sum(), size=b)
+    right = (draws * share).reshape(b, n_grid - 1, 2)
+    rest = (draws * (1.0 - share)).reshape(b, n_grid - 1, 2)
+    sums = np.zeros((2 * b, n_grid))
+    sums[:b, :-1] += rest[:, :, 1]
+    sums[:b, 1:] += right[:, :, 1]
+    sums[b:, :-1] += rest.sum(axis=2)
+    sums[b:, 1:] += right.sum(axis=2)
+    smoothed = interpolate(reflected_gaussian_convolve(sums, bandwidth), grid)
+    expected = np.clip(smoothed[:b] / (smoothed[b:] + DENSITY_EPS), 0.0, 1.0)
+    curves = reliability._bootstrap_curves(scores, outcomes, weights, bandwidth, grid, b,
+                                           np.random.default_rng(5))
+    assert np.array_equal(curves, expected)

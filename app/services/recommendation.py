@@ -36,9 +36,9 @@ from calibcore.recalibration import REGISTRY
 
 CONFIDENCE_LEVEL = 0.95
 #: Simpler methods first: among methods the data cannot tell apart, the simplest is advised.
-METHOD_COMPLEXITY = ("temperature", "platt", "beta", "histogram", "isotonic", "venn_abers",
-                     "scaling_binning", "dirichlet", "variable_tree", "lece", "lecd", "composed",
-                     "lore", "swc", "swc_hh")
+METHOD_COMPLEXITY = ("prior_shift", "temperature", "platt", "beta", "histogram", "isotonic",
+                     "venn_abers", "scaling_binning", "dirichlet", "variable_tree", "lece",
+                     "lecd", "composed", "lore", "swc", "swc_hh")
 #: The calibration errors weighed beside the proper scores, with their names in the table.
 CALIBRATION_ERRORS = {"ece": "ECE", "smooth_ece": "smooth ECE",
                       "laplace_kernel_calibration_error": "kCE"}

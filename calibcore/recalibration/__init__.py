@@ -16,6 +16,7 @@ from calibcore.recalibration.binning import HistogramBinning, ScalingBinning
 from calibcore.recalibration.isotonic import IsotonicCalibration
 from calibcore.recalibration.lece import LECD, LECE, Composed
 from calibcore.recalibration.lore import LoRe
+from calibcore.recalibration.prior_shift import PriorShift
 from calibcore.recalibration.scaling import PlattScaling, TemperatureScaling
 from calibcore.recalibration.similarity import SWC, SWCHH
 from calibcore.recalibration.variable_tree import VariableTreeCalibration
@@ -36,6 +37,7 @@ __all__ = [
     "IsotonicCalibration",
     "LoRe",
     "PlattScaling",
+    "PriorShift",
     "Recalibrator",
     "ScalingBinning",
     "TemperatureScaling",

@@ -62,6 +62,7 @@ RECAL_LECE_T = "recal-lece-t"
 RECAL_BINS = "recal-bins"
 RECAL_LORE_GAMMA = "recal-lore-gamma"
 RECAL_VA_FOLDS = "recal-va-folds"
+RECAL_PRIOR_RATE = "recal-prior-rate"
 RECAL_OPTIONS_NOTE = "recal-options-note"
 RECAL_METHOD_PROGRESS = "recal-method-progress"
 RECAL_RECOMMENDATION = "recal-recommendation"
@@ -92,6 +93,7 @@ _OPTION_PARAMS: dict[str, dict[str, str]] = {
     "lecd": {"neighborhood_size": "q", "threshold": "t"},
     "histogram": {"n_bins": "n_bins"}, "scaling_binning": {"n_bins": "n_bins"},
     "lore": {"gamma": "gamma"}, "venn_abers": {"cross_folds": "va_folds"},
+    "prior_shift": {"negative_rate": "prior_rate"},
 }
 
 
@@ -127,6 +129,10 @@ def _options_panel() -> html.Div:
         html.Div([html.Label("Venn-Abers folds (1: inductive; 2 or more: cross)",
                              className="field-label"),
                   _number(RECAL_VA_FOLDS, "1", 1, 1)], className="control"),
+        html.Div([html.Label("Prior shift: fraction of negatives the training data kept",
+                             className="field-label"),
+                  _number(RECAL_PRIOR_RATE, "estimated from calibration rows")],
+                 className="control"),
     ]
     gamma = html.Div([html.Label("LoRe bandwidth γ", className="field-label"),
                       _number(RECAL_LORE_GAMMA, "0.4", 0.4)], className="control",
@@ -274,11 +280,11 @@ def register(app: Dash, services: Services) -> None:
                   State(RECAL_FEATURES, "value"), State(RECAL_LECE_Q, "value"),
                   State(RECAL_LECE_T, "value"), State(RECAL_BINS, "value"),
                   State(RECAL_LORE_GAMMA, "value"), State(RECAL_VA_FOLDS, "value"),
-                  prevent_initial_call=True)
+                  State(RECAL_PRIOR_RATE, "value"), prevent_initial_call=True)
     async def start(clicks: int | None, dataset_id: str | None, methods: list[str] | None,
                     variable: str | None, features: list[str] | None, q: float | None,
                     t: float | None, n_bins: int | None, gamma: float | None,
-                    va_folds: int | None) -> tuple[Any, Any, Any]:
+                    va_folds: int | None, prior_rate: float | None) -> tuple[Any, Any, Any]:
         if not clicks:
             return no_update, no_update, no_update
         if not dataset_id:
@@ -287,7 +293,7 @@ def register(app: Dash, services: Services) -> None:
             return None, True, error_note("Choose at least one method.")
         specs = method_specs(methods, {"variable": variable, "features": features, "q": q,
                                        "t": t, "n_bins": n_bins, "gamma": gamma,
-                                       "va_folds": va_folds})
+                                       "va_folds": va_folds, "prior_rate": prior_rate})
         try:
             await asyncio.to_thread(services.recalibrations.check, dataset_id, specs)
         except CalibrationInputError as exc:

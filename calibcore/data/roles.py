@@ -212,6 +212,10 @@ class _ValueClues:
         codes = {BOOLEAN_LABELS.get(name.lower()) for name in names or ()}
         return codes == {0, 1}
 
+    def in_unit_interval(self, column: str) -> bool:
+        """Numbers in [0, 1], missing values aside (0 and 1 only included)."""
+        return _probability_values(self._frame[column])
+
     def probability_like(self, column: str) -> bool:
         """Numbers in [0, 1], not only 0 and 1 (hard predictions are no probabilities)."""
         values = self._frame[column]
@@ -401,12 +405,27 @@ def _guessed_probability(label: str, columns: Sequence[str], clues: _ValueClues
     return None
 
 
+def _with_unseen_classes(found: tuple[str, ...], columns: Sequence[str], clues: _ValueClues
+                         ) -> tuple[str, ...]:
+    """The class columns found for the label's values and, written in the same form, those
+    of classes no row is labelled with (a test set without a rare class still carries its
+    probability, and the rows' probabilities sum to 1 only with it): the whole group, in
+    file order, when every column of it holds values in [0, 1]."""
+    if not found:
+        return found
+    for group, _ in _class_groups(columns, CLASS_COLUMN_FORMS):
+        if set(found) < set(group) and all(clues.in_unit_interval(c) for c in group):
+            return group
+    return found
+
+
 def _probabilities_of(label: str, columns: Sequence[str], clues: _ValueClues
                       ) -> tuple[str, ...]:
     others = [c for c in columns if c != label]
     paired = [form.format(normalize_name(label)) for form in PAIRED_PROBABILITY_FORMS]
     groups = _class_groups(others, [f for f in CLASS_COLUMN_FORMS if says_probability(f)])
-    return (_class_columns(others, clues.class_names(label) or ())
+    return (_with_unseen_classes(_class_columns(others, clues.class_names(label) or ()),
+                                 others, clues)
             or _named_probability(others, paired, clues)
             or (groups[0][0] if groups else ())
             or _named_probability(others, BINARY_PROBABILITY_NAMES, clues))

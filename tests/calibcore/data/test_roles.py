@@ -347,3 +347,28 @@ def test_a_pair_is_found_among_any_number_of_features(target: str, form: str, n_
     guess = infer_roles(frame)
     assert guess == RoleGuess(target, (form.format(target),),
                               tuple(f"x{k}" for k in range(n_features)), None, None)
+
+
+@pytest.mark.parametrize("names", [("0", "1", "2", "3"), ("cat", "dog", "fox", "owl")])
+def test_a_class_no_row_is_labelled_with_keeps_its_probability_column(names) -> None:
+    # a test set without the rare class: its probability column is a class, not a
+    # feature (without it the rows' probabilities would not sum to 1)
+    proba = np.array([[0.5, 0.2, 0.2, 0.1], [0.1, 0.6, 0.2, 0.1], [0.2, 0.1, 0.6, 0.1],
+                      [0.7, 0.1, 0.1, 0.1]])
+    frame = pd.DataFrame(proba, columns=[f"proba_{c}" for c in names])
+    frame.insert(0, "label", [names[0], names[1], names[2], names[0]])
+    frame["age"] = [30.0, 41.0, 52.0, 63.0]
+    guess = infer_roles(frame)
+    assert guess.probabilities == tuple(f"proba_{c}" for c in names)
+    assert guess.features == ("age",) and guess.problems == ()
+    prediction_set = build_prediction_set(frame, guess.to_roles())
+    assert prediction_set.classes == names
+    np.testing.assert_array_equal(prediction_set.y_true, [0, 1, 2, 0])
+    np.testing.assert_allclose(prediction_set.proba, proba, rtol=1e-12)
+
+
+def test_an_unseen_class_column_outside_the_unit_interval_stays_a_feature() -> None:
+    frame = pd.DataFrame({"label": ["a", "b", "a"], "proba_a": [0.7, 0.2, 0.6],
+                          "proba_b": [0.3, 0.8, 0.4], "proba_c": [3.0, 1.0, 2.0]})
+    guess = infer_roles(frame)
+    assert guess.probabilities == ("proba_a", "proba_b") and guess.features == ("proba_c",)

@@ -285,21 +285,17 @@ def calibration_timeline(
         rate = float(row_weights @ problem.outcomes[0][rows]) / total if total > 0 else nan
         low, high = (proportion_interval(rate * size, size) if total > 0 and size > 0
                      else (nan, nan))
-
-        def mean(values: NDArray[np.float64], row_weights: NDArray[np.float64] = row_weights,
-                 total: float = total) -> float:
-            return float(row_weights @ values) / total if total > 0 else nan
         windows.append(Window(
             label=names[index], start=bounds[index][0], end=bounds[index][1],
-            n=count, accuracy=mean(top.outcomes[0][rows]),
+            n=count, accuracy=_mean(top.outcomes[0][rows], row_weights),
             accuracy_low=numbers.get("accuracy_low", nan),
             accuracy_high=numbers.get("accuracy_high", nan),
-            mean_confidence=mean(top.scores[0][rows]),
-            mean_score=mean(problem.scores[0][rows]),
+            mean_confidence=_mean(top.scores[0][rows], row_weights),
+            mean_score=_mean(problem.scores[0][rows], row_weights),
             observed_rate=rate if count else nan,
             observed_rate_low=float(low) if count else nan,
             observed_rate_high=float(high) if count else nan,
-            gap=mean(residual[rows]), ece=numbers.get("ece", nan),
+            gap=_mean(residual[rows], row_weights), ece=numbers.get("ece", nan),
             ece_low=numbers.get("ece_low", nan), ece_high=numbers.get("ece_high", nan),
             smooth_ece=numbers.get("smooth_ece", nan),
             smooth_ece_low=numbers.get("smooth_ece_low", nan),
@@ -355,6 +351,12 @@ def _change_tests(residuals: dict[TimelineView, NDArray[np.float64]],
         adjusted_all[tested] = multipletests(stacked[tested], method="holm")[1]
     adjusted = dict(zip(raw, np.split(adjusted_all, len(raw)), strict=True))
     return raw, adjusted
+
+
+def _mean(values: NDArray[np.float64], weights: NDArray[np.float64]) -> float:
+    """Weighted mean of a window's values (NaN for a window of no weight)."""
+    total = float(weights.sum())
+    return float(weights @ values) / total if total > 0 else float("nan")
 
 
 def _weighted_mean_error(values: NDArray[np.float64], weights: NDArray[np.float64]

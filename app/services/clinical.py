@@ -34,6 +34,10 @@ from calibcore.exceptions import CalibrationInputError
 QUANTITIES = ("oe_ratio", "calibration_in_the_large", "calibration_intercept",
               "calibration_slope", "spiegelhalter_z", "spiegelhalter_p", "ici", "e50", "e90",
               "emax")
+#: The quantities a weighted report weighs (the others: the lowess curve's, unweighted).
+WEIGHTED_QUANTITIES = ("oe_ratio", "calibration_in_the_large", "calibration_intercept",
+                       "calibration_slope", "spiegelhalter_z", "spiegelhalter_p",
+                       "hosmer_lemeshow")
 #: Bins of the histogram of predicted probabilities under the curve.
 HISTOGRAM_BINS = 50
 #: Classes of a multi-class file reported one against the rest in ``calibdash report``.
@@ -156,7 +160,11 @@ def clinical_document(result: ClinicalCalibration, probabilities: np.ndarray, *,
                   "delta": curve.delta,
                   "histogram": {"edges": edges, "counts": counts}},
         "levels": result.levels, "verdict": result.verdict,
-        "notes": [*result.notes, *(notes or [])], "conventions": CONVENTIONS,
+        "notes": [*result.notes, *(notes or [])],
+        "conventions": CONVENTIONS if not result.weighted else {
+            key: (f"rows weighted as frequency weights (sums and likelihood of w·row): {text}"
+                  if key in WEIGHTED_QUANTITIES else text)
+            for key, text in CONVENTIONS.items()},
         **({} if not result.weighted else {
             "total_weight": result.total_weight, "events_weight": result.events_weight,
             "unweighted": list(result.unweighted), "unweighted_note": UNWEIGHTED_CURVE_NOTE})})

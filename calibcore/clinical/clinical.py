@@ -297,6 +297,11 @@ def _report(y: NDArray[np.float64], p: NDArray[np.float64], name: str, span: flo
     curve, distances = _flexible(p[order], y[order], span, random_state)
     z, z_p = _spiegelhalter(y, p, weights)
     levels = _levels(oe := _oe_ratio(y, p, weights), citl, intercept, slope, curve)
+    if weights is not None:  # the moderate level reads the unweighted lowess curve
+        moderate = levels[2]
+        levels = (*levels[:2], Level(moderate.name, moderate.met,
+                                     moderate.reason + " (rows unweighted: lowess takes no "
+                                                       "weights)"))
     weighted = weights is not None
     return ClinicalCalibration(
         target=name, n=int(y.size), n_events=int(y.sum()), n_logistic=int(inside.sum()),

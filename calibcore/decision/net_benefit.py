@@ -31,7 +31,13 @@ population), TP, FP and n are sums of weights: NB(t) = (sum w TP - sum w FP t / 
 / sum w, so integer weights give exactly what the rows repeated by their weights give.
 The bootstrap then resamples rows with replacement, each drawn row carrying its weight
 (a resample's cell totals are the sums of its drawn rows' weights; the denominator is
-its own total weight); this costs one pass over the rows per resample.
+its own total weight). Up to :data:`ROW_BOOTSTRAP_MAX_ROWS` rows the rows themselves are
+drawn (one pass over the rows per resample); above, a resample draws each cell's count
+exactly as without weights and the total weight of the ``c`` rows it draws from a cell
+as ``c`` times the cell's mean weight plus a normal deviation of variance ``c`` times
+the variance of its weights: the sum's first two moments exactly, and exact outright when
+a cell's weights are equal (as negative downsampling's, one weight per outcome, are);
+the global measures' bootstrap draws cells' weights the same way.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from calibcore._validation import (
 )
 from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics._resampling import ROW_BOOTSTRAP_MAX_ROWS
 
 #: Thresholds a decision curve is drawn at by default: 0.01, 0.02, ..., 0.99.
 DEFAULT_THRESHOLDS: tuple[float, ...] = tuple(round(k / 100, 2) for k in range(1, 100))
@@ -237,13 +244,28 @@ def _weighted_resamples(codes: NDArray[np.intp], weights: NDArray[np.float64], n
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Cell totals of weight in each of ``n_bootstrap`` row resamples, shape
     (n_bootstrap, n_cells), and each resample's total weight, shape (n_bootstrap, 1):
-    ``n`` rows drawn with replacement, each carrying its weight."""
+    ``n`` rows drawn with replacement, each carrying its weight (drawn per cell above
+    :data:`ROW_BOOTSTRAP_MAX_ROWS` rows; module docstring, "Row weights")."""
     rng = np.random.default_rng(random_state)
     n = codes.size
-    totals = np.empty((n_bootstrap, n_cells))
-    for resample in range(n_bootstrap):
-        drawn = np.bincount(rng.integers(0, n, size=n), minlength=n)
-        totals[resample] = np.bincount(codes, drawn * weights, minlength=n_cells)
+    totals = np.zeros((n_bootstrap, n_cells))
+    if n <= ROW_BOOTSTRAP_MAX_ROWS:
+        for resample in range(n_bootstrap):
+            drawn = np.bincount(rng.integers(0, n, size=n), minlength=n)
+            totals[resample] = np.bincount(codes, drawn * weights, minlength=n_cells)
+        return totals, totals.sum(axis=1, keepdims=True)
+    counts = np.bincount(codes, minlength=n_cells)
+    occupied = np.flatnonzero(counts)
+    rows = counts[occupied].astype(np.float64)
+    mean = np.bincount(codes, weights, minlength=n_cells)[occupied] / rows
+    spread = np.sqrt(np.maximum(
+        np.bincount(codes, weights * weights, minlength=n_cells)[occupied] / rows - mean**2,
+        0.0))
+    drawn = rng.multinomial(n, rows / n, size=n_bootstrap).astype(np.float64)
+    mass = drawn * mean
+    if spread.any():
+        mass += np.sqrt(drawn) * spread * rng.standard_normal(drawn.shape)
+    totals[:, occupied] = np.maximum(mass, 0.0)
     return totals, totals.sum(axis=1, keepdims=True)
 
 

@@ -130,3 +130,31 @@ def test_bad_weights_are_refused_naming_the_argument() -> None:
         decision_curve(labels, scores, sample_weight=-weights - 1.0)
     with pytest.raises(CalibrationInputError, match="sample_weight"):
         net_benefit_difference(labels, scores, scores, sample_weight=weights[:10])
+
+
+def test_above_the_row_limit_cells_draw_the_row_bootstrap_band() -> None:
+    """Above 20,000 rows a resample draws cells' counts and weights (exact for one weight
+    per outcome, as negative downsampling's): its band matches a brute-force row
+    bootstrap of the same data within the resampling noise."""
+    rng = np.random.default_rng(12)
+    n = 30_000
+    scores = rng.beta(2, 5, n)
+    labels = (rng.random(n) < scores).astype(int)
+    weights = np.where(labels == 0, 10.0, 1.0) * rng.uniform(0.8, 1.2, n)
+    cuts = [0.1, 0.2, 0.3, 0.5]
+    curve = decision_curve(labels, scores, thresholds=cuts, n_bootstrap=300,
+                           sample_weight=weights, random_state=1)
+    draws = np.random.default_rng(2)
+    treated = scores[None, :] >= np.array(cuts)[:, None]
+    odds = np.array(cuts) / (1 - np.array(cuts))
+    resampled = []
+    for _ in range(300):
+        rows = draws.integers(0, n, n)
+        w, hit, take = weights[rows], labels[rows] == 1, treated[:, rows]
+        resampled.append(((take * (w * hit)).sum(1) - (take * (w * ~hit)).sum(1) * odds)
+                         / w.sum())
+    low, high = np.quantile(np.array(resampled), [0.025, 0.975], axis=0)
+    width = high - low
+    np.testing.assert_allclose(curve.lower, low, atol=0.2 * width.max())
+    np.testing.assert_allclose(curve.upper, high, atol=0.2 * width.max())
+    np.testing.assert_allclose(curve.upper - curve.lower, width, rtol=0.25)

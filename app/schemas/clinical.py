@@ -29,7 +29,8 @@ class HosmerLemeshowBody(BaseModel):
     n_groups: int
     observed: list[float] = Field(description="events per group")
     expected: list[float] = Field(description="summed p per group")
-    sizes: list[int] = Field(description="rows per group")
+    sizes: list[float] = Field(description="rows per group (their total weight on a "
+                                           "weighted dataset)")
     caveat: str
 
 
@@ -104,3 +105,12 @@ class ClinicalReport(Weighting):
     verdict: str
     notes: list[str]
     conventions: dict[str, str] = Field(description="how each quantity is computed")
+    total_weight: float | None = Field(default=None, description=(
+        "sum of the row weights (weighted dataset)"))
+    events_weight: float | None = Field(default=None, description=(
+        "sum of the events' row weights (weighted dataset)"))
+    unweighted: list[str] = Field(default_factory=list, description=(
+        "on a weighted dataset, the quantities computed on the rows unweighted (lowess "
+        "takes no weights): curve, ici, e50, e90, emax"))
+    unweighted_note: str | None = Field(default=None, description=(
+        "why those quantities are unweighted, on a weighted dataset"))

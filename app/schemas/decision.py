@@ -68,7 +68,7 @@ class RecalibratedNetBenefit(BaseModel):
         description="whether the interval of the difference excludes 0")
 
 
-class RecalibrationNetBenefit(BaseModel):
+class RecalibrationNetBenefit(Weighting):
     """Does recalibration change what one would do? Net benefit on the held-out rows."""
 
     model_config = ConfigDict(extra="allow")

@@ -18,10 +18,11 @@ from app.services.datasets import rows_caption, sample_note
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from app.services.weighting import unweighted_meta
+from app.services.weighting import weighting
 from calibcore.clinical import (
     HOSMER_LEMESHOW_CAVEAT,
     O_E_INTERVAL,
+    UNWEIGHTED_CURVE_NOTE,
     ClinicalCalibration,
     Estimate,
     clinical_calibration,
@@ -33,12 +34,16 @@ from calibcore.exceptions import CalibrationInputError
 QUANTITIES = ("oe_ratio", "calibration_in_the_large", "calibration_intercept",
               "calibration_slope", "spiegelhalter_z", "spiegelhalter_p", "ici", "e50", "e90",
               "emax")
+#: The quantities a weighted report weighs (the others: the lowess curve's, unweighted).
+WEIGHTED_QUANTITIES = ("oe_ratio", "calibration_in_the_large", "calibration_intercept",
+                       "calibration_slope", "spiegelhalter_z", "spiegelhalter_p",
+                       "hosmer_lemeshow")
 #: Bins of the histogram of predicted probabilities under the curve.
 HISTOGRAM_BINS = 50
 #: Classes of a multi-class file reported one against the rest in ``calibdash report``.
 MAX_REPORT_CLASSES = 20
-#: Bumped when the cached report changes shape.
-_CACHE_VERSION = 1
+#: Bumped when the cached report changes shape (2: row weights).
+_CACHE_VERSION = 2
 
 #: How each quantity is computed, in one line each (the page, the HTML report, the docs).
 CONVENTIONS = {
@@ -91,14 +96,16 @@ def clinical_for(services: ServiceContext, dataset_id: str, *, target: str | Non
         mask = rows_for(prediction_set, subset)
         labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
         result = clinical_calibration(labels, proba, target=index,
-                                      random_state=services.settings.random_state)
+                                      random_state=services.settings.random_state,
+                                      sample_weight=prediction_set.weights_of(mask))
         note = sample_note(meta)
         return clinical_document(result, proba[:, index], classes=classes, index=index,
                                  extra={"dataset_id": dataset_id, "name": record.name,
-                                        "subset": subset, "rows": rows_caption(meta)},
+                                        "subset": subset, "rows": rows_caption(meta),
+                                        **weighting(prediction_set, mask)},
                                  notes=[note] if note else [])
 
-    return {**dict(cached(services.store, key, compute)), **unweighted_meta(meta)}
+    return dict(cached(services.store, key, compute))
 
 
 def clinical_section(prediction_set: PredictionSet, *, random_state: int = 0,
@@ -112,14 +119,15 @@ def clinical_section(prediction_set: PredictionSet, *, random_state: int = 0,
     for index in targets:
         try:
             result = clinical_calibration(prediction_set.y_true, prediction_set.proba,
-                                          target=index, random_state=random_state)
+                                          target=index, random_state=random_state,
+                                          sample_weight=prediction_set.weights)
         except CalibrationInputError as exc:
             skipped.append({"target": classes[index], "reason": str(exc)})
             continue
         problems.append(clinical_document(result, prediction_set.proba[:, index],
                                           classes=classes, index=index,
                                           extra={"subset": "all"}))
-    return {"problems": problems, "skipped": skipped,
+    return {**weighting(prediction_set), "problems": problems, "skipped": skipped,
             "note": None if len(targets) == len(classes) or len(classes) == 2 else
             f"the first {max_classes} of {len(classes)} classes"}
 
@@ -152,7 +160,14 @@ def clinical_document(result: ClinicalCalibration, probabilities: np.ndarray, *,
                   "delta": curve.delta,
                   "histogram": {"edges": edges, "counts": counts}},
         "levels": result.levels, "verdict": result.verdict,
-        "notes": [*result.notes, *(notes or [])], "conventions": CONVENTIONS})
+        "notes": [*result.notes, *(notes or [])],
+        "conventions": CONVENTIONS if not result.weighted else {
+            key: (f"rows weighted as frequency weights (sums and likelihood of w·row): {text}"
+                  if key in WEIGHTED_QUANTITIES else text)
+            for key, text in CONVENTIONS.items()},
+        **({} if not result.weighted else {
+            "total_weight": result.total_weight, "events_weight": result.events_weight,
+            "unweighted": list(result.unweighted), "unweighted_note": UNWEIGHTED_CURVE_NOTE})})
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.recalibration_fitting import heldout_rows
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from app.store import NotFound
 from calibcore.data import PredictionSet
 from calibcore.decision import (
@@ -39,6 +39,8 @@ RECALIBRATION_THRESHOLDS: tuple[float, ...] = (0.1, 0.2, 0.3)
 #: Resamples of the bands and intervals by default, and the most a request may ask.
 DEFAULT_BOOTSTRAP = 200
 MAX_BOOTSTRAP = 2000
+#: Bumped when the cached curves change (1: row weights).
+_CACHE_VERSION = 1
 #: What the thresholds mean, in one line (the page and the docs say the same).
 THRESHOLD_NOTE = ("a row is treated when its probability of the event is at least the "
                   "threshold; at threshold t a false positive costs t / (1 - t) true "
@@ -116,7 +118,7 @@ def decision_for(services: ServiceContext, dataset_id: str, *,
     rows = rows_for(prediction_set, subset)
     key = cache_key(dataset_id, "decision", thresholds=cuts, subset=subset,
                     n_bootstrap=n_bootstrap, positive_class=event,
-                    random_state=services.settings.random_state)
+                    random_state=services.settings.random_state, version=_CACHE_VERSION)
 
     def compute() -> dict[str, Any]:
         note = sample_note(services.datasets.record(dataset_id).meta)
@@ -126,7 +128,7 @@ def decision_for(services: ServiceContext, dataset_id: str, *,
                                     random_state=services.settings.random_state,
                                     notes=[note] if note else [])}
 
-    return mark_unweighted(dict(cached(services.store, key, compute)), prediction_set)
+    return dict(cached(services.store, key, compute))
 
 
 def decision_document(prediction_set: PredictionSet, rows: NDArray[np.bool_], *,
@@ -139,8 +141,10 @@ def decision_document(prediction_set: PredictionSet, rows: NDArray[np.bool_], *,
     name = prediction_set.classes[event]
     curve = decision_curve(prediction_set.y_true[rows], prediction_set.proba[rows],
                            thresholds=thresholds, positive_class=event,
-                           n_bootstrap=n_bootstrap, random_state=random_state)
-    return jsonable({
+                           n_bootstrap=n_bootstrap, random_state=random_state,
+                           sample_weight=prediction_set.weights_of(rows))
+    weighted = prediction_set.weighted
+    return jsonable({**weighting(prediction_set, rows),
         "subset": subset, "thresholds": curve.thresholds,
         "net_benefit": {"model": curve.model, "treat_all": curve.treat_all,
                         "treat_none": curve.treat_none},
@@ -151,10 +155,12 @@ def decision_document(prediction_set: PredictionSet, rows: NDArray[np.bool_], *,
         "n_bootstrap": curve.n_bootstrap, "confidence_level": curve.confidence_level,
         "notes": [f"Net benefit of treating the rows whose P({name}) is at least the "
                   f"threshold (Vickers & Elkin 2006): at threshold t a false positive costs "
-                  "t / (1 - t) true positives.",
+                  "t / (1 - t) true positives"
+                  + (" (TP, FP and n are sums of the row weights)." if weighted else "."),
                   *([] if not n_bootstrap else [
-                      f"Band: {n_bootstrap} seeded bootstrap resamples of the rows, "
-                      f"{curve.confidence_level:.0%} percentile."]),
+                      f"Band: {n_bootstrap} seeded bootstrap resamples of the rows"
+                      + (", each drawn row carrying its weight" if weighted else "")
+                      + f", {curve.confidence_level:.0%} percentile."]),
                   *([] if prediction_set.n_classes == 2 else [
                       f"{prediction_set.n_classes} classes: class {name} against the rest."]),
                   *notes]})
@@ -179,11 +185,12 @@ def recalibration_net_benefit(services: ServiceContext, dataset_id: str,
     event = positive_index(prediction_set, positive_class)
     key = cache_key(dataset_id, "recalibration_net_benefit", ids=list(recalibration_ids),
                     thresholds=cuts, n_bootstrap=n_bootstrap, positive_class=event,
-                    random_state=services.settings.random_state)
+                    random_state=services.settings.random_state, version=_CACHE_VERSION)
 
     def compute() -> dict[str, Any]:
         rows = heldout_rows(prediction_set)
         labels, before = prediction_set.y_true[rows], prediction_set.proba[rows]
+        weights = prediction_set.weights_of(rows)
         methods = []
         result = None
         for rid in recalibration_ids:
@@ -191,7 +198,8 @@ def recalibration_net_benefit(services: ServiceContext, dataset_id: str,
                 rid, prediction_set.n_classes)[rows]
             result = net_benefit_difference(labels, before, corrected, thresholds=cuts,
                                             positive_class=event, n_bootstrap=n_bootstrap,
-                                            random_state=services.settings.random_state)
+                                            random_state=services.settings.random_state,
+                                            sample_weight=weights)
             methods.append({"id": rid, "name": stored[rid]["name"],
                             "method": stored[rid]["method"],
                             "net_benefit": result.candidate, "difference": result.difference,
@@ -200,9 +208,9 @@ def recalibration_net_benefit(services: ServiceContext, dataset_id: str,
                             "difference_excludes_zero": _changes(result.lower, result.upper)})
         uncalibrated = (result.reference if result is not None else
                         decision_curve(labels, before, thresholds=cuts, positive_class=event,
-                                       n_bootstrap=0).model)
-        prevalence = float((labels == event).mean())
-        return jsonable({
+                                       n_bootstrap=0, sample_weight=weights).model)
+        prevalence = float(np.average(labels == event, weights=weights))
+        return jsonable({**weighting(prediction_set, rows),
             "thresholds": cuts, "n": int(rows.sum()), "prevalence": prevalence,
             "positive_class": prediction_set.classes[event], "uncalibrated": uncalibrated,
             "treat_all": [prevalence - (1 - prevalence) * t / (1 - t) for t in cuts],

@@ -11,7 +11,7 @@ from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from calibcore.data import PredictionSet, View, build_prediction_set, default_view
 from calibcore.exceptions import CalibrationInputError
 from calibcore.insights import ModelComparison, compare_models
@@ -47,12 +47,13 @@ def comparison_document(prediction_set: PredictionSet, probabilities: dict[str, 
     view = view or default_view(prediction_set.n_classes)
     result: ModelComparison = compare_models(
         prediction_set.y_true, probabilities, reference=reference, view=view,
-        n_bootstrap=n_bootstrap, random_state=random_state, progress=progress)
+        n_bootstrap=n_bootstrap, random_state=random_state, progress=progress,
+        sample_weight=prediction_set.weights)
     diagram_view: View = "top_label" if view == "classwise" else view
     models = []
     for model in result.models:
         (diagram,) = binned_reliability(prediction_set.y_true, probabilities[model.name],
-                                        view=diagram_view)
+                                        view=diagram_view, sample_weight=prediction_set.weights)
         models.append({
             "name": model.name, "columns": list(columns.get(model.name, ())),
             "measures": {m.key: {"name": m.name, "value": m.value, "low": m.low,
@@ -61,13 +62,16 @@ def comparison_document(prediction_set: PredictionSet, probabilities: dict[str, 
             "differences": {d.key: asdict(d) for d in model.differences},
             "reliability": diagram})
     return jsonable({
+        **weighting(prediction_set),
         "reference": result.reference, "view": result.view, "diagram_view": diagram_view,
         "n": result.n, "n_bootstrap": result.n_bootstrap,
         "confidence_level": result.confidence_level, "models": models,
         "note": "each model's measures with its own 95% interval; differences (model - "
                 "reference) with a paired bootstrap over the shared rows (one resample "
                 "serves every model; above 20,000 rows an m-out-of-n bootstrap of a seeded "
-                "20,000-row subsample, scaled), p-value of no difference"})
+                "20,000-row subsample, scaled), p-value of no difference"
+                + ("; rows weighted, each drawn row carrying its weight"
+                   if prediction_set.weighted else "")})
 
 
 def compare_for(services: ServiceContext, dataset_id: str, *, reference: str | None = None,
@@ -77,7 +81,8 @@ def compare_for(services: ServiceContext, dataset_id: str, *, reference: str | N
     meta = services.datasets.record(dataset_id).meta
     view = view or default_view(len(meta["classes"]))
     key = cache_key(dataset_id, "compare", reference=reference, n_bootstrap=n_bootstrap,
-                    view=view, random_state=services.settings.random_state)
+                    view=view, random_state=services.settings.random_state,
+                    version=1)  # 1: row weights
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
@@ -87,8 +92,8 @@ def compare_for(services: ServiceContext, dataset_id: str, *, reference: str | N
                                        n_bootstrap=n_bootstrap, view=view,
                                        random_state=services.settings.random_state)
         note = sample_note(meta)
-        return mark_unweighted({"dataset_id": dataset_id, **document,
-                                **({"sample_note": note} if note else {})}, prediction_set)
+        return {"dataset_id": dataset_id, **document,
+                **({"sample_note": note} if note else {})}
 
     return dict(cached(services.store, key, compute))
 

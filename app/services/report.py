@@ -108,10 +108,9 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap),
         "variables": _unweighted_ranking(prediction_set),
-        "clinical": mark_unweighted(clinical_section(prediction_set), prediction_set),
-        "decision": mark_unweighted(decision_document(
+        "clinical": clinical_section(prediction_set),
+        "decision": decision_document(
             prediction_set, np.ones(prediction_set.n_rows, bool), n_bootstrap=n_bootstrap),
-            prediction_set),
         **({"comparison": comparison_document(
             prediction_set, model_probabilities(prediction_set, frame),
             reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}

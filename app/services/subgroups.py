@@ -19,7 +19,7 @@ from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from calibcore.data.views import default_view
 from calibcore.insights import Subgroup, SubgroupView, worst_subgroups
 from calibcore.metrics import binned_reliability
@@ -30,6 +30,8 @@ MAX_LISTED = 200
 MAX_DIAGRAMS = 50
 #: Bins of those diagrams.
 DIAGRAM_BINS = 10
+#: Bumped when the cached result changes (1: row weights).
+_CACHE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
     view: SubgroupView = params.view or "top_label"
     columns = resolve_columns(prediction_set, params.features)
     rows = rows_for(prediction_set, params.subset)
-    key = params_key(dataset_id, "subgroups", {**asdict(params), "features": list(columns)})
+    key = params_key(dataset_id, "subgroups", {**asdict(params), "features": list(columns),
+                                               "version": _CACHE_VERSION})
     note = sample_note(services.datasets.record(dataset_id).meta)
 
     def run(progress: Progress) -> dict[str, Any]:
@@ -80,22 +83,27 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
         features = prediction_set.features.iloc[np.flatnonzero(rows)][list(columns)].reset_index(
             drop=True)
         labels, proba = prediction_set.y_true[rows], prediction_set.proba[rows]
+        weights = prediction_set.weights_of(rows)
         kinds = {name: prediction_set.feature_kinds[name] for name in columns}
         progress.update(0.02, f"slicing {rows.sum():,} rows by {len(columns)} features")
         audit = worst_subgroups(
             features, labels, proba, kinds=kinds, n_bins=params.n_bins,
             min_support=params.min_support, pairs=params.pairs, top=MAX_DIAGRAMS, view=view,
             progress=lambda done: progress.update(0.02 + 0.9 * done,
-                                                  f"slices: {done:.0%}"))
+                                                  f"slices: {done:.0%}"),
+            sample_weight=weights)
         listed = audit.subgroups[:MAX_LISTED]
         diagrams = []
         for subgroup in listed[:MAX_DIAGRAMS]:
             mask = subgroup.mask(features)
             (diagram,) = binned_reliability(labels[mask], proba[mask], n_bins=DIAGRAM_BINS,
-                                            view=view)
+                                            view=view, sample_weight=None if weights is None
+                                            else weights[mask])
             diagrams.append(diagram)
-        (whole,) = binned_reliability(labels, proba, n_bins=DIAGRAM_BINS, view=view)
+        (whole,) = binned_reliability(labels, proba, n_bins=DIAGRAM_BINS, view=view,
+                                      sample_weight=weights)
         result = jsonable({
+            **weighting(prediction_set, rows),
             "dataset_id": dataset_id, "params": {**asdict(params), "features": list(columns)},
             "view": audit.view,
             "n_rows": audit.n_rows, "n_tried": audit.n_tried, "min_support": audit.min_support,
@@ -104,7 +112,6 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
             "subgroups": [_subgroup(rank, subgroup, audit.n_rows, view)
                           for rank, subgroup in enumerate(listed, start=1)],
             "diagrams": diagrams, "whole": whole})
-        result = mark_unweighted(result, prediction_set)
         services.store.write_document(key, result)
         return dict(result)
 
@@ -127,7 +134,9 @@ def _subgroup(rank: int, subgroup: Subgroup, n_rows: int, view: str) -> dict[str
             "gap": subgroup.gap, "gap_low": subgroup.gap_low, "gap_high": subgroup.gap_high,
             "p_value": subgroup.p_value, "p_adjusted": subgroup.p_adjusted,
             "smooth_ece": subgroup.smooth_ece, "other_gap": subgroup.other_gap,
-            "significant_views": list(subgroup.significant_views)}
+            "significant_views": list(subgroup.significant_views),
+            **({} if subgroup.n_eff is None else {"weight": subgroup.weight,
+                                                  "n_eff": subgroup.n_eff})}
 
 
 __all__ = ["MAX_DIAGRAMS", "MAX_LISTED", "SubgroupParams", "start_subgroups"]

@@ -16,7 +16,7 @@ from app.services.cache import cache_key, cached
 from app.services.datasets import sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from calibcore import metrics
 from calibcore.data.views import default_view
 from calibcore.exceptions import CalibrationInputError
@@ -53,17 +53,20 @@ def timeline_for(services: ServiceContext, dataset_id: str, *, freq: Frequency =
         raise CalibrationInputError(f"no column named {column!r}.", code="unknown_column",
                                     column=column)
     key = cache_key(dataset_id, "timeline", freq=freq, reference=reference, method=method,
-                    time=column, view=chosen, random_state=services.settings.random_state)
+                    time=column, view=chosen, random_state=services.settings.random_state,
+                    version=1)  # 1: row weights
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
         result = calibration_timeline(frame[column], prediction_set.y_true,
                                       prediction_set.proba, freq=freq, reference=reference,
-                                      view=chosen, random_state=services.settings.random_state)
+                                      view=chosen, random_state=services.settings.random_state,
+                                      sample_weight=prediction_set.weights)
         rolling = _rolling(method, result.assignments, prediction_set.y_true,
-                           prediction_set.proba, len(result.windows))
+                           prediction_set.proba, len(result.windows), prediction_set.weights)
         note = sample_note(meta)
-        return mark_unweighted(jsonable({
+        return jsonable({
+            **weighting(prediction_set, result.assignments >= 0),
             "dataset_id": dataset_id, "time": column, "period": result.period,
             "reference": result.reference, "view": result.view, "alpha": result.alpha,
             "test": result.test,
@@ -72,13 +75,15 @@ def timeline_for(services: ServiceContext, dataset_id: str, *, freq: Frequency =
             "rolling": {"method": method, "windows": rolling,
                         "note": f"{method} fitted on each window and scored on the next: "
                                 "what a model recalibrated on last period's data would "
-                                "have scored"}}), prediction_set)
+                                "have scored"
+                                + (" (fitted and scored on the weighted rows)"
+                                   if prediction_set.weighted else "")}})
 
     return dict(cached(services.store, key, compute))
 
 
 def _rolling(method: str, assignments: np.ndarray, labels: np.ndarray, proba: np.ndarray,
-             n_windows: int) -> list[dict[str, Any]]:
+             n_windows: int, weights: np.ndarray | None = None) -> list[dict[str, Any]]:
     """NLL and ECE of each window before and after ``method`` fitted on the window before."""
     out = []
     for index in range(1, n_windows):
@@ -86,14 +91,20 @@ def _rolling(method: str, assignments: np.ndarray, labels: np.ndarray, proba: np
         if fit.sum() < MIN_WINDOW_ROWS or score.sum() < MIN_WINDOW_ROWS or np.unique(
                 labels[fit]).size < 2:
             continue
-        model = REGISTRY[method]().fit(proba[fit], labels[fit])
+        fit_weights = None if weights is None else weights[fit]
+        scored = None if weights is None else weights[score]
+        model = REGISTRY[method]().fit(proba[fit], labels[fit], sample_weight=fit_weights)
         after = model.predict_proba(proba[score])
         before = proba[score]
         out.append({"window": index, "fitted_on": index - 1,
-                    "nll_before": metrics.negative_log_likelihood(labels[score], before),
-                    "nll_after": metrics.negative_log_likelihood(labels[score], after),
-                    "ece_before": metrics.expected_calibration_error(labels[score], before),
-                    "ece_after": metrics.expected_calibration_error(labels[score], after)})
+                    "nll_before": metrics.negative_log_likelihood(labels[score], before,
+                                                                  sample_weight=scored),
+                    "nll_after": metrics.negative_log_likelihood(labels[score], after,
+                                                                 sample_weight=scored),
+                    "ece_before": metrics.expected_calibration_error(
+                        labels[score], before, sample_weight=scored),
+                    "ece_after": metrics.expected_calibration_error(
+                        labels[score], after, sample_weight=scored)})
     return out
 
 

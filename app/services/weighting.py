@@ -2,8 +2,10 @@
 
 A weighted dataset (a weight column or ``negative_rate``) is measured on its weighted
 rows by the diagnostics that take weights (the global measures, reliability diagrams,
-the test of calibration, the recalibrators); the others say, in the same words
-everywhere, that they do not apply the weights yet, instead of silently ignoring them.
+the test of calibration, the recalibrators, decision curves, the clinical report, the
+subgroup audit, the model comparison and the timeline); the others (the variables
+ranking, local calibration, hidden heterogeneity) say, in the same words everywhere,
+that they do not apply the weights yet, instead of silently ignoring them.
 """
 
 from __future__ import annotations
@@ -52,11 +54,10 @@ def unweighted_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return {"weighted": False, "weights_note": NOT_WEIGHTED_NOTE}
 
 
-
-
 def mark_unweighted(result: dict[str, Any], prediction_set: PredictionSet) -> dict[str, Any]:
     """``result`` with :func:`unweighted`'s fields (the pages show ``weights_note``)."""
     return {**result, **unweighted(prediction_set)}
+
 
 __all__ = ["NOT_WEIGHTED_NOTE", "mark_unweighted", "unweighted", "unweighted_meta",
            "weighted_caption", "weighting"]

@@ -71,8 +71,11 @@ def number(value: float | None, digits: int = 3) -> str:
 def quantity_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """(label, estimate, 95% interval, perfect value, method) of each quantity."""
     rows = []
+    unweighted = set(report.get("unweighted") or ())
     for key, label in LABELS.items():
         estimate = report[key]
+        if key in unweighted:  # lowess takes no weights: said beside the number
+            label += " (rows unweighted)"
         interval = (f"{number(estimate['lower'])} to {number(estimate['upper'])}"
                     if estimate.get("lower") is not None else "")
         digits = 4 if key in ("ici", "e50", "e90", "emax") else 3
@@ -111,6 +114,10 @@ def render_clinical_html(report: dict[str, Any]) -> str:
     title = f"Calibration of {report['problem']}"
     subset = "all rows" if report["subset"] == "all" else f"the {report['subset']} rows"
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in report["notes"])
+    total = report.get("total_weight") or report["n"]
+    events = report.get("events_weight") or report["n_events"]
+    weighted = (f" Rows weighted: {html.escape(report['weights_note'])}; weighted events "
+                f"{events / total:.1%}." if report.get("weights_note") else "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head><body>
@@ -118,8 +125,8 @@ def render_clinical_html(report: dict[str, Any]) -> str:
 <p class="muted">Dataset <strong>{html.escape(str(report['name']))}</strong>
 ({html.escape(report['rows'])}); validated on {subset}: n = {report['n']:,},
 {report['n_events']:,} events ({report['n_events'] / report['n']:.1%}), mean predicted risk
-{report['n_events'] / report['n'] / report['oe_ratio']['value']:.1%}. Generated {stamp} by
-calibdash.</p>
+{events / total / report['oe_ratio']['value']:.1%}{' (weighted)' if weighted else ''}.{weighted}
+Generated {stamp} by calibdash.</p>
 <p class="verdict"><strong>{html.escape(report['verdict'])}</strong></p>
 <div class="grid"><div>{clinical_curve_svg(report)}</div>
 <div><h2>Calibration hierarchy (Van Calster et al. 2016)</h2>{levels_list(report)}</div></div>

@@ -112,7 +112,8 @@ def _comparison(report: dict[str, Any]) -> str:
                    f"{' (reference)' if m['name'] == comparison['reference'] else ''}</td>"
                    + "".join(cell(m, k) for k in keys) + "</tr>"
                    for m in comparison["models"])
-    return (f"<h2>Models compared on the same rows</h2><table><tr><th>model</th>{header}</tr>"
+    return (f"<h2>Models compared on the same rows</h2>{_weights_line(comparison)}"
+            f"<table><tr><th>model</th>{header}</tr>"
             f"{rows}</table><p class='muted'>{html.escape(comparison['note'])}; second line: "
             f"difference to {html.escape(comparison['reference'])}.</p>"
             + _figure(models_figure(comparison), False))
@@ -147,6 +148,12 @@ def _variables_section(report: dict[str, Any]) -> str:
 """
 
 
+def _weights_line(section: dict[str, Any]) -> str:
+    """'Row weights: weighted (Kish n_eff = ...)' or the not-applied note, if any."""
+    note = section.get("weights_note")
+    return f"<p class='muted'>Row weights: {html.escape(note)}.</p>" if note else ""
+
+
 def _decision_section(report: dict[str, Any]) -> str:
     """The decision curve and where the model's band is above both simple strategies."""
     decision = report.get("decision")
@@ -158,7 +165,8 @@ def _decision_section(report: dict[str, Any]) -> str:
                f"{len(decision['thresholds'])} thresholds, between {above[0]:.2f} and "
                f"{above[-1]:.2f}." if above else
                "At no threshold is the model's band above both treat all and treat none.")
-    return (f"<h2>Decision curve</h2>{_figure(decision_figure(decision), False)}"
+    return (f"<h2>Decision curve</h2>{_weights_line(decision)}"
+            f"{_figure(decision_figure(decision), False)}"
             f"<p>{html.escape(verdict)}</p><p class='muted'>"
             f"{html.escape(' '.join(decision['notes']))}</p>")
 
@@ -169,7 +177,7 @@ def _clinical_section(report: dict[str, Any]) -> str:
     section = report.get("clinical")
     if not section:
         return ""
-    parts = ["<h2>Clinical calibration</h2>"]
+    parts = ["<h2>Clinical calibration</h2>", _weights_line(section)]
     for problem in section["problems"]:
         parts.append(f"<h3>{html.escape(problem['problem'])}</h3>"
                      f"<div class='test'><strong>{html.escape(problem['verdict'])}</strong>"

@@ -14,6 +14,8 @@ The public names of its modules, re-exported here:
 from calibcore.clinical.clinical import (
     BAND_QUANTILES,
     O_E_INTERVAL,
+    UNWEIGHTED_CURVE_NOTE,
+    UNWEIGHTED_QUANTITIES,
     ClinicalCalibration,
     Estimate,
     FlexibleCurve,
@@ -30,6 +32,8 @@ __all__ = [
     "BAND_QUANTILES",
     "HOSMER_LEMESHOW_CAVEAT",
     "O_E_INTERVAL",
+    "UNWEIGHTED_CURVE_NOTE",
+    "UNWEIGHTED_QUANTITIES",
     "ClinicalCalibration",
     "Estimate",
     "FlexibleCurve",

@@ -25,16 +25,17 @@ MAX_STEPS = 100
 
 
 @numba.njit(nogil=True, cache=True)
-def _sums(logit: Vector, y: Vector, intercept: float,
+def _sums(logit: Vector, y: Vector, weight: Vector, intercept: float,
           slope: float) -> tuple[float, float, float, float, float]:
-    """Score (2) and information (3 entries) at (intercept, slope): one exp per row."""
+    """Score (2) and information (3 entries) at (intercept, slope), each row counted
+    ``weight`` times (frequency weights): one exp per row."""
     g0 = g1 = h00 = h01 = h11 = 0.0
     for i in range(logit.size):
         eta = intercept + slope * logit[i]
         e = math.exp(-abs(eta))
         mu = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
-        r = y[i] - mu
-        w = mu * (1.0 - mu)
+        r = weight[i] * (y[i] - mu)
+        w = weight[i] * mu * (1.0 - mu)
         g0 += r
         g1 += r * logit[i]
         h00 += w
@@ -44,15 +45,18 @@ def _sums(logit: Vector, y: Vector, intercept: float,
 
 
 def fit_recalibration(logit: Vector, y: Vector, *, free_slope: bool,
-                      start: float = 0.0) -> tuple[Vector, NDArray[np.float64], bool]:
+                      start: float = 0.0, weight: Vector | None = None
+                      ) -> tuple[Vector, NDArray[np.float64], bool]:
     """Maximum-likelihood (intercept, slope) of ``y`` on ``logit`` (slope fixed at 1 when
     not ``free_slope``) from (``start``, 1), its Wald covariance (2 x 2; only [0, 0] with a
     fixed slope) and whether Newton converged (a separated or constant outcome does not).
     The information is the one of the last step's start, a step of less than 1e-12 away
-    from the optimum."""
+    from the optimum. With ``weight`` each row counts that many times (statsmodels'
+    ``GLM(..., freq_weights=weight)``): integer weights fit the rows repeated."""
     intercept, slope = start, 1.0
+    weights = np.ones(logit.size) if weight is None else weight
     for _ in range(MAX_STEPS):
-        g0, g1, h00, h01, h11 = _sums(logit, y, intercept, slope)
+        g0, g1, h00, h01, h11 = _sums(logit, y, weights, intercept, slope)
         if free_slope:
             determinant = h00 * h11 - h01 * h01
             if not determinant > 0.0:

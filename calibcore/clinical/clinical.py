@@ -24,6 +24,17 @@ with Spiegelhalter's (1986) z test of ``sum (y - p)(1 - 2p)`` and the Hosmer-Lem
 Rows whose p is exactly 0 or 1 have no logit: they are left out of the three logistic
 fits (as ``rms::val.prob`` does, and counted in ``n_logistic``) and kept everywhere else.
 
+**Row weights.** With ``sample_weight`` each row counts ``w_i`` times, as frequency
+weights: O:E is ``sum w y / sum w p`` (and O in its interval ``sum w y``), the three
+logistic fits maximise the weighted likelihood (statsmodels' ``GLM(..., freq_weights=w)``),
+Spiegelhalter's z has weighted sums, and Hosmer-Lemeshow groups at the weighted deciles
+with weighted events, summed p and sizes; integer weights give exactly what the rows
+repeated by their weights give. Their intervals and p-values are those of the repeated
+rows too, which overstates the precision of sampling or importance weights (whose
+information is nearer Kish's n_eff rows). Lowess takes no weights (Cleveland 1979; R's
+``lowess`` and statsmodels' neither), so the flexible curve, its bands, ICI/E50/E90/Emax
+and the moderate level are computed on the rows unweighted (``unweighted`` names them).
+
 **The band.** The curve is a linear smoother, ``c(x) = sum_j l_j(x) y_j``, so
 ``var c(x) = sum_j l_j(x)^2 var(y_j)``; with ``var(y_j) = c_j (1 - c_j)`` at the curve's
 own values (binomial outcomes), the pointwise band is ``c(x) +- 1.96 sqrt(var c(x))``,
@@ -49,6 +60,7 @@ from calibcore.clinical._band import anchor_covariance, simultaneous_critical_va
 from calibcore.clinical._logistic import fit_recalibration
 from calibcore.clinical._lowess import lowess_sorted
 from calibcore.clinical.hosmer_lemeshow import HosmerLemeshow, grouped_on_sorted
+from calibcore.data.weights import check_sample_weight, effective_sample_size
 from calibcore.exceptions import CalibrationInputError
 
 #: The normal quantile of two-sided 95% intervals.
@@ -60,6 +72,14 @@ DELTA_FRACTION = 0.01
 BAND_QUANTILES = (0.01, 0.99)
 O_E_INTERVAL = ("exp(log(O/E) ± 1.96·sqrt(1/O)): the Poisson approximation of the "
                 "variance of log O (Debray et al. 2017)")
+#: The quantities of a weighted report computed on the rows unweighted (lowess takes no
+#: weights).
+UNWEIGHTED_QUANTITIES = ("curve", "ici", "e50", "e90", "emax")
+#: What a weighted report says about them.
+UNWEIGHTED_CURVE_NOTE = (
+    "lowess takes no weights: the flexible curve, its bands, ICI, E50, E90, Emax and the "
+    "moderate level are computed on the rows unweighted (each row once), so they describe "
+    "the rows as sampled, not the weighted population")
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,14 @@ class ClinicalCalibration:
     verdict : str
         The highest level the data are consistent with, and what fails above it.
     notes : tuple of str
+    weighted : bool
+        Whether row weights were given.
+    total_weight, events_weight, n_eff : float or None
+        With row weights: their sum, their sum over events and Kish's effective sample
+        size; None without.
+    unweighted : tuple of str
+        With row weights, the quantities computed on the rows unweighted
+        (:data:`UNWEIGHTED_QUANTITIES`); empty without.
     """
 
     target: str
@@ -158,11 +186,17 @@ class ClinicalCalibration:
     levels: tuple[Level, ...]
     verdict: str
     notes: tuple[str, ...] = ()
+    weighted: bool = False
+    total_weight: float | None = None
+    events_weight: float | None = None
+    n_eff: float | None = None
+    unweighted: tuple[str, ...] = ()
 
 
 def clinical_calibration(y_true: ArrayLike, y_prob: ArrayLike, *, target: int = 1,
                          span: float = 2 / 3, n_groups: int = 10,
-                         random_state: int | None = 0) -> ClinicalCalibration:
+                         random_state: int | None = 0,
+                         sample_weight: ArrayLike | None = None) -> ClinicalCalibration:
     """The clinical calibration report of P(y = ``target``) against 1[y = ``target``].
 
     Parameters
@@ -179,6 +213,10 @@ def clinical_calibration(y_true: ArrayLike, y_prob: ArrayLike, *, target: int = 
         Hosmer-Lemeshow risk groups at the quantiles of p.
     random_state : int or None, default=0
         Seeds the Gaussian draws of the simultaneous band's critical value.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative frequency weights of the rows (module docstring, "Row weights"):
+        O:E, the logistic fits, Spiegelhalter's z and Hosmer-Lemeshow are weighted; the
+        lowess curve and its E-statistics are not (``unweighted``).
 
     Returns
     -------
@@ -209,32 +247,46 @@ def clinical_calibration(y_true: ArrayLike, y_prob: ArrayLike, *, target: int = 
                                     f"got {target}.", code="invalid_parameters")
     span = check_in_range(span, "span", low=0.0, high=1.0, inclusive=False)
     n_groups = check_positive_int(n_groups, "n_groups", minimum=3)
+    weights = check_sample_weight(sample_weight, labels.size)
     p = proba[:, target]
     y = (labels == target).astype(np.float64)
     name = f"class {target}" if n_classes == 2 else f"class {target} against the rest"
-    if y.min() == y.max():
+    counted = slice(None) if weights is None else weights > 0
+    if y[counted].min() == y[counted].max():
         raise CalibrationInputError(
-            f"y_true has {'only' if y[0] else 'no'} rows of {name}: calibration needs both "
+            f"y_true has {'only' if y[counted][0] else 'no'} rows of {name}"
+            f"{'' if weights is None else ' of positive weight'}: calibration needs both "
             "events and non-events.", code="single_class")
     if p.min() == p.max():
         raise CalibrationInputError(
             f"every row has the same probability of {name} ({p[0]:g}): a calibration curve "
             "needs at least two distinct probabilities.", code="constant_probability")
-    return _report(y, p, name, span, n_groups, random_state)
+    return _report(y, p, name, span, n_groups, random_state, weights)
 
 
 def _report(y: NDArray[np.float64], p: NDArray[np.float64], name: str, span: float,
-            n_groups: int, random_state: int | None) -> ClinicalCalibration:
+            n_groups: int, random_state: int | None,
+            weights: NDArray[np.float64] | None = None) -> ClinicalCalibration:
     inside = (p > 0.0) & (p < 1.0)
     logit = special.logit(p[inside])
     y_fit = y[inside]
+    w_fit = None if weights is None else weights[inside]
     notes = []
     if not inside.all():
         notes.append(f"{int((~inside).sum()):,} rows with p exactly 0 or 1 (no logit) are "
                      "left out of the logistic fits (as rms::val.prob does)")
-    large, large_covariance, ok_large = fit_recalibration(logit, y_fit, free_slope=False)
+    if weights is not None:
+        notes.append("rows weighted as frequency weights: O:E, calibration-in-the-large, "
+                     "intercept, slope, Spiegelhalter's z and Hosmer-Lemeshow are those of "
+                     "the rows repeated by their weights, intervals and p-values included "
+                     "(for sampling weights they overstate the precision: read them beside "
+                     f"Kish's n_eff = {effective_sample_size(weights):,.0f})")
+        notes.append(UNWEIGHTED_CURVE_NOTE)
+    large, large_covariance, ok_large = fit_recalibration(logit, y_fit, free_slope=False,
+                                                          weight=w_fit)
     free, free_covariance, ok_free = fit_recalibration(logit, y_fit, free_slope=True,
-                                                       start=float(large[0]) if ok_large else 0.0)
+                                                       start=float(large[0]) if ok_large else 0.0,
+                                                       weight=w_fit)
     if not (ok_large and ok_free):
         notes.append("the logistic recalibration did not converge (the outcome is "
                      "separated by logit(p)): its intercept and slope are not estimable")
@@ -243,8 +295,14 @@ def _report(y: NDArray[np.float64], p: NDArray[np.float64], name: str, span: flo
     slope = _wald(free[1], free_covariance[1, 1])
     order = np.argsort(p, kind="stable")
     curve, distances = _flexible(p[order], y[order], span, random_state)
-    z, z_p = _spiegelhalter(y, p)
-    levels = _levels(oe := _oe_ratio(y, p), citl, intercept, slope, curve)
+    z, z_p = _spiegelhalter(y, p, weights)
+    levels = _levels(oe := _oe_ratio(y, p, weights), citl, intercept, slope, curve)
+    if weights is not None:  # the moderate level reads the unweighted lowess curve
+        moderate = levels[2]
+        levels = (*levels[:2], Level(moderate.name, moderate.met,
+                                     moderate.reason + " (rows unweighted: lowess takes no "
+                                                       "weights)"))
+    weighted = weights is not None
     return ClinicalCalibration(
         target=name, n=int(y.size), n_events=int(y.sum()), n_logistic=int(inside.sum()),
         oe_ratio=oe, calibration_in_the_large=citl, calibration_intercept=intercept,
@@ -252,8 +310,14 @@ def _report(y: NDArray[np.float64], p: NDArray[np.float64], name: str, span: flo
         ici=Estimate(float(distances.mean())), e50=Estimate(float(np.median(distances))),
         e90=Estimate(float(np.quantile(distances, 0.9))),
         emax=Estimate(float(distances.max())),
-        hosmer_lemeshow=grouped_on_sorted(y[order], p[order], n_groups), curve=curve,
-        levels=levels, verdict=_verdict(levels), notes=tuple(notes))
+        hosmer_lemeshow=grouped_on_sorted(y[order], p[order], n_groups,
+                                          None if weights is None else weights[order]),
+        curve=curve, levels=levels, verdict=_verdict(levels), notes=tuple(notes),
+        weighted=weighted,
+        total_weight=None if weights is None else float(weights.sum()),
+        events_weight=None if weights is None else float(weights @ y),
+        n_eff=None if weights is None else effective_sample_size(weights),
+        unweighted=UNWEIGHTED_QUANTITIES if weighted else ())
 
 
 def _wald(value: float, variance: float) -> Estimate:
@@ -263,18 +327,24 @@ def _wald(value: float, variance: float) -> Estimate:
     return Estimate(float(value), float(value) - half, float(value) + half)
 
 
-def _oe_ratio(y: NDArray[np.float64], p: NDArray[np.float64]) -> Estimate:
-    observed, expected = float(y.sum()), float(p.sum())
+def _oe_ratio(y: NDArray[np.float64], p: NDArray[np.float64],
+              weights: NDArray[np.float64] | None = None) -> Estimate:
+    observed, expected = ((float(y.sum()), float(p.sum())) if weights is None
+                          else (float(weights @ y), float(weights @ p)))
     ratio = observed / expected
     half = Z95 * np.sqrt(1.0 / observed)
     return Estimate(ratio, float(ratio * np.exp(-half)), float(ratio * np.exp(half)))
 
 
-def _spiegelhalter(y: NDArray[np.float64], p: NDArray[np.float64]) -> tuple[float, float]:
+def _spiegelhalter(y: NDArray[np.float64], p: NDArray[np.float64],
+                   weights: NDArray[np.float64] | None = None) -> tuple[float, float]:
     """Spiegelhalter's (1986) z: ``sum (y - p)(1 - 2p) / sqrt(sum (1 - 2p)^2 p (1 - p))``,
-    two-sided p-value (``rms::val.prob``'s "S:z" and "S:p")."""
+    two-sided p-value (``rms::val.prob``'s "S:z" and "S:p"); each sum weighted by
+    ``weights`` when given."""
     lever = 1.0 - 2.0 * p
-    z = float(((y - p) * lever).sum() / np.sqrt((lever * lever * p * (1.0 - p)).sum()))
+    row = np.ones(p.size) if weights is None else weights
+    z = float((row * (y - p) * lever).sum()
+              / np.sqrt((row * lever * lever * p * (1.0 - p)).sum()))
     return z, float(2.0 * stats.norm.sf(abs(z)))
 
 
@@ -378,6 +448,8 @@ def _verdict(levels: tuple[Level, ...]) -> str:
 __all__ = [
     "BAND_QUANTILES",
     "O_E_INTERVAL",
+    "UNWEIGHTED_CURVE_NOTE",
+    "UNWEIGHTED_QUANTITIES",
     "ClinicalCalibration",
     "Estimate",
     "FlexibleCurve",

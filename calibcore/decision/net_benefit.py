@@ -25,6 +25,19 @@ counts of ``n`` rows drawn with replacement, and costs nothing per row. Two scor
 vectors on the same rows (a model and its recalibration) are resampled together, over
 the cells (outcome, interval of the first, interval of the second), so the interval of
 their difference is paired.
+
+**Row weights.** With ``sample_weight`` (a row standing for ``w_i`` examples of the
+population), TP, FP and n are sums of weights: NB(t) = (sum w TP - sum w FP t / (1 - t))
+/ sum w, so integer weights give exactly what the rows repeated by their weights give.
+The bootstrap then resamples rows with replacement, each drawn row carrying its weight
+(a resample's cell totals are the sums of its drawn rows' weights; the denominator is
+its own total weight). Up to :data:`ROW_BOOTSTRAP_MAX_ROWS` rows the rows themselves are
+drawn (one pass over the rows per resample); above, a resample draws each cell's count
+exactly as without weights and the total weight of the ``c`` rows it draws from a cell
+as ``c`` times the cell's mean weight plus a normal deviation of variance ``c`` times
+the variance of its weights: the sum's first two moments exactly, and exact outright when
+a cell's weights are equal (as negative downsampling's, one weight per outcome, are);
+the global measures' bootstrap draws cells' weights the same way.
 """
 
 from __future__ import annotations
@@ -40,7 +53,9 @@ from calibcore._validation import (
     check_predictions,
     check_probabilities,
 )
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics._resampling import ROW_BOOTSTRAP_MAX_ROWS
 
 #: Thresholds a decision curve is drawn at by default: 0.01, 0.02, ..., 0.99.
 DEFAULT_THRESHOLDS: tuple[float, ...] = tuple(round(k / 100, 2) for k in range(1, 100))
@@ -63,7 +78,8 @@ class DecisionCurve:
     n : int
         Rows.
     prevalence : float
-        Frequency of the event (the positive class).
+        Frequency of the event (the positive class; of the total weight with
+        ``sample_weight``).
     positive_class : int
         The class whose probability is thresholded.
     n_bootstrap : int
@@ -97,8 +113,9 @@ class NetBenefitDifference:
     lower, upper : ndarray of shape (T,)
         Paired percentile bootstrap interval of ``difference`` (NaN without resamples).
     changed : ndarray of shape (T,)
-        Fraction of the rows treated by one and not the other: how many decisions the
-        candidate changes, whatever they are worth.
+        Fraction of the rows (of the total weight, with ``sample_weight``) treated by one
+        and not the other: how many decisions the candidate changes, whatever they are
+        worth.
     n : int
     prevalence : float
     positive_class : int
@@ -189,7 +206,8 @@ def _intervals(scores: NDArray[np.float64], thresholds: NDArray[np.float64]) -> 
 
 
 def _curve_from_counts(positives: NDArray[np.float64], negatives: NDArray[np.float64],
-                       n: float, odds: NDArray[np.float64]) -> NDArray[np.float64]:
+                       n: float | NDArray[np.float64],
+                       odds: NDArray[np.float64]) -> NDArray[np.float64]:
     """Net benefit at each threshold from the rows per threshold interval.
 
     ``positives`` and ``negatives`` have shape (..., T + 1): rows of each outcome whose
@@ -221,6 +239,36 @@ def _resampled_cells(counts: NDArray[np.int64], n_bootstrap: int, random_state: 
     return occupied, rng.multinomial(n, counts[occupied] / n, size=n_bootstrap)
 
 
+def _weighted_resamples(codes: NDArray[np.intp], weights: NDArray[np.float64], n_cells: int,
+                        n_bootstrap: int, random_state: int
+                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Cell totals of weight in each of ``n_bootstrap`` row resamples, shape
+    (n_bootstrap, n_cells), and each resample's total weight, shape (n_bootstrap, 1):
+    ``n`` rows drawn with replacement, each carrying its weight (drawn per cell above
+    :data:`ROW_BOOTSTRAP_MAX_ROWS` rows; module docstring, "Row weights")."""
+    rng = np.random.default_rng(random_state)
+    n = codes.size
+    totals = np.zeros((n_bootstrap, n_cells))
+    if n <= ROW_BOOTSTRAP_MAX_ROWS:
+        for resample in range(n_bootstrap):
+            drawn = np.bincount(rng.integers(0, n, size=n), minlength=n)
+            totals[resample] = np.bincount(codes, drawn * weights, minlength=n_cells)
+        return totals, totals.sum(axis=1, keepdims=True)
+    counts = np.bincount(codes, minlength=n_cells)
+    occupied = np.flatnonzero(counts)
+    rows = counts[occupied].astype(np.float64)
+    mean = np.bincount(codes, weights, minlength=n_cells)[occupied] / rows
+    spread = np.sqrt(np.maximum(
+        np.bincount(codes, weights * weights, minlength=n_cells)[occupied] / rows - mean**2,
+        0.0))
+    drawn = rng.multinomial(n, rows / n, size=n_bootstrap).astype(np.float64)
+    mass = drawn * mean
+    if spread.any():
+        mass += np.sqrt(drawn) * spread * rng.standard_normal(drawn.shape)
+    totals[:, occupied] = np.maximum(mass, 0.0)
+    return totals, totals.sum(axis=1, keepdims=True)
+
+
 def decision_curve(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -230,6 +278,7 @@ def decision_curve(
     n_bootstrap: int = 200,
     confidence_level: float = 0.95,
     random_state: int = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> DecisionCurve:
     """Net benefit of acting on the model at each threshold, with a bootstrap band, beside
     treat all and treat none (Vickers & Elkin 2006, the net benefit formula).
@@ -250,6 +299,9 @@ def decision_curve(
         Row resamples of the band (0: no band, NaN).
     confidence_level : float, default=0.95
     random_state : int, default=0
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights: TP, FP and n become sums of weights (module
+        docstring, "Row weights"); the band resamples rows carrying their weights.
 
     Returns
     -------
@@ -269,14 +321,24 @@ def decision_curve(
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1,
                            inclusive=False)
+    weights = check_sample_weight(sample_weight, scores.size)
     n, slots = scores.size, cuts.size + 1
     odds = cuts / (1.0 - cuts)
-    counts = np.bincount(_intervals(scores, cuts) * 2 + event, minlength=2 * slots)
-    by_outcome = counts.reshape(slots, 2).astype(np.float64)
-    model = _curve_from_counts(by_outcome[:, 1], by_outcome[:, 0], n, odds)
-    prevalence = float(event.mean())
+    codes = _intervals(scores, cuts) * 2 + event
+    counts = np.bincount(codes, minlength=2 * slots)
+    by_outcome = (counts if weights is None else np.bincount(
+        codes, weights, minlength=2 * slots)).reshape(slots, 2).astype(np.float64)
+    total = float(n) if weights is None else float(weights.sum())
+    model = _curve_from_counts(by_outcome[:, 1], by_outcome[:, 0], total, odds)
+    prevalence = float(by_outcome[:, 1].sum() / total)
     lower = upper = np.full(cuts.size, np.nan)
-    if n_bootstrap:
+    if n_bootstrap and weights is not None:
+        cell_weights, totals = _weighted_resamples(codes, weights, 2 * slots, n_bootstrap,
+                                                   random_state)
+        cells = cell_weights.reshape(n_bootstrap, slots, 2)
+        lower, upper = _band(_curve_from_counts(cells[..., 1], cells[..., 0], totals, odds),
+                             level)
+    elif n_bootstrap:
         occupied, drawn = _resampled_cells(counts, n_bootstrap, random_state)
         flat = np.zeros((n_bootstrap, 2 * slots))
         flat[:, occupied] = drawn
@@ -288,7 +350,8 @@ def decision_curve(
 
 def net_benefit(y_true: ArrayLike, y_prob: ArrayLike, *,
                 thresholds: ArrayLike = DEFAULT_THRESHOLDS,
-                positive_class: int | None = None) -> NDArray[np.float64]:
+                positive_class: int | None = None,
+                sample_weight: ArrayLike | None = None) -> NDArray[np.float64]:
     """Net benefit of the model at each threshold, shape (T,); see :func:`decision_curve`.
 
     Examples
@@ -297,7 +360,7 @@ def net_benefit(y_true: ArrayLike, y_prob: ArrayLike, *,
     [0.6667, 0.3333]
     """
     return decision_curve(y_true, y_prob, thresholds=thresholds, positive_class=positive_class,
-                          n_bootstrap=0).model
+                          n_bootstrap=0, sample_weight=sample_weight).model
 
 
 def net_benefit_difference(
@@ -310,6 +373,7 @@ def net_benefit_difference(
     n_bootstrap: int = 200,
     confidence_level: float = 0.95,
     random_state: int = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> NetBenefitDifference:
     """Net benefit of ``candidate_prob`` minus that of ``reference_prob`` on the same rows,
     with a paired percentile bootstrap interval: does the candidate (a recalibration, say)
@@ -327,6 +391,9 @@ def net_benefit_difference(
         Row resamples, shared by the two (0: no interval, NaN).
     confidence_level : float, default=0.95
     random_state : int, default=0
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights, as in :func:`decision_curve`; the paired resamples draw
+        rows carrying their weights.
 
     Returns
     -------
@@ -346,15 +413,26 @@ def net_benefit_difference(
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1,
                            inclusive=False)
+    weights = check_sample_weight(sample_weight, reference.size)
     n, slots = reference.size, cuts.size + 1
     odds = cuts / (1.0 - cuts)
     codes = (_intervals(reference, cuts) * slots + _intervals(candidate, cuts)) * 2 + event
     counts = np.bincount(codes, minlength=2 * slots * slots)
-    grid = counts.reshape(slots, slots, 2).astype(np.float64)
-    reference_nb = _curve_from_counts(grid[..., 1].sum(1), grid[..., 0].sum(1), n, odds)
-    candidate_nb = _curve_from_counts(grid[..., 1].sum(0), grid[..., 0].sum(0), n, odds)
+    grid = (counts if weights is None else np.bincount(
+        codes, weights, minlength=2 * slots * slots)).reshape(slots, slots, 2).astype(np.float64)
+    total = float(n) if weights is None else float(weights.sum())
+    reference_nb = _curve_from_counts(grid[..., 1].sum(1), grid[..., 0].sum(1), total, odds)
+    candidate_nb = _curve_from_counts(grid[..., 1].sum(0), grid[..., 0].sum(0), total, odds)
     lower = upper = np.full(cuts.size, np.nan)
-    if n_bootstrap:
+    if n_bootstrap and weights is not None:
+        cell_weights, totals = _weighted_resamples(codes, weights, 2 * slots * slots,
+                                                   n_bootstrap, random_state)
+        grids = cell_weights.reshape(n_bootstrap, slots, slots, 2)
+        lower, upper = _band(
+            _curve_from_counts(grids[..., 1].sum(1), grids[..., 0].sum(1), totals, odds)
+            - _curve_from_counts(grids[..., 1].sum(2), grids[..., 0].sum(2), totals, odds),
+            level)
+    elif n_bootstrap:
         occupied, drawn = _resampled_cells(counts, n_bootstrap, random_state)
         cell_ref, cell_cand = (occupied // 2) // slots, (occupied // 2) % slots
         cell_event = occupied % 2
@@ -369,9 +447,10 @@ def net_benefit_difference(
         lower, upper = _band(differences, level)
     rows_per_pair = grid.sum(axis=-1)  # (interval of the reference, of the candidate)
     changed = np.array([rows_per_pair[j + 1:, :j + 1].sum() + rows_per_pair[:j + 1, j + 1:].sum()
-                        for j in range(cuts.size)]) / n
+                        for j in range(cuts.size)]) / total
+    prevalence = float(grid[..., 1].sum() / total)
     return NetBenefitDifference(cuts, reference_nb, candidate_nb, candidate_nb - reference_nb,
-                                lower, upper, changed, n, float(event.mean()), chosen,
+                                lower, upper, changed, n, prevalence, chosen,
                                 n_bootstrap, level)
 
 

@@ -10,19 +10,23 @@ and every model's measures are computed on those counts; the difference's interv
 the basic and percentile intervals (as the measures' own do, so it holds its estimate)
 and its two-sided p-value is ``(1 + #{|d*_b - d| >= |d|}) / (1 + B)``, the bootstrap
 test of "no difference" (the resampled differences shifted to the null).
+
+With ``sample_weight`` every measure is that of the weighted rows (integer weights give
+the repeated rows' values) and each drawn row of a resample carries its weight.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View
+from calibcore.data.weights import check_sample_weight, effective_sample_size
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import subsample_plan
 from calibcore.metrics._weighted_measures import MeasureName, WeightedMeasures
@@ -81,6 +85,8 @@ class ModelComparison:
     confidence_level : float
     view : str
         The view of the calibration measures.
+    n_eff : float or None
+        With row weights, Kish's effective sample size of the rows; None without.
     """
 
     models: tuple[ModelResult, ...]
@@ -89,6 +95,7 @@ class ModelComparison:
     n_bootstrap: int
     confidence_level: float
     view: View = "top_label"
+    n_eff: float | None = None
 
 
 def compare_models(
@@ -102,6 +109,7 @@ def compare_models(
     confidence_level: float = 0.95,
     random_state: int = 0,
     progress: Callable[[float], None] | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> ModelComparison:
     """Every model's measures, and each one's paired differences to ``reference``.
 
@@ -121,6 +129,10 @@ def compare_models(
         paired resamples use ``random_state`` too.
     progress : callable, optional
         Called with the fraction done.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights: each model's measures are weighted
+        (:func:`calibcore.metrics.global_measures`) and the paired resamples draw rows
+        carrying their weights.
 
     Returns
     -------
@@ -140,6 +152,7 @@ def compare_models(
                            inclusive=False)
     checked = {name: check_predictions(y_true, proba) for name, proba in probabilities.items()}
     labels = checked[names[0]][0]
+    weights = check_sample_weight(sample_weight, labels.size)
     shapes = {proba.shape for _, proba in checked.values()}
     if len(shapes) != 1:
         raise CalibrationInputError("every model must give probabilities of the same rows "
@@ -150,7 +163,8 @@ def compare_models(
     def measure(name: str) -> GlobalMeasures:
         result = global_measures(labels, checked[name][1], view=view, n_bins=n_bins,
                                  n_bootstrap=n_bootstrap, confidence_level=level,
-                                 random_state=random_state, interval="hybrid")
+                                 random_state=random_state, interval="hybrid",
+                                 sample_weight=weights)
         finished[0] += 1
         report(0.5 * finished[0] / len(names))
         return result
@@ -161,7 +175,7 @@ def compare_models(
     keys = [key for key in DIFFERENCES if key in present]
     deviations = _paired_resamples(labels, {name: proba for name, (_, proba) in checked.items()},
                                    keys, view, n_bins, n_bootstrap, random_state,
-                                   lambda done: report(0.5 + 0.5 * done))
+                                   lambda done: report(0.5 + 0.5 * done), weights)
     results = []
     for name in names:
         differences = () if name == reference else tuple(
@@ -170,12 +184,13 @@ def compare_models(
             for key in keys)
         results.append(ModelResult(name, own[name], differences))
     return ModelComparison(tuple(results), reference, int(labels.size), n_bootstrap, level,
-                           view)
+                           view, None if weights is None else effective_sample_size(weights))
 
 
 def _paired_resamples(labels: NDArray[np.intp], probas: Mapping[str, NDArray[np.float64]],
                       keys: Sequence[MeasureName], view: View, n_bins: int, n_bootstrap: int,
-                      random_state: int, progress: Callable[[float], None]
+                      random_state: int, progress: Callable[[float], None],
+                      weights: NDArray[np.float64] | None = None
                       ) -> dict[str, dict[MeasureName, NDArray[np.float64]]]:
     """Each model's measures on the same B resamples of the rows, centred so that a
     model's resampled values spread around its own value on all rows.
@@ -186,10 +201,12 @@ def _paired_resamples(labels: NDArray[np.intp], probas: Mapping[str, NDArray[np.
     """
     plan = subsample_plan(labels.size, random_state)
     rows = np.arange(labels.size) if plan.groups is None else plan.groups
+    if weights is not None:  # each drawn row carries its weight
+        plan = replace(plan, unit_weights=weights[rows])
     weighted = {name: WeightedMeasures.of_rows(labels[rows], proba[rows], view,
                                                n_bins, "equal_width")
                 for name, proba in probas.items()}
-    ones = np.ones((1, rows.size))
+    ones = np.ones((1, rows.size)) if weights is None else weights[rows][None, :]
     centres = {name: measures.rows(keys, ones, True) for name, measures in weighted.items()}
     out: dict[str, dict[MeasureName, list[NDArray[np.float64]]]] = {
         name: {key: [] for key in keys} for name in weighted}

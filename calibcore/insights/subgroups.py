@@ -22,6 +22,14 @@ p-values are adjusted for the number of slices tried with Benjamini-Hochberg
 All slices' counts and sums come from one sparse indicator matrix M (rows x conditions):
 ``M.T @ (w * M)`` gives every pair's sums at once, so the cost is about n x features^2
 whatever the number of slices.
+
+**Row weights.** With ``sample_weight`` a slice's mean score, observed rate and gap are
+weighted means (integer weights give the repeated rows' values), its smooth ECE is the
+weighted one, and the gap's standard error is the linearization (sandwich) estimate of a
+weighted mean, ``sqrt(m / (m - 1) sum w_i^2 (r_i - gap)^2) / sum w_i`` over the slice's
+``m`` rows (the unweighted t test's when the weights are equal), with Kish's n_eff - 1
+degrees of freedom: weights that stand for a sampling design inform the gap as much as
+n_eff rows, not as much as sum w rows. The least support counts rows.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from scipy import sparse, stats
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import score_outcome
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.measures import smooth_ece
 
@@ -125,6 +134,9 @@ class Subgroup:
         For two classes, the other view's gap (top-label when ``gap`` is positive-class).
     significant_views : tuple of str
         The views whose adjusted p-value is below 0.05.
+    weight, n_eff : float or None
+        With row weights, the slice's total weight and Kish's effective sample size;
+        None without.
     """
 
     conditions: tuple[Condition, ...]
@@ -139,6 +151,8 @@ class Subgroup:
     smooth_ece: float | None
     other_gap: float | None = None
     significant_views: tuple[str, ...] = ()
+    weight: float | None = None
+    n_eff: float | None = None
 
     def describe(self) -> str:
         return " and ".join(condition.describe() for condition in self.conditions)
@@ -172,6 +186,8 @@ class SubgroupAudit:
     notes : tuple of str
     view : str
         The view of the gaps ("top_label" or "positive").
+    weighted : bool
+        Whether row weights were given.
     """
 
     subgroups: tuple[Subgroup, ...]
@@ -183,6 +199,7 @@ class SubgroupAudit:
     n_bins: int
     notes: tuple[str, ...]
     view: str = "top_label"
+    weighted: bool = False
 
 
 def worst_subgroups(
@@ -199,6 +216,7 @@ def worst_subgroups(
     view: SubgroupView = "top_label",
     confidence_level: float = 0.95,
     progress: Callable[[float], None] | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> SubgroupAudit:
     """Slices of one or two feature conditions ranked by their calibration gap.
 
@@ -228,6 +246,9 @@ def worst_subgroups(
     confidence_level : float, default=0.95
     progress : callable, optional
         Called with the fraction done.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights: weighted gaps, rates and smooth ECE, the sandwich
+        standard error with Kish's n_eff (module docstring, "Row weights").
 
     Returns
     -------
@@ -245,6 +266,7 @@ def worst_subgroups(
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1,
                            inclusive=False)
     n_rows = labels.size
+    row_weights = check_sample_weight(sample_weight, n_rows)
     support = _support(min_support, n_rows)
     report = progress or (lambda fraction: None)
     if view not in ("top_label", "positive"):
@@ -269,27 +291,47 @@ def worst_subgroups(
             "support); lower min_support.", code="invalid_parameters")
     indicator = sparse.csc_matrix(np.column_stack(columns).astype(np.float64))
     other_view, other_residual = _other_gap(labels, proba, view)
-    weights_of = [("n", None), ("confidence", confidence), ("correct", correct),
-                  ("residual", residual), ("squared", residual**2)]
+    one = np.ones(n_rows) if row_weights is None else row_weights
+    residuals = {"residual": residual}
     if other_residual is not None:
-        weights_of += [("other", other_residual), ("other_squared", other_residual**2)]
+        residuals["other"] = other_residual
+    weights_of: list[tuple[str, NDArray[np.float64] | None]] = [
+        ("n", None), ("confidence", one * confidence), ("correct", one * correct)]
+    if row_weights is not None:
+        weights_of += [("weight", one), ("weight_squared", one**2)]
+    for name, values in residuals.items():
+        weights_of += [(name, one * values), (f"{name}_squared", one**2 * values**2)]
+        if row_weights is not None:
+            weights_of += [(f"{name}_cross", one**2 * values)]
     sums = {}
     for number, (key, weights) in enumerate(weights_of, start=1):
         sums[key] = _pair_sums(indicator, weights)
         report(0.2 + 0.3 * number / len(weights_of))
     first, second = _slices(conditions, sums["n"], support, pairs)
     counts = sums["n"][first, second]
-    gap, error, p_values = _t_tests(sums["residual"][first, second],
-                                    sums["squared"][first, second], counts)
-    half = stats.t.ppf((1 + level) / 2, counts - 1) * error
+    totals = counts if row_weights is None else sums["weight"][first, second]
+    n_eff = counts if row_weights is None else totals**2 / sums["weight_squared"][first, second]
+
+    def tests(name: str) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                  NDArray[np.float64]]:
+        """The t test of one residual's gap in every slice."""
+        if row_weights is None:
+            return _t_tests(sums[name][first, second], sums[f"{name}_squared"][first, second],
+                            counts)
+        return _weighted_t_tests(sums[name][first, second],
+                                 sums[f"{name}_squared"][first, second],
+                                 sums[f"{name}_cross"][first, second],
+                                 sums["weight_squared"][first, second], totals, counts, n_eff)
+
+    gap, error, p_values = tests("residual")
+    half = stats.t.ppf((1 + level) / 2, np.maximum(n_eff - 1, 1)) * error
     if other_residual is None:
         other_gap = np.full(counts.size, np.nan)
         adjusted = stats.false_discovery_control(p_values, method="bh")
         smallest = p_values
         moved: list[tuple[str, ...]] = [(view,)] * counts.size
     else:
-        other_gap, _, other_p = _t_tests(sums["other"][first, second],
-                                         sums["other_squared"][first, second], counts)
+        other_gap, _, other_p = tests("other")
         both = stats.false_discovery_control(np.concatenate([p_values, other_p]), method="bh")
         own, folded = both[:counts.size], both[counts.size:]
         adjusted, smallest = np.minimum(own, folded), np.minimum(p_values, other_p)
@@ -304,17 +346,21 @@ def worst_subgroups(
         smooth = None
         if rank < top:
             rows = _rows(columns, pair)
-            smooth = float(smooth_ece(labels[rows], proba[rows], view=view))
+            smooth = float(smooth_ece(labels[rows], proba[rows], view=view,
+                                      sample_weight=None if row_weights is None
+                                      else row_weights[rows]))
             report(0.7 + 0.3 * (rank + 1) / min(top, order.size))
         subgroups.append(Subgroup(
             conditions=chosen, n=int(counts[index]),
-            mean_score=float(sums["confidence"][pair] / counts[index]),
-            observed_rate=float(sums["correct"][pair] / counts[index]), gap=float(gap[index]),
+            mean_score=float(sums["confidence"][pair] / totals[index]),
+            observed_rate=float(sums["correct"][pair] / totals[index]), gap=float(gap[index]),
             gap_low=float(gap[index] - half[index]), gap_high=float(gap[index] + half[index]),
             p_value=float(smallest[index]), p_adjusted=float(adjusted[index]),
             smooth_ece=smooth,
             other_gap=None if other_residual is None else float(other_gap[index]),
-            significant_views=moved[index]))
+            significant_views=moved[index],
+            weight=None if row_weights is None else float(totals[index]),
+            n_eff=None if row_weights is None else float(n_eff[index])))
     notes = (
         f"{order.size:,} slices of at least {support:,} rows tried ({len(conditions)} "
         f"conditions{' and their pairs on two features' if pairs else ''}); p-values "
@@ -326,9 +372,14 @@ def worst_subgroups(
            "a slice's p-value is the smaller of the two and slices are ranked by the larger "
            "gap, since each view can hide what the other shows."]
           if other_residual is not None else []),
+        *(["Rows weighted: gaps, rates and smooth ECE are weighted means; the gap's "
+           "standard error is the sandwich estimate of a weighted mean with Kish's n_eff - 1 "
+           "degrees of freedom; the least support counts rows."]
+          if row_weights is not None else []),
     )
     return SubgroupAudit(tuple(subgroups), n_rows, int(order.size), support,
-                         float(residual.mean()), level, n_bins, notes, view)
+                         float(np.average(residual, weights=row_weights)), level, n_bins,
+                         notes, view, row_weights is not None)
 
 
 def _other_gap(labels: NDArray[np.intp], proba: NDArray[np.float64],
@@ -352,6 +403,23 @@ def _t_tests(sums: NDArray[np.float64], squares: NDArray[np.float64],
     error = np.sqrt(variance / counts)
     t_stat = np.divide(gap, error, out=np.where(gap == 0, 0.0, np.inf), where=error > 0)
     return gap, error, np.clip(2 * stats.t.sf(np.abs(t_stat), counts - 1), 0.0, 1.0)
+
+
+def _weighted_t_tests(sums: NDArray[np.float64], squares: NDArray[np.float64],
+                      cross: NDArray[np.float64], weight_squares: NDArray[np.float64],
+                      totals: NDArray[np.float64], counts: NDArray[np.float64],
+                      n_eff: NDArray[np.float64]
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Weighted mean residual of each slice (``sums`` = sum w r over ``totals`` = sum w),
+    its sandwich standard error from ``squares`` = sum w^2 r^2, ``cross`` = sum w^2 r and
+    ``weight_squares`` = sum w^2, and the two-sided t test of 0 on n_eff - 1 degrees of
+    freedom (module docstring, "Row weights")."""
+    gap = sums / totals
+    spread = np.maximum(squares - 2 * gap * cross + gap**2 * weight_squares, 0.0)
+    error = np.sqrt(counts / np.maximum(counts - 1, 1) * spread) / totals
+    t_stat = np.divide(gap, error, out=np.where(gap == 0, 0.0, np.inf), where=error > 0)
+    freedom = np.maximum(n_eff - 1, 1)
+    return gap, error, np.clip(2 * stats.t.sf(np.abs(t_stat), freedom), 0.0, 1.0)
 
 
 def _support(min_support: int | float | None, n_rows: int) -> int:

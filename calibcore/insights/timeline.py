@@ -28,6 +28,13 @@ positive view and in the top-label view, all adjusted together: the positive gap
 model that grows over-confident symmetrically about 1/2 (its P(class 1) errors cancel in
 the mean), the top-label gap misses one whose P(class 1) drifts high everywhere (its
 errors cancel at each confidence).
+
+**Row weights.** With ``sample_weight`` each window's measures are those of its weighted
+rows (integer weights give the repeated rows' values), its observed rate's Wilson
+interval is taken at Kish's n_eff, and the change test compares weighted mean residuals
+with their sandwich standard errors (``sqrt(m / (m - 1) sum w^2 (r - mean)^2) / sum w``
+over a window's ``m`` rows) and Welch-Satterthwaite degrees of freedom at the windows'
+n_eff; a window still needs :data:`MIN_WINDOW_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from statsmodels.stats.multitest import multipletests
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import score_outcome
+from calibcore.data.weights import check_sample_weight, effective_sample_size
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.proportions import proportion_interval
 from calibcore.metrics.uncertainty import global_measures
@@ -97,6 +105,9 @@ class Window:
         ``p_adjusted < alpha``.
     changed_views : tuple of str
         The views whose gap changed (adjusted p-value below ``alpha``).
+    weight, n_eff : float or None
+        With row weights, the window's total weight and Kish's effective sample size;
+        None without.
     """
 
     label: str
@@ -122,6 +133,8 @@ class Window:
     p_adjusted: float
     flagged: bool
     changed_views: tuple[str, ...] = ()
+    weight: float | None = None
+    n_eff: float | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +189,7 @@ def calibration_timeline(
     n_bootstrap: int = 100,
     random_state: int = 0,
     progress: Callable[[float], None] | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> Timeline:
     """Measures per time window and the windows whose calibration changed.
 
@@ -201,12 +215,15 @@ def calibration_timeline(
     random_state : int, default=0
     progress : callable, optional
         Called with the fraction done.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights (module docstring, "Row weights").
 
     Returns
     -------
     Timeline
     """
     labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
     values = pd.Series(np.asarray(times, dtype=object) if not isinstance(times, pd.Series)
                        else times.to_numpy()).reset_index(drop=True)
     if len(values) != labels.size:
@@ -237,7 +254,8 @@ def calibration_timeline(
         result = global_measures(labels[rows], proba[rows], view=view,
                                  n_bootstrap=n_bootstrap,
                                  measures=["accuracy", "ece", "smooth_ece"],
-                                 interval="hybrid", random_state=random_state + index)
+                                 interval="hybrid", random_state=random_state + index,
+                                 sample_weight=None if weights is None else weights[rows])
         done[0] += 1
         report(done[0] / n_windows)
         return {f"{m.key}{suffix}": float(np.nan if value is None else value)
@@ -251,7 +269,7 @@ def calibration_timeline(
         other: TimelineView = "top_label" if view == "positive" else "positive"
         folded = score_outcome(labels, proba, other)
         residuals[other] = folded.scores[0] - folded.outcomes[0]
-    raw, adjusted = _change_tests(residuals, assignments, n_windows, reference)
+    raw, adjusted = _change_tests(residuals, assignments, n_windows, reference, weights)
     smallest_raw = np.fmin.reduce(list(raw.values()))
     smallest_adjusted = np.fmin.reduce(list(adjusted.values()))
     windows = []
@@ -259,19 +277,25 @@ def calibration_timeline(
         rows = assignments == index
         numbers = measured[index]
         nan = float("nan")
-        hits, count = float(problem.outcomes[0][rows].sum()), int(rows.sum())
-        low, high = proportion_interval(hits, max(count, 1))
+        count = int(rows.sum())
+        row_weights = np.ones(count) if weights is None else weights[rows]
+        total = float(row_weights.sum())
+        # Wilson's interval at Kish's n_eff with weights (the rows themselves without)
+        size = (float(count) if weights is None else effective_sample_size(row_weights))
+        rate = float(row_weights @ problem.outcomes[0][rows]) / total if total > 0 else nan
+        low, high = (proportion_interval(rate * size, size) if total > 0 and size > 0
+                     else (nan, nan))
         windows.append(Window(
             label=names[index], start=bounds[index][0], end=bounds[index][1],
-            n=count, accuracy=float(top.outcomes[0][rows].mean()),
+            n=count, accuracy=_mean(top.outcomes[0][rows], row_weights),
             accuracy_low=numbers.get("accuracy_low", nan),
             accuracy_high=numbers.get("accuracy_high", nan),
-            mean_confidence=float(top.scores[0][rows].mean()),
-            mean_score=float(problem.scores[0][rows].mean()),
-            observed_rate=hits / count if count else nan,
+            mean_confidence=_mean(top.scores[0][rows], row_weights),
+            mean_score=_mean(problem.scores[0][rows], row_weights),
+            observed_rate=rate if count else nan,
             observed_rate_low=float(low) if count else nan,
             observed_rate_high=float(high) if count else nan,
-            gap=float(residual[rows].mean()), ece=numbers.get("ece", nan),
+            gap=_mean(residual[rows], row_weights), ece=numbers.get("ece", nan),
             ece_low=numbers.get("ece_low", nan), ece_high=numbers.get("ece_high", nan),
             smooth_ece=numbers.get("smooth_ece", nan),
             smooth_ece_low=numbers.get("smooth_ece_low", nan),
@@ -279,7 +303,9 @@ def calibration_timeline(
             p_value=float(smallest_raw[index]), p_adjusted=float(smallest_adjusted[index]),
             flagged=bool(smallest_adjusted[index] < level),
             changed_views=tuple(name for name, values in adjusted.items()
-                                if values[index] < level)))
+                                if values[index] < level),
+            weight=None if weights is None else total,
+            n_eff=None if weights is None else size))
     small = sum(1 for w in windows if w.n < MIN_WINDOW_ROWS)
     notes = (f"{n_windows} windows ({period}); reference: {names[reference]}; "
              f"{_VIEW_WORDS[view]}.",
@@ -287,12 +313,17 @@ def calibration_timeline(
              *([f"{small} window(s) with fewer than {MIN_WINDOW_ROWS} rows have no measures "
                 "or test."] if small else []),
              *([f"{int((assignments < 0).sum()):,} rows without a time left out."]
-               if (assignments < 0).any() else []))
+               if (assignments < 0).any() else []),
+             *(["Rows weighted: each window's measures are weighted; the change test "
+                "compares weighted mean residuals (sandwich standard errors, "
+                "Welch-Satterthwaite degrees of freedom at Kish's n_eff)."]
+               if weights is not None else []))
     return Timeline(tuple(windows), reference, period, level, TEST, notes, assignments, view)
 
 
 def _change_tests(residuals: dict[TimelineView, NDArray[np.float64]],
-                  assignments: NDArray[np.intp], n_windows: int, reference: int
+                  assignments: NDArray[np.intp], n_windows: int, reference: int,
+                  weights: NDArray[np.float64] | None = None
                   ) -> tuple[dict[TimelineView, NDArray[np.float64]],
                              dict[TimelineView, NDArray[np.float64]]]:
     """Welch's test of each window's mean residual against the reference window's, per
@@ -304,10 +335,14 @@ def _change_tests(residuals: dict[TimelineView, NDArray[np.float64]],
         base = residual[base_rows]
         p_values = np.full(n_windows, np.nan)
         for index in range(n_windows):
-            rows = residual[assignments == index]
-            if (index != reference and rows.size >= MIN_WINDOW_ROWS
+            window = assignments == index
+            rows = residual[window]
+            if not (index != reference and rows.size >= MIN_WINDOW_ROWS
                     and base.size >= MIN_WINDOW_ROWS):
-                p_values[index] = stats.ttest_ind(rows, base, equal_var=False).pvalue
+                continue
+            p_values[index] = (
+                stats.ttest_ind(rows, base, equal_var=False).pvalue if weights is None
+                else _weighted_welch(rows, weights[window], base, weights[base_rows]))
         raw[view] = p_values
     stacked = np.concatenate(list(raw.values()))
     tested = np.isfinite(stacked)
@@ -316,6 +351,39 @@ def _change_tests(residuals: dict[TimelineView, NDArray[np.float64]],
         adjusted_all[tested] = multipletests(stacked[tested], method="holm")[1]
     adjusted = dict(zip(raw, np.split(adjusted_all, len(raw)), strict=True))
     return raw, adjusted
+
+
+def _mean(values: NDArray[np.float64], weights: NDArray[np.float64]) -> float:
+    """Weighted mean of a window's values (NaN for a window of no weight)."""
+    total = float(weights.sum())
+    return float(weights @ values) / total if total > 0 else float("nan")
+
+
+def _weighted_mean_error(values: NDArray[np.float64], weights: NDArray[np.float64]
+                         ) -> tuple[float, float, float]:
+    """Weighted mean, its squared sandwich standard error and Kish's n_eff."""
+    total = float(weights.sum())
+    mean = float(weights @ values) / total
+    count = values.size
+    variance = (count / max(count - 1, 1) * float(np.sum((weights * (values - mean)) ** 2))
+                / total**2)
+    return mean, variance, effective_sample_size(weights)
+
+
+def _weighted_welch(first: NDArray[np.float64], first_weights: NDArray[np.float64],
+                    second: NDArray[np.float64], second_weights: NDArray[np.float64]) -> float:
+    """Two-sided p-value of Welch's test of two weighted means: sandwich variances and
+    Welch-Satterthwaite degrees of freedom at each sample's n_eff (equal weights give
+    ``scipy.stats.ttest_ind(..., equal_var=False)``)."""
+    if first_weights.sum() <= 0 or second_weights.sum() <= 0:
+        return float("nan")
+    mean_a, var_a, eff_a = _weighted_mean_error(first, first_weights)
+    mean_b, var_b, eff_b = _weighted_mean_error(second, second_weights)
+    spread = var_a + var_b
+    if spread <= 0:
+        return 1.0 if mean_a == mean_b else 0.0
+    freedom = spread**2 / (var_a**2 / max(eff_a - 1, 1) + var_b**2 / max(eff_b - 1, 1))
+    return float(2 * stats.t.sf(abs(mean_a - mean_b) / np.sqrt(spread), freedom))
 
 
 def _windows(values: pd.Series, freq: Frequency

@@ -156,13 +156,14 @@ def test_the_workbench_fits_with_the_dataset_weights_and_says_which_methods_cann
     assert methods["isotonic"]["supports_weights"] and not methods["lore"]["supports_weights"]
 
 
-def test_diagnostics_without_weights_say_so(client, weighted_frames) -> None:
+def test_weighted_diagnostics_say_so_and_unweighted_datasets_carry_no_note(
+        client, weighted_frames) -> None:
     weighted, _ = weighted_frames
     dataset = _stage_and_confirm(client, weighted)[1].json()["id"]
     for path in ("clinical", "decision"):
         body = client.get(f"/api/v1/datasets/{dataset}/{path}").json()
-        assert body["weighted"] is False, path
-        assert "weights are not applied here yet" in body["weights_note"], path
+        assert body["weighted"] is True, path
+        assert body["weights_note"].startswith("weighted (Kish n_eff"), path
     plain = _stage_and_confirm(client, weighted.drop(columns="sample_weight"))[1].json()
     body = client.get(f"/api/v1/datasets/{plain['id']}/decision").json()
     assert body["weighted"] is False and "weights_note" not in body

@@ -24,7 +24,9 @@ def _title(report: dict[str, Any]) -> str:
     return (f"Flexible calibration curve of {report['problem']}<br><sup>lowess (span 2/3, no "
             f"robustness steps), n = {report['n']:,}, {report['n_events']:,} events; shaded: "
             "pointwise 95% band; dotted: simultaneous 95% band; ICI "
-            f"{report['ici']['value']:.4f}</sup>")
+            f"{report['ici']['value']:.4f}"
+            + ("; rows unweighted (lowess takes no weights)"
+               if "curve" in (report.get("unweighted") or ()) else "") + "</sup>")
 
 
 def clinical_curve_figure(report: dict[str, Any]) -> go.Figure:

@@ -48,8 +48,10 @@ def decision_figure(result: dict[str, Any]) -> go.Figure:
     event = result.get("positive_class", "1")
     figure.update_layout(
         title=f"Decision curve: net benefit of acting on P({event})<br><sup>"
-              f"n = {result['n']:,} rows ({result.get('subset', 'all')}), prevalence "
-              f"{prevalence:.3f}; a row is treated when P({event}) ≥ threshold "
+              f"n = {result['n']:,} rows ({result.get('subset', 'all')})"
+              + (f", weighted: Kish n_eff = {result['n_eff']:,.0f}, weighted prevalence "
+                 if result.get("weighted") else ", prevalence ")
+              + f"{prevalence:.3f}; a row is treated when P({event}) ≥ threshold "
               "(Vickers & Elkin 2006)</sup>",
         template="plotly_white", height=480, legend={"orientation": "h", "y": -0.2},
         margin={"l": 70, "r": 20, "t": 80, "b": 60},

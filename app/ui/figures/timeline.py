@@ -62,6 +62,11 @@ def timeline_figure(result: dict[str, Any]) -> go.Figure:
                      row=2, col=1)
     figure.add_trace(go.Bar(x=x, y=[w["n"] for w in windows], name="rows",
                             marker={"color": "#9aa7b8"}, showlegend=False), row=3, col=1)
+    if result.get("weighted"):  # beside the rows, what they are worth: Kish's n_eff
+        figure.add_trace(go.Scatter(x=x, y=[w.get("n_eff") for w in windows],
+                                    mode="markers", name="n_eff (Kish)",
+                                    marker={"color": "#1d2733", "symbol": "diamond"}),
+                         row=3, col=1)
     flagged = [_short(w["label"], result["period"]) for w in windows if w["flagged"]]
     for label in flagged:
         figure.add_vrect(x0=x.index(label) - 0.5, x1=x.index(label) + 0.5, fillcolor=FLAG,

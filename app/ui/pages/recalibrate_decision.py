@@ -18,7 +18,7 @@ from app.services.decision import (
     recalibration_net_benefit,
 )
 from app.ui import ids
-from app.ui.components import error_note
+from app.ui.components import error_note, weights_note
 from calibcore.exceptions import CalibrationInputError
 
 #: Component ids of this panel.
@@ -99,7 +99,8 @@ def net_benefit_table(result: dict[str, Any]) -> html.Div:
               "treated by one and not the other. Green or red: the interval excludes 0. "
               f"Event: class {result['positive_class']}, prevalence "
               f"{result['prevalence']:.3f}.")
-    return html.Div([html.P(verdict, className="nb-verdict", id="recal-decision-verdict"),
+    return html.Div([weights_note(result),
+                     html.P(verdict, className="nb-verdict", id="recal-decision-verdict"),
                      html.Div(html.Table([html.Thead(header), html.Tbody(rows)],
                                          className="table comparison-table",
                                          id="recal-decision-table"),

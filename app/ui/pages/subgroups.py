@@ -186,8 +186,14 @@ def _done(result: dict[str, Any]) -> str:
 def _results(result: dict[str, Any]) -> html.Div:
     rows = [{**s, "interval": f"{s['gap_low']:.4f} – {s['gap_high']:.4f}"}
             for s in result["subgroups"]]
+    columns = (_COLUMNS if not result.get("weighted") else [
+        *_COLUMNS[:3], {"field": "n_eff", "headerName": "n_eff", "type": "numericColumn",
+                        "valueFormatter": {"function": "d3.format(',.0f')(params.value)"},
+                        "headerTooltip": "Kish's effective sample size of the slice's "
+                                         "weighted rows, (sum w)^2 / sum w^2"},
+        *_COLUMNS[3:]])
     grid = dag.AgGrid(
-        id=SUB_GRID, columnDefs=_COLUMNS, rowData=rows,
+        id=SUB_GRID, columnDefs=columns, rowData=rows,
         defaultColDef={"sortable": True, "resizable": True, "minWidth": 90, "flex": 1},
         dashGridOptions={"rowSelection": {"mode": "singleRow", "enableClickSelection": True,
                                           "checkboxes": False},

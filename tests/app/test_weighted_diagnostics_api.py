@@ -1,0 +1,129 @@
+"""Row weights through REST in the decision curve, the clinical report, the subgroup
+audit, the model comparison and the timeline: on an upload with a ``sample_weight``
+column each says ``weighted: true`` with Kish's n_eff, and its weighted quantities equal
+those of the same file with every row repeated by its (integer) weight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.app.test_api import upload
+from tests.app.test_compare_api import three_models_csv
+from tests.app.test_subgroups_api import finished
+from tests.app.test_timeline_api import weekly
+
+
+def _pair(client, frame: pd.DataFrame, seed: int = 7) -> tuple[str, str, float]:  # type: ignore[no-untyped-def]
+    """Dataset ids of ``frame`` with integer weights and of its rows repeated by them,
+    and Kish's n_eff of the weights."""
+    weights = np.random.default_rng(seed).integers(0, 4, len(frame))
+    weights[:3] = 1
+    weighted = frame.assign(sample_weight=weights)
+    repeated = frame.loc[frame.index.repeat(weights)].reset_index(drop=True)
+    ids = []
+    for table in (weighted, repeated):
+        response = upload(client, table.to_csv(index=False).encode())
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+    return ids[0], ids[1], float(weights.sum() ** 2 / (weights**2).sum())
+
+
+@pytest.fixture
+def default_pair(client, shared_data) -> tuple[str, str, float]:  # type: ignore[no-untyped-def]
+    return _pair(client, pd.read_csv(shared_data / "default_nb.csv").head(2500))
+
+
+def _weighted(body: dict, n_eff: float) -> None:  # type: ignore[type-arg]
+    assert body["weighted"] is True, body.get("weights_note")
+    assert body["n_eff"] == pytest.approx(n_eff, rel=1e-9)
+    assert body["weights_note"].startswith("weighted (Kish n_eff")
+
+
+def test_decision_curve(client, default_pair) -> None:  # type: ignore[no-untyped-def]
+    weighted, repeated, n_eff = default_pair
+    ours, theirs = (client.get(f"/api/v1/datasets/{i}/decision",
+                               params={"n_bootstrap": 0}).json() for i in (weighted, repeated))
+    _weighted(ours, n_eff)
+    assert theirs["weighted"] is False
+    for key in ("model", "treat_all"):
+        np.testing.assert_allclose(ours["net_benefit"][key], theirs["net_benefit"][key],
+                                   atol=1e-9)
+    assert ours["prevalence"] == pytest.approx(theirs["prevalence"], abs=1e-12)
+    banded = client.get(f"/api/v1/datasets/{weighted}/decision",
+                        params={"n_bootstrap": 50}).json()
+    assert any("carrying its weight" in note for note in banded["notes"])
+
+
+def test_clinical_report(client, default_pair) -> None:  # type: ignore[no-untyped-def]
+    weighted, repeated, n_eff = default_pair
+    ours, theirs = (client.get(f"/api/v1/datasets/{i}/clinical").json()
+                    for i in (weighted, repeated))
+    _weighted(ours, n_eff)
+    for name in ("oe_ratio", "calibration_in_the_large", "calibration_intercept",
+                 "calibration_slope", "spiegelhalter_z"):
+        for end in ("value", "lower", "upper"):
+            if end in theirs[name]:
+                assert ours[name][end] == pytest.approx(theirs[name][end], abs=1e-9), name
+    assert ours["hosmer_lemeshow"]["value"] == pytest.approx(
+        theirs["hosmer_lemeshow"]["value"], abs=1e-9)
+    assert ours["unweighted"] == ["curve", "ici", "e50", "e90", "emax"]
+    assert "lowess takes no weights" in ours["unweighted_note"]
+    page = client.get(f"/api/v1/datasets/{weighted}/clinical/report.html")
+    assert page.status_code == 200 and "ICI (Eavg) (rows unweighted)" in page.text
+    assert "Kish n_eff" in page.text
+
+
+def test_subgroups(client, default_pair) -> None:  # type: ignore[no-untyped-def]
+    weighted, repeated, n_eff = default_pair
+    results = []
+    for dataset in (weighted, repeated):
+        response = client.post(f"/api/v1/datasets/{dataset}/subgroups",
+                               json={"features": ["student"], "min_support": 50,
+                                     "pairs": False})
+        assert response.status_code == 202, response.text
+        job = finished(client, response.json()["job_id"])
+        assert job["status"] == "succeeded", job
+        results.append(job["result"])
+    ours, theirs = results
+    _weighted(ours, n_eff)
+    by_slice = {s["slice"]: s for s in theirs["subgroups"]}
+    assert len(ours["subgroups"]) == len(by_slice) >= 2
+    for subgroup in ours["subgroups"]:
+        other = by_slice[subgroup["slice"]]
+        assert subgroup["gap"] == pytest.approx(other["gap"], abs=1e-12)
+        assert subgroup["weight"] == other["n"] and 0 < subgroup["n_eff"] <= subgroup["n"]
+
+
+def test_model_comparison(client) -> None:  # type: ignore[no-untyped-def]
+    weighted, repeated, n_eff = _pair(client, three_models_csv(1500))
+    ours, theirs = (client.get(f"/api/v1/datasets/{i}/compare",
+                               params={"n_bootstrap": 0}).json() for i in (weighted, repeated))
+    _weighted(ours, n_eff)
+    for mine, other in zip(ours["models"], theirs["models"], strict=True):
+        for key in ("accuracy", "brier", "nll", "ece"):
+            assert mine["measures"][key]["plug_in"] == pytest.approx(
+                other["measures"][key]["plug_in"], abs=1e-9), key
+
+
+def test_timeline(client) -> None:  # type: ignore[no-untyped-def]
+    frame = weekly(800)
+    weights = np.random.default_rng(3).integers(0, 4, len(frame))
+    weights[:3] = 1
+    response = upload(client, frame.assign(sample_weight=weights).to_csv(index=False).encode())
+    assert response.status_code == 201, response.text
+    ours = client.get(f"/api/v1/datasets/{response.json()['id']}/timeline",
+                      params={"time": "date", "freq": "M"}).json()
+    _weighted(ours, float(weights.sum() ** 2 / (weights**2).sum()))
+    # the repeated rows grouped by month with pandas: each window's rates and gap
+    repeated = frame.loc[frame.index.repeat(weights)].assign(
+        month=lambda f: pd.to_datetime(f["date"]).dt.to_period("M"),
+        residual=lambda f: f["y_prob"] - f["y_true"])
+    by_month = repeated.groupby("month")
+    assert len(ours["windows"]) == by_month.ngroups >= 3
+    for window, (_, rows) in zip(ours["windows"], by_month, strict=True):
+        assert window["observed_rate"] == pytest.approx(rows["y_true"].mean(), abs=1e-9)
+        assert window["mean_score"] == pytest.approx(rows["y_prob"].mean(), abs=1e-9)
+        assert window["gap"] == pytest.approx(rows["residual"].mean(), abs=1e-9)
+        assert window["weight"] == len(rows) and window["n_eff"] <= window["n"]

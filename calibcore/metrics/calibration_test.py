@@ -39,6 +39,10 @@ with a Laplace kernel on the score, whose calibration tests it therefore shares.
 kernel gives it the most power against over- and under-confidence (the tempered family);
 the smooth ECE (``statistic="smooth_ece"``) adapts its bandwidth and has more power
 against miscalibration that oscillates along the score, at about six times the cost.
+The KS calibration error and the Kuiper statistic of the cumulative difference between
+outcomes and scores (``statistic="ks"``, ``"kuiper"``; Gupta et al. 2021, see
+:mod:`calibcore.metrics.cumulative`) need neither bins nor a bandwidth; on pooled cells
+they read the curve at the cells' ends, where it is exact.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
+from calibcore.metrics.cumulative import ks_rows, kuiper_rows
 from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 
 __all__ = [
@@ -69,7 +74,7 @@ __all__ = [
     "scores_test",
 ]
 
-Statistic = Literal["kce", "smooth_ece"]
+Statistic = Literal["kce", "smooth_ece", "ks", "kuiper"]
 TestView = Literal["top_label", "positive"]
 
 #: Up to this many rows, rows are grouped by their distinct scores (a sort).
@@ -113,6 +118,16 @@ _STATISTICS: dict[Statistic, _StatisticInfo] = {
         "the smooth ECE (relplot's smECE, fixed-point bandwidth) is a consistent "
         "calibration measure whose bandwidth adapts to the data, so it also sees "
         "miscalibration that oscillates along the score"),
+    "ks": _StatisticInfo(
+        "KS calibration error", ks_rows,
+        "the KS calibration error (Gupta et al. 2021) is the largest deviation from 0 of "
+        "the cumulative difference between outcomes and scores over the rows sorted by "
+        "score: no bins, no bandwidth"),
+    "kuiper": _StatisticInfo(
+        "Kuiper statistic", kuiper_rows,
+        "the Kuiper statistic adds the largest excursions of the cumulative difference "
+        "between outcomes and scores above and below 0, so it also sees a model "
+        "over-confident at some scores and under-confident at others"),
 }
 
 
@@ -370,9 +385,11 @@ def consistency_resampling_test(
         Class indices 0..K-1.
     y_prob : array-like of shape (n,) or (n, K)
         P(class 1) for a binary problem, or class probabilities.
-    statistic : {"kce", "smooth_ece"}, default="kce"
+    statistic : {"kce", "smooth_ece", "ks", "kuiper"}, default="kce"
         The Laplace kernel calibration error (exact; Błasiok et al. 2023, §8; the SKCE of Widmann
-        et al. 2019 squared) or the smooth ECE (relplot's smECE).
+        et al. 2019 squared), the smooth ECE (relplot's smECE), or the KS calibration
+        error or Kuiper statistic of the cumulative curve (Gupta et al. 2021;
+        :mod:`calibcore.metrics.cumulative`).
     view : {"top_label", "positive"}, default="top_label"
         Which scores are tested: the confidence against correctness, or P(class 1)
         against 1[y = 1] (binary only). Under y* ~ Categorical(p) each is a Bernoulli

@@ -87,7 +87,7 @@ def _check_interval(interval: str) -> IntervalMethod:
         raise CalibrationInputError(
             f"interval must be one of {', '.join(INTERVAL_METHODS)}; got {interval!r}."
         )
-    return interval  # type: ignore[return-value]
+    return interval
 
 
 def binned_reliability(

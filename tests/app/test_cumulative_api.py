@@ -54,3 +54,39 @@ def test_a_planted_miscalibration_is_rejected_in_the_positive_view(client) -> No
     assert len(positive) == 2 and all(t["rejected"] for t in positive)
     assert all(t["p_value"] == pytest.approx(1 / 51) for t in positive)
     assert "p ≤ 0.020" in test["cumulative_summary"]
+
+
+@pytest.mark.slow
+def test_the_dask_report_gives_the_in_memory_ks_and_kuiper_tests_and_intervals(
+        shared_data) -> None:  # type: ignore[no-untyped-def]
+    import dask
+    import dask.dataframe as dd
+
+    from app.services.datasets import RoleOverrides
+    from app.services.diagnostics import calibration_test
+    from app.services.report import partitioned_report, partitioned_roles
+
+    frame = pd.read_csv(shared_data / "default_nb.csv")
+    parts = dd.from_pandas(frame, npartitions=3)
+    with dask.config.set(scheduler="synchronous"):
+        report = partitioned_report(parts, partitioned_roles(parts, RoleOverrides()),
+                                    n_bootstrap=20, interval="clopper_pearson")
+    memory = calibration_test(frame["y_true"].to_numpy(),
+                              np.column_stack([1 - frame["y_prob"], frame["y_prob"]]),
+                              n_resamples=20)
+    served = report["metrics"]["calibration_test"]
+    assert served["cumulative_summary"] == memory["cumulative_summary"]
+    assert [t["p_value"] for t in served["cumulative"]] == [
+        t["p_value"] for t in memory["cumulative"]]
+    (diagram,) = report["reliability"]["diagrams"]
+    (expected,) = binned_reliability_of(frame)
+    assert diagram["interval"] == "clopper_pearson"
+    assert np.allclose(np.array(diagram["observed_high"], dtype=float), expected.observed_high,
+                       atol=1e-12, equal_nan=True)
+
+
+def binned_reliability_of(frame: pd.DataFrame) -> list:  # type: ignore[type-arg]
+    from calibcore.metrics import binned_reliability
+
+    return binned_reliability(frame["y_true"], frame["y_prob"], view="positive",
+                              interval="clopper_pearson")

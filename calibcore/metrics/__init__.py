@@ -51,6 +51,7 @@ from calibcore.metrics.calibration_test import (
     TestView,
     consistency_resampling_test,
     grouped_scores_test,
+    grouped_scores_tests,
     pooled_groups,
     scores_test,
 )
@@ -187,6 +188,7 @@ __all__ = [
     "global_measures",
     "grid_size",
     "grouped_scores_test",
+    "grouped_scores_tests",
     "interpolate",
     "interval_calibration_error",
     "interval_rows",

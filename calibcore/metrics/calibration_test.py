@@ -70,6 +70,7 @@ __all__ = [
     "TestView",
     "consistency_resampling_test",
     "grouped_scores_test",
+    "grouped_scores_tests",
     "pooled_groups",
     "scores_test",
 ]
@@ -467,10 +468,36 @@ def grouped_scores_test(
     """:func:`consistency_resampling_test` of ``n_rows`` rows given as their groups
     (:func:`group_scores`, or :func:`pooled_groups` of rows summarized elsewhere): the
     same groups and seed give the same resamples and the same p-value."""
-    info = _STATISTICS[statistic]
-    observed = float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
-    null = _null_statistics(groups, info.kernel, n_resamples, random_state)
+    (result,) = grouped_scores_tests(groups, n_rows, view=view, statistics=(statistic,),
+                                     n_resamples=n_resamples, random_state=random_state)
+    return result
+
+
+def grouped_scores_tests(
+    groups: ScoreGroups,
+    n_rows: int,
+    *,
+    view: str,
+    statistics: tuple[Statistic, ...],
+    n_resamples: int = 200,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[CalibrationTestResult, ...]:
+    """:func:`grouped_scores_test` of several statistics on one set of resamples: each
+    result is the one :func:`grouped_scores_test` gives with the same seed, at the cost
+    of drawing the resamples once."""
+    infos = [_STATISTICS[statistic] for statistic in statistics]
+    observed = [float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
+                for info in infos]
+    nulls = _null_statistics(groups, [info.kernel for info in infos], n_resamples,
+                             random_state)
+    return tuple(_result(groups, n_rows, view, info, value, null)
+                 for info, value, null in zip(infos, observed, nulls, strict=True))
+
+
+def _result(groups: ScoreGroups, n_rows: int, view: str, info: _StatisticInfo,
+            observed: float, null: NDArray[np.float64]) -> CalibrationTestResult:
     exceed = int(np.count_nonzero(null >= observed * (1.0 - TIE_TOLERANCE)))
+    n_resamples = null.size
     return CalibrationTestResult(
         test=TEST_NAME,
         statistic_name=info.name,
@@ -493,17 +520,19 @@ def grouped_scores_test(
 
 def _null_statistics(
     groups: ScoreGroups,
-    kernel: RowKernel,
+    kernels: list[RowKernel],
     n_resamples: int,
     random_state: int | np.random.Generator | None,
-) -> NDArray[np.float64]:
-    """The statistic on ``n_resamples`` draws of the positives under the null, in blocks
-    of about :data:`BLOCK_ELEMENTS` weights (one generator stream, drawn row by row)."""
+) -> list[NDArray[np.float64]]:
+    """Each kernel's statistic on the same ``n_resamples`` draws of the positives under the
+    null, in blocks of about :data:`BLOCK_ELEMENTS` weights (one generator stream, drawn
+    row by row)."""
     rng = np.random.default_rng(random_state)
     block = max(1, BLOCK_ELEMENTS // (2 * groups.scores.size))
-    values = []
+    values: list[list[NDArray[np.float64]]] = [[] for _ in kernels]
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
         positives = rng.binomial(groups.counts, groups.scores, size=(size, groups.scores.size))
-        values.append(_statistics(groups, positives.astype(np.float64), kernel))
-    return np.concatenate(values)
+        for kernel, found in zip(kernels, values, strict=True):
+            found.append(_statistics(groups, positives.astype(np.float64), kernel))
+    return [np.concatenate(found) for found in values]

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore.data.views import score_outcome
 from calibcore.data.weights import check_sample_weight
 from calibcore.metrics.calibration_test import (
     LEVEL,
@@ -37,6 +38,9 @@ from calibcore.metrics.calibration_test import (
     Statistic,
     TestView,
     consistency_resampling_test,
+    group_scores,
+    group_weighted_scores,
+    grouped_scores_tests,
     scores_test,
 )
 
@@ -199,11 +203,19 @@ def cumulative_tests_by_view(
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     views: tuple[TestView, ...] = (("positive", "top_label") if proba.shape[1] == 2
                                    else ("top_label",))
-    return tuple(consistency_resampling_test(labels, proba, statistic=statistic, view=view,
-                                             n_resamples=n_resamples,
-                                             random_state=random_state + number,
-                                             sample_weight=weights)
-                 for number, view in enumerate(views) for statistic in CUMULATIVE_STATISTICS)
+    results: list[CalibrationTestResult] = []
+    for number, view in enumerate(views):
+        problem = score_outcome(labels, proba, view)
+        scores, outcomes = problem.scores[0], problem.outcomes[0]
+        groups = (group_scores(scores, outcomes) if weights is None
+                  else group_weighted_scores(scores, outcomes, weights))
+        # both statistics on one set of draws: those consistency_resampling_test makes
+        # with this seed for either alone
+        results += grouped_scores_tests(groups, int(scores.size), view=view,
+                                        statistics=CUMULATIVE_STATISTICS,
+                                        n_resamples=n_resamples,
+                                        random_state=random_state + number)
+    return tuple(results)
 
 
 def checked_in_views(headline: CalibrationTestResult,

@@ -61,7 +61,8 @@ def _report(args: argparse.Namespace) -> int:
                                   features=_column_list(args.features), split=args.split)
         report = build_partitioned_report(args.file, overrides, view=args.view,
                                           scheduler=_scheduler(args), n_bins=args.n_bins,
-                                          n_bootstrap=args.n_bootstrap)
+                                          n_bootstrap=args.n_bootstrap,
+                                          interval=args.interval)
     else:
         if args.label or args.probabilities or args.features or args.split or args.scheduler:
             raise CalibrationInputError("--label, --probabilities, --features, --split and "
@@ -69,7 +70,8 @@ def _report(args: argparse.Namespace) -> int:
                                         "are inferred.")
         report = build_report(Path(args.file), view=args.view, n_bins=args.n_bins,
                               n_bootstrap=args.n_bootstrap, drop_missing=args.drop_missing,
-                              weight=args.weight, negative_rate=args.negative_rate)
+                              weight=args.weight, negative_rate=args.negative_rate,
+                              interval=args.interval)
     text = json.dumps(report, indent=2, allow_nan=False)
     if args.out:
         Path(args.out).write_text(text)
@@ -97,6 +99,8 @@ def _report(args: argparse.Namespace) -> int:
                   f"p = {other['p_value']:.3f} — {other['verdict']}")
         if test.get("other_views_note"):
             print(test["other_views_note"])
+        if test.get("cumulative_summary"):
+            print(test["cumulative_summary"])
     elif report["metrics"].get("calibration_test_note"):
         print(report["metrics"]["calibration_test_note"])
     if report.get("weighted"):
@@ -233,6 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="default: positive for two classes (P(class 1) against the "
                         "frequency of class 1), top_label for more")
     report.add_argument("--n-bins", type=int, default=15)
+    report.add_argument("--interval", choices=("wilson", "clopper_pearson"), default="wilson",
+                        help="per-bin interval of the binned reliability diagram: Wilson's "
+                        "score interval or Clopper-Pearson's exact one (at least 95%% "
+                        "coverage in every bin, wider)")
     report.add_argument("--n-bootstrap", type=int, default=200,
                         help="bootstrap resamples of the 95%% intervals (0: none)")
     report.add_argument("--engine", choices=("memory", "dask"), default="memory",

@@ -30,6 +30,7 @@ from app.schemas.metrics import (
     BinFreeMeasure,
     BinSensitivity,
     CalibrationTestBody,
+    CumulativeTestBody,
     MeasureEstimate,
     MetricsResponse,
     ReliabilityDiagram,
@@ -69,7 +70,8 @@ from app.schemas.variables import (
 __all__ = [
     "MAX_ROW_COUNT", "BinFreeMeasure", "BinSensitivity", "CalibrationTestBody",
     "CandidateDiagram", "ClinicalReport", "ComparedModel", "ComparisonColumn", "ComparisonRow",
-    "ComparisonValue", "CurveRequest", "DatasetRoles", "DatasetSummary", "DecisionCurve",
+    "ComparisonValue", "CumulativeTestBody", "CurveRequest", "DatasetRoles", "DatasetSummary",
+    "DecisionCurve",
     "DocumentInputs", "ErrorBody", "ErrorResponse", "ExternalDatasetRequest", "FailedMethod",
     "FittedRecalibration", "Health", "HeterogeneityRequest", "InferredRoles", "JobAccepted",
     "JobResponse", "LandscapeRequest", "MeasureEstimate", "MethodInfo", "MethodName",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -49,6 +51,16 @@ class ViewTestBody(BaseModel):
     description: str
 
 
+class CumulativeTestBody(ViewTestBody):
+    """The KS calibration error or the Kuiper statistic of the cumulative difference
+    between outcomes and scores (Gupta et al. 2021), with its consistency-resampling
+    p-value in one view."""
+
+    key: Literal["ks", "kuiper"] = Field(description="which statistic")
+    null_quantile: float = Field(description="95th percentile of the statistic on labels "
+                                 "drawn from the probabilities")
+
+
 class CalibrationTestBody(BaseModel):
     """A test of calibration: consistency resampling (Bröcker & Smith 2007) on a
     consistent calibration measure, by default kCE, in the default view (positive for
@@ -83,6 +95,12 @@ class CalibrationTestBody(BaseModel):
                                      "when they do")
     other_views_note: str | None = Field(default=None, description="why no second view was "
                                          "tested, when none was")
+    cumulative: list[CumulativeTestBody] = Field(
+        default_factory=list, description="beside the test: the KS calibration error and "
+        "the Kuiper statistic with consistency-resampling p-values on the same resamples, "
+        "in the positive and top-label views (top-label only for more classes)")
+    cumulative_summary: str | None = Field(default=None, description="the KS and Kuiper "
+                                           "tests in one line")
 
 
 class MetricsResponse(Weighting):
@@ -156,6 +174,9 @@ class ReliabilityDiagram(BaseModel):
     observed_high: list[float | None]
     n: int
     confidence_level: float
+    interval: Literal["wilson", "clopper_pearson"] = Field(
+        default="wilson", description="which interval observed_low and observed_high are: "
+        "Wilson's score interval or Clopper-Pearson's exact one")
 
 
 class SmoothDiagram(BaseModel):
@@ -188,6 +209,8 @@ class ReliabilityResponse(Weighting):
     n: int
     n_bins: int
     binning: str
+    interval: Literal["wilson", "clopper_pearson"] = Field(
+        default="wilson", description="the binned diagrams' per-bin interval")
     diagrams: list[ReliabilityDiagram]
     smooth: list[SmoothDiagram]
     sample_note: str | None = None

@@ -19,13 +19,17 @@ from calibcore import metrics
 from calibcore.data import PredictionSet, View, default_view
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import (
+    CUMULATIVE_STATISTICS,
     Binning,
     CalibrationTestResult,
+    IntervalMethod,
     MeasureName,
     ViewedCalibrationTest,
     binned_reliability,
     calibration_tests_by_view,
+    cumulative_tests_by_view,
     global_measures,
+    proportion_interval,
     smooth_reliability,
 )
 
@@ -52,11 +56,12 @@ TEST_LEVEL = 0.05
 #: Bumped when the cached measures change shape (2: the calibration test; 3: checked in
 #: a second view; 4: external datasets' positive view and test on every row; 5: row
 #: weights; 6: no per-class intervals of intCE, kCE and smooth ECE above a budget in the
-#: classwise view).
-_METRICS_CACHE_VERSION = 6
+#: classwise view; 7: the KS and Kuiper tests beside the test of calibration).
+_METRICS_CACHE_VERSION = 7
 #: Bumped when the cached diagrams change (1: intervals moved onto an estimate past them;
-#: 2: external datasets' positive view on every row; 3: row weights).
-_RELIABILITY_CACHE_VERSION = 2
+#: 2: external datasets' positive view on every row; 3: row weights; 4: the interval
+#: method, Wilson or Clopper-Pearson, in each diagram).
+_RELIABILITY_CACHE_VERSION = 4
 
 
 def dataset_view(services: ServiceContext, dataset_id: str, view: View | None) -> View:
@@ -122,28 +127,63 @@ def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
     for two classes, top label for more), checked in a second view
     (:func:`calibcore.metrics.calibration_tests_by_view`), as a JSON-able dict
     with the headline's verdict at :data:`TEST_LEVEL` and a one-line ``summary`` that
-    says when the views disagree. The test does not depend on the view the measures
-    are shown in: a verdict is never read from a folded view."""
-    return calibration_test_document(calibration_tests_by_view(
-        labels, proba, n_resamples=n_resamples, level=TEST_LEVEL, random_state=random_state,
-        sample_weight=sample_weight))
+    says when the views disagree; beside it (``cumulative``) the KS calibration error and
+    the Kuiper statistic with their own p-values, in the positive and top-label views
+    (:func:`calibcore.metrics.cumulative_tests_by_view`, same resamples). The test does
+    not depend on the view the measures are shown in: a verdict is never read from a
+    folded view."""
+    return calibration_test_document(
+        calibration_tests_by_view(labels, proba, n_resamples=n_resamples, level=TEST_LEVEL,
+                                  random_state=random_state, sample_weight=sample_weight),
+        cumulative_tests_by_view(labels, proba, n_resamples=n_resamples,
+                                 random_state=random_state, sample_weight=sample_weight))
 
 
-def calibration_test_document(checked: ViewedCalibrationTest) -> dict[str, Any]:
+def calibration_test_document(checked: ViewedCalibrationTest,
+                              cumulative: tuple[CalibrationTestResult, ...] = ()
+                              ) -> dict[str, Any]:
     """A test of calibration checked in a second view, as a JSON-able dict: the
     headline's fields, its verdict at :data:`TEST_LEVEL`, a one-line ``summary`` that
-    says when the views disagree, and the other views' tests."""
+    says when the views disagree, and the other views' tests; ``cumulative`` are the KS
+    and Kuiper tests shown beside it (each view's KS then Kuiper), with a one-line
+    ``cumulative_summary``."""
     headline = checked.headline
     summary = calibration_test_summary(headline)
     if checked.disagreement:
         summary += f". {checked.disagreement}"
+    keys = [CUMULATIVE_STATISTICS[number % len(CUMULATIVE_STATISTICS)]
+            for number in range(len(cumulative))]
     return jsonable({**asdict(headline), "level": TEST_LEVEL,
                      "rejected": headline.rejects(TEST_LEVEL),
                      "verdict": headline.verdict(TEST_LEVEL), "summary": summary,
                      "other_views": [_view_test(other) for other in checked.others],
                      "views_disagree": checked.disagreement is not None,
                      "disagreement": checked.disagreement,
-                     "other_views_note": checked.note})
+                     "other_views_note": checked.note,
+                     "cumulative": [{**_view_test(result), "key": key,
+                                     "null_quantile": result.null_quantile}
+                                    for key, result in zip(keys, cumulative, strict=True)],
+                     "cumulative_summary": cumulative_summary(cumulative)})
+
+
+def _p_text(result: CalibrationTestResult) -> str:
+    return (f"p ≤ {result.p_value:.3f}" if result.smallest_p_value
+            else f"p = {result.p_value:.3f}")
+
+
+def cumulative_summary(results: tuple[CalibrationTestResult, ...]) -> str | None:
+    """'KS and Kuiper tests of the cumulative curve (Gupta et al. 2021; 200 resamples):
+    positive-class view: KS 0.0718, p ≤ 0.005; Kuiper 0.0718, p ≤ 0.005. top-label
+    view: ...', or None without results."""
+    if not results:
+        return None
+    views = dict.fromkeys(result.view for result in results)
+    parts = [f"{VIEW_NAMES[view]} view: " + "; ".join(
+        f"{'KS' if result.statistic_name.startswith('KS') else 'Kuiper'} "
+        f"{result.statistic:.4f}, {_p_text(result)}"
+        for result in results if result.view == view) for view in views]
+    return (f"KS and Kuiper tests of the cumulative curve (Gupta et al. 2021; "
+            f"{results[0].n_resamples} resamples): " + ". ".join(parts))
 
 
 def _view_test(result: CalibrationTestResult) -> dict[str, Any]:
@@ -158,8 +198,8 @@ def _view_test(result: CalibrationTestResult) -> dict[str, Any]:
 def calibration_test_summary(result: CalibrationTestResult) -> str:
     """'Calibration test (consistency resampling on kCE, 200 resamples, positive-class
     view): p = 0.003 — the probabilities are unlikely to be calibrated'."""
-    p_value = (f"p ≤ {result.p_value:.3f} (no resample reached the observed value)"
-               if result.smallest_p_value else f"p = {result.p_value:.3f}")
+    p_value = (f"{_p_text(result)} (no resample reached the observed value)"
+               if result.smallest_p_value else _p_text(result))
     return (f"Calibration test (consistency resampling on {result.statistic_name}, "
             f"{result.n_resamples} resamples, {VIEW_NAMES[result.view]} view): {p_value} — "
             f"{result.verdict(TEST_LEVEL)}")
@@ -223,14 +263,16 @@ def measure_values(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
 
 def reliability(prediction_set: PredictionSet, *, view: View = "top_label", n_bins: int = 15,
                 binning: Binning = "equal_width", subset: Subset = "all",
-                n_bootstrap: int = 200, random_state: int = 0) -> dict[str, Any]:
-    """Binned diagrams (Wilson 95% interval per bin) and smooth diagrams (kernel-smoothed
-    curve with a bootstrap 95% band and the density of predictions), one per problem."""
+                n_bootstrap: int = 200, random_state: int = 0,
+                interval: IntervalMethod = "wilson") -> dict[str, Any]:
+    """Binned diagrams (a 95% interval per bin: Wilson's, or Clopper-Pearson's exact one)
+    and smooth diagrams (kernel-smoothed curve with a bootstrap 95% band and the density
+    of predictions), one per problem."""
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
     weights = prediction_set.weights_of(mask)
     diagrams = binned_reliability(labels, proba, n_bins=n_bins, binning=binning, view=view,
-                                  sample_weight=weights)
+                                  interval=interval, sample_weight=weights)
     smooth = smooth_reliability(labels, proba, view=view, n_bootstrap=n_bootstrap,
                                 random_state=random_state, sample_weight=weights)
     if view == "classwise":
@@ -238,8 +280,26 @@ def reliability(prediction_set: PredictionSet, *, view: View = "top_label", n_bi
         diagrams = [replace(d, label=name) for d, name in zip(diagrams, names, strict=True)]
         smooth = [replace(d, label=name) for d, name in zip(smooth, names, strict=True)]
     return jsonable({"view": view, "subset": subset, "n": int(mask.sum()), "n_bins": n_bins,
-                     "binning": binning, "diagrams": diagrams, "smooth": smooth,
-                     **weighting(prediction_set, mask)})
+                     "binning": binning, "interval": interval, "diagrams": diagrams,
+                     "smooth": smooth, **weighting(prediction_set, mask)})
+
+
+def diagram_with_interval(diagram: dict[str, Any], interval: IntervalMethod) -> dict[str, Any]:
+    """A binned diagram's JSON (e.g. an external dataset's exact one, made with Wilson's
+    intervals) with its per-bin intervals made by ``interval`` from its counts (or Kish
+    sizes) and observed rates, as :func:`calibcore.metrics.with_interval` does."""
+    sizes = np.asarray(diagram["n_eff"] if diagram.get("n_eff") is not None
+                       else diagram["count"], dtype=np.float64)
+    observed = np.array([np.nan if v is None else v for v in diagram["observed"]])
+    filled = np.isfinite(observed) & (sizes > 0)
+    low, high = np.full(sizes.size, np.nan), np.full(sizes.size, np.nan)
+    if filled.any():
+        low[filled], high[filled] = proportion_interval(
+            (observed * sizes)[filled], sizes[filled],
+            confidence_level=diagram.get("confidence_level", 0.95), method=interval)
+    return dict(jsonable({**diagram, "observed_low": low, "observed_high": high,
+                          "interval": interval}))
+
 
 
 @dataclass(frozen=True)
@@ -345,23 +405,26 @@ def _external_metrics(services: ServiceContext, dataset_id: str,
                if result.get("calibration_test") is not None else {})}
 
 
-def reliability_for(services: ServiceContext, dataset_id: str,
-                    request: MetricsRequest) -> dict[str, Any]:
-    """:func:`reliability` of a stored dataset, cached per parameter set."""
-    key = cache_key(dataset_id, "reliability", **asdict(request),
+def reliability_for(services: ServiceContext, dataset_id: str, request: MetricsRequest,
+                    interval: IntervalMethod = "wilson") -> dict[str, Any]:
+    """:func:`reliability` of a stored dataset, cached per parameter set and per-bin
+    interval (Wilson or Clopper-Pearson)."""
+    key = cache_key(dataset_id, "reliability", **asdict(request), interval=interval,
                     random_state=services.settings.random_state,
                     version=_RELIABILITY_CACHE_VERSION)
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
         result = {"dataset_id": dataset_id,
-                  **reliability(prediction_set, **asdict(request),
+                  **reliability(prediction_set, **asdict(request), interval=interval,
                                 random_state=services.settings.random_state),
                   **_sampled(services, dataset_id)}
         report = _exact_report(services, dataset_id, request)
         if report is not None and request.subset == "all":
             exact = report["reliability"]
-            result.update(diagrams=exact["diagrams"], n_binned=report["n_rows"])
+            result.update(diagrams=[diagram_with_interval(diagram, interval)
+                                    for diagram in exact["diagrams"]],
+                          n_binned=report["n_rows"])
             if "smooth" in exact:
                 result["smooth"] = exact["smooth"]
                 result.pop("sample_note", None)

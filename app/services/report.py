@@ -29,6 +29,7 @@ from calibcore.data import (
     infer_roles,
 )
 from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import CUMULATIVE_STATISTICS, IntervalMethod, with_interval
 from calibcore.partitioned import (
     CELL_ERROR_BOUND,
     BinnedSummary,
@@ -51,7 +52,8 @@ if TYPE_CHECKING:
 def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                  n_bootstrap: int = 200, drop_missing: bool = False,
                  weight: str | None = None,
-                 negative_rate: float | None = None) -> dict[str, Any]:
+                 negative_rate: float | None = None,
+                 interval: IntervalMethod = "wilson") -> dict[str, Any]:
     """Infer roles, validate, and compute every global measure (with bootstrap intervals)
     and the test of calibration, the bin sensitivity of binned ECE, the binned and smooth
     reliability diagrams, the clinical calibration report (class 1 of a binary file, each
@@ -64,7 +66,8 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
     row-weight column (default: one named weight, weights, sample_weight or
     sample_weights, if any) and ``negative_rate`` weighs the negatives of a log that kept
     that fraction of them by 1 / rate; the measures, diagrams and test are then weighted,
-    and the sections that do not take weights yet say so."""
+    and the sections that do not take weights yet say so. ``interval`` is the binned
+    diagram's per-bin interval: Wilson's or Clopper-Pearson's exact one."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     table = load_table(path, path.name)
@@ -106,7 +109,7 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
                               for s in subsets},
         "bin_sensitivity": diagnostics.bin_sensitivity(prediction_set, view=view),
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
-                                               n_bootstrap=n_bootstrap),
+                                               n_bootstrap=n_bootstrap, interval=interval),
         "variables": _unweighted_ranking(prediction_set),
         "clinical": clinical_section(prediction_set),
         "decision": decision_document(
@@ -126,7 +129,8 @@ def _unweighted_ranking(prediction_set: PredictionSet) -> dict[str, Any] | None:
 
 def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,
                              view: View | None = None, scheduler: str | None = None,
-                             n_bins: int = 15, n_bootstrap: int = 200) -> dict[str, Any]:
+                             n_bins: int = 15, n_bootstrap: int = 200,
+                             interval: IntervalMethod = "wilson") -> dict[str, Any]:
     """The exact measures and diagrams of files of any size on Dask.
 
     ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files,
@@ -142,7 +146,7 @@ def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *
     roles = partitioned_roles(frame, overrides or RoleOverrides())
     with dask_client(scheduler) as client:
         report = partitioned_report(frame, roles, view=view, n_bins=n_bins,
-                                    n_bootstrap=n_bootstrap)
+                                    n_bootstrap=n_bootstrap, interval=interval)
         workers = len(client.scheduler_info().get("workers", {}))
     return {"file": uri, "engine": "dask", "scheduler": scheduler or "local (in-process)",
             "workers": workers, **report}
@@ -157,7 +161,8 @@ def partitioned_roles(frame: dd.DataFrame, overrides: RoleOverrides) -> ColumnRo
 
 def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | None = None,
                        n_bins: int = 15, n_bootstrap: int = 200,
-                       progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
+                       progress: Callable[[float, str], None] | None = None,
+                       interval: IntervalMethod = "wilson") -> dict[str, Any]:
     """The report's exact parts of ``frame`` on the Dask client in use: the measures with
     intervals on all rows (and on the test rows with a split column), equal-mass ECE,
     the binned and smooth reliability diagrams, and the test of calibration checked in
@@ -169,7 +174,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     ``views`` holds the measures and diagrams of every view the summaries serve: both,
     for two classes, from the same passes. ``progress(fraction, message)`` is called as
     the partitions of each pass are done (it may raise to stop; the pass's outstanding
-    tasks are then cancelled)."""
+    tasks are then cancelled). ``interval`` is the binned diagrams' per-bin interval
+    (Wilson's, or Clopper-Pearson's made from the merged counts)."""
     label, probabilities = roles.label, list(roles.probabilities)
     if label is None:
         raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
@@ -223,7 +229,7 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
                     "passes; no interval"}
         by_view[shown] = {"metrics_by_subset": metrics,
                           "reliability": _partitioned_reliability(
-                              summary, cells, shown, classes, n_bins, n_bootstrap)}
+                              summary, cells, shown, classes, n_bins, n_bootstrap, interval)}
     return {"n_partitions": frame.npartitions, "n_rows": summary.n_rows, "n_bins": n_bins,
             "classes": classes, "view": view,
             "roles": {"label": label, "probabilities": probabilities,
@@ -242,17 +248,21 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
 
 
 def _partitioned_reliability(summary: BinnedSummary, cells: CellSummary | None, view: View,
-                             classes: list[str], n_bins: int,
-                             n_bootstrap: int) -> dict[str, Any]:
-    """The binned diagrams of ``view`` and of every class, and ``view``'s smooth one."""
+                             classes: list[str], n_bins: int, n_bootstrap: int,
+                             interval: IntervalMethod = "wilson") -> dict[str, Any]:
+    """The binned diagrams of ``view`` and of every class (each bin's ``interval`` made
+    from its merged counts), and ``view``'s smooth one."""
     return jsonable({
         "view": view, "n": summary.n_rows, "n_bins": n_bins, "binning": "equal_width",
-        "diagrams": summary.diagrams(view=view),
-        "classwise": summary.diagrams(classwise=True, class_names=classes),
+        "interval": interval,
+        "diagrams": [with_interval(d, interval) for d in summary.diagrams(view=view)],
+        "classwise": [with_interval(d, interval) for d in summary.diagrams(
+            classwise=True, class_names=classes)],
         **({} if cells is None else {"smooth": [cells.smooth_diagram(
             view=view, n_bootstrap=n_bootstrap)]}),
         "note": "binned: exact, per-bin counts and sums merged from the partitions, "
-                "Wilson 95% interval of each bin's observed frequency; " + (
+                + ("Wilson" if interval == "wilson" else "Clopper-Pearson")
+                + " 95% interval of each bin's observed frequency; " + (
                     "no smooth diagram: too many cells" if cells is None else
                     "smooth: each resampling cell's rows at their mean score "
                     f"(within {CELL_ERROR_BOUND:g} of the curve on the rows in the "
@@ -263,14 +273,21 @@ def _partitioned_test(scores: dict[View, ScoreSummary | None], n_classes: int,
                       n_bootstrap: int) -> dict[str, Any]:
     """The test of calibration of the summarized rows as the in-memory report gives it
     (positive view checked in the top-label one for two classes; top label for more),
-    or None with ``calibration_test_note`` saying why it was not run."""
+    or None with ``calibration_test_note`` saying why it was not run; the KS and Kuiper
+    tests beside it in each view whose scores were gathered, on the in-memory seeds."""
     if n_bootstrap == 0:
         return {"calibration_test": None}
     checked = calibration_tests_of_scores(scores, n_classes, n_resamples=n_bootstrap,
                                           level=diagnostics.TEST_LEVEL)
     if isinstance(checked, str):
         return {"calibration_test": None, "calibration_test_note": checked}
-    return {"calibration_test": diagnostics.calibration_test_document(checked)}
+    views: tuple[View, ...] = ("positive", "top_label") if n_classes == 2 else ("top_label",)
+    cumulative = tuple(
+        summary.calibration_test(statistic=statistic, n_resamples=n_bootstrap,
+                                 random_state=number)
+        for number, view in enumerate(views) if (summary := scores.get(view)) is not None
+        for statistic in CUMULATIVE_STATISTICS)
+    return {"calibration_test": diagnostics.calibration_test_document(checked, cumulative)}
 
 
 def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles, classes: list[str],

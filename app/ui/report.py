@@ -53,7 +53,8 @@ def _measures_table(metrics: dict[str, Any]) -> str:
 
 
 def _calibration_test(metrics: dict[str, Any]) -> str:
-    """The test of calibration: its one-line summary, statistic and what it tests."""
+    """The test of calibration: its one-line summary, statistic and what it tests, with the
+    KS and Kuiper tests beside it."""
     test = metrics.get("calibration_test")
     if not test:  # no resampling asked for, or (dask engine) too many distinct scores
         note = metrics.get("calibration_test_note")
@@ -62,8 +63,10 @@ def _calibration_test(metrics: dict[str, Any]) -> str:
         f"Checked in the {html.escape(other['view'].replace('_', '-'))} view: "
         f"p = {other['p_value']:.3f} — {html.escape(other['verdict'])}.<br>"
         for other in test.get("other_views", []))
+    cumulative = (f"{html.escape(test['cumulative_summary'])}.<br>"
+                  if test.get("cumulative_summary") else "")
     return (f"<div class='test{' rejected' if test['rejected'] else ''}'>"
-            f"<strong>{html.escape(test['summary'])}</strong><br>{others}"
+            f"<strong>{html.escape(test['summary'])}</strong><br>{others}{cumulative}"
             f"<span class='muted'>{html.escape(test['statistic_name'])} = "
             f"{test['statistic']:.4f}; 95% of the resamples drawn from the probabilities "
             f"stay below {test['null_quantile']:.4f}. Resamples — "

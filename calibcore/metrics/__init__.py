@@ -13,6 +13,9 @@ The public names of its modules, re-exported here:
   of calibration where views can disagree.
 - :mod:`calibcore.metrics.consistent`: Consistent calibration measures of Błasiok et al.
   2023, "A Unifying Theory of Distance from Calibration".
+- :mod:`calibcore.metrics.cumulative`: Cumulative calibration errors: the
+  Kolmogorov-Smirnov and Kuiper statistics of the cumulative difference between outcomes
+  and scores.
 - :mod:`calibcore.metrics.kernel_smoothing`: Smooth ECE: reflected-Gaussian kernel smoothing
   on a grid.
 - :mod:`calibcore.metrics.measures`: Global calibration measures.
@@ -48,13 +51,16 @@ from calibcore.metrics.calibration_test import (
     TestView,
     consistency_resampling_test,
     grouped_scores_test,
+    grouped_scores_tests,
     pooled_groups,
     scores_test,
 )
 from calibcore.metrics.calibration_views import (
+    CUMULATIVE_STATISTICS,
     ViewedCalibrationTest,
     calibration_tests_by_view,
     checked_in_views,
+    cumulative_tests_by_view,
 )
 from calibcore.metrics.consistent import (
     INTERVAL_PRECISION,
@@ -71,6 +77,13 @@ from calibcore.metrics.consistent import (
     smooth_calibration_error,
     smooth_ece,
     view_problems,
+)
+from calibcore.metrics.cumulative import (
+    cumulative_curve,
+    ks_calibration_error,
+    ks_rows,
+    kuiper_calibration_error,
+    kuiper_rows,
 )
 from calibcore.metrics.kernel_smoothing import (
     DENSITY_EPS,
@@ -93,6 +106,7 @@ from calibcore.metrics.measures import (
 )
 from calibcore.metrics.proportions import (
     INTERVAL_METHODS,
+    INTERVAL_NAMES,
     IntervalMethod,
     proportion_interval,
 )
@@ -103,6 +117,7 @@ from calibcore.metrics.reliability import (
     diagram_of_sums,
     smooth_reliability,
     smooth_reliability_of_groups,
+    with_interval,
 )
 from calibcore.metrics.smooth_calibration import (
     path_smooth_calibration,
@@ -124,8 +139,10 @@ from calibcore.metrics.uncertainty import (
 __all__ = [
     "BLOCK_ELEMENTS",
     "CALIBRATION_ERRORS",
+    "CUMULATIVE_STATISTICS",
     "DENSITY_EPS",
     "INTERVAL_METHODS",
+    "INTERVAL_NAMES",
     "INTERVAL_PRECISION",
     "LEVEL",
     "MEASURES",
@@ -161,6 +178,8 @@ __all__ = [
     "checked_in_views",
     "classwise_expected_calibration_error",
     "consistency_resampling_test",
+    "cumulative_curve",
+    "cumulative_tests_by_view",
     "diagram_of_sums",
     "ece_by_bin_count",
     "equal_mass_edges",
@@ -169,9 +188,14 @@ __all__ = [
     "global_measures",
     "grid_size",
     "grouped_scores_test",
+    "grouped_scores_tests",
     "interpolate",
     "interval_calibration_error",
     "interval_rows",
+    "ks_calibration_error",
+    "ks_rows",
+    "kuiper_calibration_error",
+    "kuiper_rows",
     "laplace_kernel_calibration_error",
     "laplace_kernel_rows",
     "maximum_calibration_error",
@@ -195,4 +219,5 @@ __all__ = [
     "subsample_plan",
     "view_problems",
     "weighted_equal_mass_edges",
+    "with_interval",
 ]

@@ -39,6 +39,10 @@ with a Laplace kernel on the score, whose calibration tests it therefore shares.
 kernel gives it the most power against over- and under-confidence (the tempered family);
 the smooth ECE (``statistic="smooth_ece"``) adapts its bandwidth and has more power
 against miscalibration that oscillates along the score, at about six times the cost.
+The KS calibration error and the Kuiper statistic of the cumulative difference between
+outcomes and scores (``statistic="ks"``, ``"kuiper"``; Gupta et al. 2021, see
+:mod:`calibcore.metrics.cumulative`) need neither bins nor a bandwidth; on pooled cells
+they read the curve at the cells' ends, where it is exact.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
+from calibcore.metrics.cumulative import ks_rows, kuiper_rows
 from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 
 __all__ = [
@@ -65,11 +70,12 @@ __all__ = [
     "TestView",
     "consistency_resampling_test",
     "grouped_scores_test",
+    "grouped_scores_tests",
     "pooled_groups",
     "scores_test",
 ]
 
-Statistic = Literal["kce", "smooth_ece"]
+Statistic = Literal["kce", "smooth_ece", "ks", "kuiper"]
 TestView = Literal["top_label", "positive"]
 
 #: Up to this many rows, rows are grouped by their distinct scores (a sort).
@@ -113,6 +119,16 @@ _STATISTICS: dict[Statistic, _StatisticInfo] = {
         "the smooth ECE (relplot's smECE, fixed-point bandwidth) is a consistent "
         "calibration measure whose bandwidth adapts to the data, so it also sees "
         "miscalibration that oscillates along the score"),
+    "ks": _StatisticInfo(
+        "KS calibration error", ks_rows,
+        "the KS calibration error (Gupta et al. 2021) is the largest deviation from 0 of "
+        "the cumulative difference between outcomes and scores over the rows sorted by "
+        "score: no bins, no bandwidth"),
+    "kuiper": _StatisticInfo(
+        "Kuiper statistic", kuiper_rows,
+        "the Kuiper statistic adds the largest excursions of the cumulative difference "
+        "between outcomes and scores above and below 0, so it also sees a model "
+        "over-confident at some scores and under-confident at others"),
 }
 
 
@@ -370,9 +386,11 @@ def consistency_resampling_test(
         Class indices 0..K-1.
     y_prob : array-like of shape (n,) or (n, K)
         P(class 1) for a binary problem, or class probabilities.
-    statistic : {"kce", "smooth_ece"}, default="kce"
+    statistic : {"kce", "smooth_ece", "ks", "kuiper"}, default="kce"
         The Laplace kernel calibration error (exact; Błasiok et al. 2023, §8; the SKCE of Widmann
-        et al. 2019 squared) or the smooth ECE (relplot's smECE).
+        et al. 2019 squared), the smooth ECE (relplot's smECE), or the KS calibration
+        error or Kuiper statistic of the cumulative curve (Gupta et al. 2021;
+        :mod:`calibcore.metrics.cumulative`).
     view : {"top_label", "positive"}, default="top_label"
         Which scores are tested: the confidence against correctness, or P(class 1)
         against 1[y = 1] (binary only). Under y* ~ Categorical(p) each is a Bernoulli
@@ -450,10 +468,36 @@ def grouped_scores_test(
     """:func:`consistency_resampling_test` of ``n_rows`` rows given as their groups
     (:func:`group_scores`, or :func:`pooled_groups` of rows summarized elsewhere): the
     same groups and seed give the same resamples and the same p-value."""
-    info = _STATISTICS[statistic]
-    observed = float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
-    null = _null_statistics(groups, info.kernel, n_resamples, random_state)
+    (result,) = grouped_scores_tests(groups, n_rows, view=view, statistics=(statistic,),
+                                     n_resamples=n_resamples, random_state=random_state)
+    return result
+
+
+def grouped_scores_tests(
+    groups: ScoreGroups,
+    n_rows: int,
+    *,
+    view: str,
+    statistics: tuple[Statistic, ...],
+    n_resamples: int = 200,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[CalibrationTestResult, ...]:
+    """:func:`grouped_scores_test` of several statistics on one set of resamples: each
+    result is the one :func:`grouped_scores_test` gives with the same seed, at the cost
+    of drawing the resamples once."""
+    infos = [_STATISTICS[statistic] for statistic in statistics]
+    observed = [float(_statistics(groups, groups.positives[None, :], info.kernel)[0])
+                for info in infos]
+    nulls = _null_statistics(groups, [info.kernel for info in infos], n_resamples,
+                             random_state)
+    return tuple(_result(groups, n_rows, view, info, value, null)
+                 for info, value, null in zip(infos, observed, nulls, strict=True))
+
+
+def _result(groups: ScoreGroups, n_rows: int, view: str, info: _StatisticInfo,
+            observed: float, null: NDArray[np.float64]) -> CalibrationTestResult:
     exceed = int(np.count_nonzero(null >= observed * (1.0 - TIE_TOLERANCE)))
+    n_resamples = null.size
     return CalibrationTestResult(
         test=TEST_NAME,
         statistic_name=info.name,
@@ -476,17 +520,19 @@ def grouped_scores_test(
 
 def _null_statistics(
     groups: ScoreGroups,
-    kernel: RowKernel,
+    kernels: list[RowKernel],
     n_resamples: int,
     random_state: int | np.random.Generator | None,
-) -> NDArray[np.float64]:
-    """The statistic on ``n_resamples`` draws of the positives under the null, in blocks
-    of about :data:`BLOCK_ELEMENTS` weights (one generator stream, drawn row by row)."""
+) -> list[NDArray[np.float64]]:
+    """Each kernel's statistic on the same ``n_resamples`` draws of the positives under the
+    null, in blocks of about :data:`BLOCK_ELEMENTS` weights (one generator stream, drawn
+    row by row)."""
     rng = np.random.default_rng(random_state)
     block = max(1, BLOCK_ELEMENTS // (2 * groups.scores.size))
-    values = []
+    values: list[list[NDArray[np.float64]]] = [[] for _ in kernels]
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
         positives = rng.binomial(groups.counts, groups.scores, size=(size, groups.scores.size))
-        values.append(_statistics(groups, positives.astype(np.float64), kernel))
-    return np.concatenate(values)
+        for kernel, found in zip(kernels, values, strict=True):
+            found.append(_statistics(groups, positives.astype(np.float64), kernel))
+    return [np.concatenate(found) for found in values]

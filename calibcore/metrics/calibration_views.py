@@ -30,12 +30,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
+from calibcore.data.views import score_outcome
 from calibcore.data.weights import check_sample_weight
 from calibcore.metrics.calibration_test import (
     LEVEL,
     CalibrationTestResult,
     Statistic,
+    TestView,
     consistency_resampling_test,
+    group_scores,
+    group_weighted_scores,
+    grouped_scores_tests,
     scores_test,
 )
 
@@ -142,6 +147,77 @@ def calibration_tests_by_view(
     return checked_in_views(headline, (other,), level)
 
 
+#: The statistics of :func:`cumulative_tests_by_view`, in the order of its results.
+CUMULATIVE_STATISTICS: tuple[Statistic, ...] = ("ks", "kuiper")
+
+
+def cumulative_tests_by_view(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_resamples: int = 200,
+    random_state: int = 0,
+    sample_weight: ArrayLike | None = None,
+) -> tuple[CalibrationTestResult, ...]:
+    """The KS calibration error and the Kuiper statistic (Gupta et al. 2021, on the
+    cumulative difference between outcomes and scores) with consistency-resampling
+    p-values (Bröcker & Smith 2007), in the views where :func:`calibration_tests_by_view`
+    tests: the positive and top-label views for two classes, the top-label view for more.
+
+    Each view's resamples are those of :func:`calibration_tests_by_view` with the same
+    seed (the positive view on ``random_state``, the top-label view on ``random_state +
+    1`` for two classes), so both statistics are read on the very draws of the kCE test.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Class indices 0..K-1.
+    y_prob : array-like of shape (n,) or (n, K)
+        P(class 1) for a binary problem, or class probabilities.
+    n_resamples : int, default=200
+        Resamples of each test.
+    random_state : int, default=0
+        Seed of the first view's resamples; the second view's is ``random_state + 1``.
+    sample_weight : array-like of shape (n,), optional
+        Row weights, kept by each row in every resample.
+
+    Returns
+    -------
+    tuple of CalibrationTestResult
+        For each view (the default view first), the KS test then the Kuiper test.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.beta(2, 2, 5000)
+    >>> y = (rng.random(5000) < p**1.3).astype(int)   # P(class 1) runs high
+    >>> results = cumulative_tests_by_view(y, p)
+    >>> [(t.view, t.statistic_name, t.rejects()) for t in results[:2]]
+    [('positive', 'KS calibration error', True), ('positive', 'Kuiper statistic', True)]
+    >>> [t.view for t in results[2:]]      # the check in the top-label view
+    ['top_label', 'top_label']
+    """
+    labels, proba = check_predictions(y_true, y_prob)
+    weights = check_sample_weight(sample_weight, labels.size)
+    n_resamples = check_positive_int(n_resamples, "n_resamples")
+    views: tuple[TestView, ...] = (("positive", "top_label") if proba.shape[1] == 2
+                                   else ("top_label",))
+    results: list[CalibrationTestResult] = []
+    for number, view in enumerate(views):
+        problem = score_outcome(labels, proba, view)
+        scores, outcomes = problem.scores[0], problem.outcomes[0]
+        groups = (group_scores(scores, outcomes) if weights is None
+                  else group_weighted_scores(scores, outcomes, weights))
+        # both statistics on one set of draws: those consistency_resampling_test makes
+        # with this seed for either alone
+        results += grouped_scores_tests(groups, int(scores.size), view=view,
+                                        statistics=CUMULATIVE_STATISTICS,
+                                        n_resamples=n_resamples,
+                                        random_state=random_state + number)
+    return tuple(results)
+
+
 def checked_in_views(headline: CalibrationTestResult,
                      others: tuple[CalibrationTestResult, ...], level: float = LEVEL, *,
                      note: str | None = None) -> ViewedCalibrationTest:
@@ -218,4 +294,5 @@ def _multiclass_disagreement(headline: CalibrationTestResult,
             "predicted class.")
 
 
-__all__ = ["ViewedCalibrationTest", "calibration_tests_by_view", "checked_in_views"]
+__all__ = ["CUMULATIVE_STATISTICS", "ViewedCalibrationTest", "calibration_tests_by_view",
+           "checked_in_views", "cumulative_tests_by_view"]

@@ -1,9 +1,10 @@
-"""Reliability diagrams: binned with per-bin 95% intervals, and smooth
-(kernel-smoothed, relplot's construction) with a bootstrap band."""
+"""Reliability diagrams: binned with per-bin 95% intervals (Wilson 1927, or the exact
+interval of Clopper & Pearson 1934), and smooth (kernel-smoothed, relplot's
+construction) with a bootstrap band."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,6 +32,7 @@ __all__ = [
     "diagram_of_sums",
     "smooth_reliability",
     "smooth_reliability_of_groups",
+    "with_interval",
 ]
 
 
@@ -51,7 +53,7 @@ class BinnedReliability:
     observed : ndarray of shape (B,)
         Observed frequency of the outcome per bin.
     observed_low, observed_high : ndarray of shape (B,)
-        Two-sided confidence interval of ``observed`` (Wilson or Clopper-Pearson).
+        Two-sided confidence interval of ``observed`` (the ``interval`` method).
     n : int
         Rows in total.
     confidence_level : float
@@ -62,6 +64,8 @@ class BinnedReliability:
     n_eff : ndarray of shape (B,) or None
         With row weights: Kish's effective sample size of each bin, (sum w)^2 / sum w^2,
         on which its interval rests; None without.
+    interval : {"wilson", "clopper_pearson"}
+        Which interval ``observed_low`` and ``observed_high`` are.
     """
 
     label: str
@@ -75,6 +79,15 @@ class BinnedReliability:
     confidence_level: float
     weight: NDArray[np.float64] | None = None
     n_eff: NDArray[np.float64] | None = None
+    interval: IntervalMethod = "wilson"
+
+
+def _check_interval(interval: str) -> IntervalMethod:
+    if interval not in INTERVAL_METHODS:
+        raise CalibrationInputError(
+            f"interval must be one of {', '.join(INTERVAL_METHODS)}; got {interval!r}."
+        )
+    return interval
 
 
 def binned_reliability(
@@ -94,27 +107,41 @@ def binned_reliability(
     ----------
     y_true, y_prob, n_bins, binning, view
         As in :func:`calibcore.metrics.expected_calibration_error`.
-    interval : {"wilson", "beta"}
-        Wilson score interval or Clopper-Pearson ("beta") via statsmodels.
+    interval : {"wilson", "clopper_pearson"}, default="wilson"
+        The per-bin interval of the observed frequency: the Wilson (1927) score interval,
+        or the exact interval of Clopper & Pearson (1934), Beta(k, n - k + 1) and
+        Beta(k + 1, n - k) quantiles, whose coverage is at least the nominal level in
+        every bin (wider, most visibly in small bins and near 0 and 1).
     confidence_level : float, default=0.95
     sample_weight : array-like of shape (n,), optional
         Row weights: each bin's mean score and observed rate are weighted means, and
-        its interval is that of a proportion on Kish's effective sample size of the
-        bin (Kish 1965), so weights that add up to many rows do not narrow it.
+        its interval (either method) is that of a proportion on Kish's effective sample
+        size of the bin (Kish 1965), so weights that add up to many rows do not narrow
+        it.
 
     Returns
     -------
     list of BinnedReliability
         One per binary problem of the view (one, or K for the classwise view).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=400)
+    >>> y = (rng.uniform(size=400) < p).astype(int)
+    >>> (diagram,) = binned_reliability(y, p, n_bins=4, view="positive",
+    ...                                 interval="clopper_pearson")
+    >>> diagram.interval, diagram.count.tolist()
+    ('clopper_pearson', [93, 90, 100, 117])
+    >>> bool(np.all(diagram.observed_low <= diagram.observed))
+    True
     """
     labels, proba = check_predictions(y_true, y_prob)
     weights = check_sample_weight(sample_weight, labels.size)
     n_bins = check_positive_int(n_bins, "n_bins")
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
-    if interval not in INTERVAL_METHODS:
-        raise CalibrationInputError(
-            f"interval must be one of {', '.join(INTERVAL_METHODS)}; got {interval!r}."
-        )
+    interval = _check_interval(interval)
     problems = score_outcome(labels, proba, view)
     return [
         _one_diagram(scores, outcomes, name, n_bins, binning, interval, level, weights)
@@ -197,7 +224,36 @@ def diagram_of_sums(
         confidence_level=level,
         weight=None if weight is None else mass,
         n_eff=n_eff,
+        interval=interval,
     )
+
+
+def with_interval(diagram: BinnedReliability, interval: IntervalMethod) -> BinnedReliability:
+    """``diagram`` with its per-bin intervals made by ``interval`` instead (from its
+    counts, or Kish effective sizes, and observed rates: all an interval needs), e.g.
+    a diagram merged from partition summaries, which carry Wilson's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> (wilson,) = binned_reliability([0, 1, 1, 1], [0.2, 0.6, 0.7, 0.9], n_bins=2,
+    ...                                view="positive")
+    >>> exact = with_interval(wilson, "clopper_pearson")
+    >>> exact.interval, bool(np.all(exact.observed_low <= wilson.observed_low))
+    ('clopper_pearson', True)
+    """
+    interval = _check_interval(interval)
+    filled = np.isfinite(diagram.observed)
+    sizes = (diagram.count.astype(np.float64) if diagram.n_eff is None
+             else np.asarray(diagram.n_eff, dtype=np.float64))
+    filled &= sizes > 0
+    low = np.full(diagram.observed.size, np.nan)
+    high = np.full(diagram.observed.size, np.nan)
+    if filled.any():
+        low[filled], high[filled] = proportion_interval(
+            (diagram.observed * sizes)[filled], sizes[filled],
+            confidence_level=diagram.confidence_level, method=interval)
+    return replace(diagram, observed_low=low, observed_high=high, interval=interval)
 
 
 @dataclass(frozen=True)

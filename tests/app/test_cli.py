@@ -238,3 +238,30 @@ def test_the_dask_engine_runs_on_the_scheduler_of_calibdash_dask_scheduler(
                      "--out", str(tmp_path / "corrected")]) == 0
         assert set(cluster.scheduler.task_prefixes) - ran  # the fit and the writing
     assert len(pd.read_parquet(tmp_path / "corrected")) == 2_000
+
+
+def test_report_takes_the_per_bin_interval_and_shows_the_ks_and_kuiper_tests(
+        shared_data, tmp_path, capsys) -> None:
+    out, page = tmp_path / "report.json", tmp_path / "report.html"
+    assert main(["report", str(shared_data / "default_nb.csv"), "--n-bootstrap", "20",
+                 "--interval", "clopper_pearson", "--out", str(out), "--html", str(page)]) == 0
+    report = json.loads(out.read_text())
+    frame = pd.read_csv(shared_data / "default_nb.csv")
+    (expected,) = metrics.binned_reliability(frame["y_true"], frame["y_prob"], view="positive",
+                                             interval="clopper_pearson")
+    (diagram,) = report["reliability"]["diagrams"]
+    assert report["reliability"]["interval"] == diagram["interval"] == "clopper_pearson"
+    assert np.allclose(np.array(diagram["observed_low"], dtype=float), expected.observed_low,
+                       atol=1e-12, equal_nan=True)
+    test = report["metrics"]["calibration_test"]
+    assert [(t["view"], t["key"]) for t in test["cumulative"]] == [
+        ("positive", "ks"), ("positive", "kuiper"), ("top_label", "ks"), ("top_label", "kuiper")]
+    assert test["cumulative"][0]["statistic"] == pytest.approx(metrics.ks_calibration_error(
+        frame["y_true"], frame["y_prob"], view="positive"), rel=1e-12)
+    assert test["cumulative_summary"] in capsys.readouterr().out
+    text = page.read_text(encoding="utf-8")
+    assert "bars: 95% Clopper-Pearson intervals" in text
+    assert "KS and Kuiper tests of the cumulative curve (Gupta et al. 2021; 20 resamples)" in text
+    with pytest.raises(SystemExit) as refused:  # argparse's choices: exit 2 with the usage
+        main(["report", str(shared_data / "default_nb.csv"), "--interval", "beta"])
+    assert refused.value.code == 2

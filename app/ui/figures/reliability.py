@@ -12,6 +12,16 @@ from app.ui.figures.bands import band_outline, translucent
 
 PALETTE = ("#1f5fa8", "#d9661f", "#2a9d5c", "#8c3fb0", "#b8323a", "#6b7a8f")
 
+#: How captions, legends and hover labels name a per-bin interval.
+INTERVAL_NAMES = {"wilson": "Wilson", "clopper_pearson": "Clopper-Pearson"}
+
+
+def interval_name(result: dict[str, Any]) -> str:
+    """'Wilson' or 'Clopper-Pearson': the per-bin interval of a reliability result (or of
+    one diagram); Wilson's when a stored result does not say."""
+    interval = result.get("interval") or "wilson"
+    return INTERVAL_NAMES.get(interval, str(interval))
+
 
 def _centres(edges: list[float]) -> list[float]:
     array = np.asarray(edges, dtype=float)
@@ -27,6 +37,7 @@ def _diagram_traces(diagram: dict[str, Any], name: str, colour: str,
     low = [diagram["observed_low"][i] for i in filled]
     high = [diagram["observed_high"][i] for i in filled]
     counts = [diagram["count"][i] for i in filled]
+    interval = interval_name(diagram)
     error = {"type": "data", "symmetric": False,
              "array": [h - v for h, v in zip(high, y, strict=True)],
              "arrayminus": [v - lo for v, lo in zip(y, low, strict=True)], "color": colour,
@@ -36,7 +47,7 @@ def _diagram_traces(diagram: dict[str, Any], name: str, colour: str,
         line={"color": colour, "width": 2}, marker={"size": 7, "color": colour},
         customdata=np.column_stack([counts, low, high]) if counts else None,
         hovertemplate="confidence %{x:.3f}<br>observed %{y:.3f} "
-                      "(95% CI %{customdata[1]:.3f}–%{customdata[2]:.3f})<br>"
+                      f"(95% {interval} CI " "%{customdata[1]:.3f}–%{customdata[2]:.3f})<br>"
                       "n = %{customdata[0]}<extra>" + name + "</extra>")]
 
 
@@ -47,9 +58,11 @@ def _weighted(result: dict[str, Any], separator: str = "<br>") -> str:
 
 
 def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> go.Figure:
-    """Binned reliability diagram(s) with 95% intervals, and the score histogram beneath
-    (the weight per bin, with row weights)."""
+    """Binned reliability diagram(s) with 95% intervals (Wilson's or Clopper-Pearson's, as
+    the result says, named in the caption and the legend), and the score histogram
+    beneath (the weight per bin, with row weights)."""
     diagrams = result["diagrams"]
+    interval = interval_name(diagrams[0] if diagrams else result)
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28],
                            vertical_spacing=0.06)
     figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
@@ -57,7 +70,9 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
                      row=1, col=1)
     for number, diagram in enumerate(diagrams[:8]):
         colour = PALETTE[number % len(PALETTE)]
-        for trace in _diagram_traces(diagram, diagram["label"], colour):
+        name = (f"{diagram['label']} (bars: 95% {interval})" if len(diagrams) == 1
+                else diagram["label"])
+        for trace in _diagram_traces(diagram, name, colour):
             figure.add_trace(trace, row=1, col=1)
         edges = diagram["edges"]
         weighted = diagram.get("weight") is not None
@@ -75,7 +90,7 @@ def reliability_figure(result: dict[str, Any], *, title: str | None = None) -> g
     figure.update_layout(
         title=title or f"Binned reliability diagram<br><sup>{view_name(result['view'])}, "
                        f"n = {result.get('n_binned', result['n']):,}, {result['n_bins']} "
-                       f"bins; bars: 95% Wilson intervals{_weighted(result)}</sup>",
+                       f"bins; bars: 95% {interval} intervals{_weighted(result)}</sup>",
         barmode="overlay", legend={"orientation": "h", "y": -0.18},
         margin={"l": 60, "r": 20, "t": 84 if result.get("weighted") else 60, "b": 40},
         template="plotly_white", height=520)

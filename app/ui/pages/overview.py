@@ -1,4 +1,5 @@
-"""Overview page: global measures with intervals, a test of calibration, binned and smooth
+"""Overview page: global measures with intervals, a test of calibration with the KS and
+Kuiper tests beside it, binned (Wilson or Clopper-Pearson intervals per bin) and smooth
 reliability diagrams, and how binned ECE moves with the bin count while the consistent
 measures do not."""
 
@@ -24,7 +25,7 @@ from app.ui.figures import (
 )
 from calibcore.data import View
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics import Binning
+from calibcore.metrics import Binning, IntervalMethod
 
 #: Component ids of this page (the shared ones are in app.ui.ids).
 VIEW_SELECT = "view-select"
@@ -42,11 +43,16 @@ MEASURES_POLL = "measures-poll"
 MEASURES_PROGRESS = "measures-progress"
 SMOOTH_GRAPH = "smooth-graph"
 BINS_GRAPH = "bins-graph"
+INTERVAL_SELECT = "interval-select"
+CUMULATIVE_TESTS = "cumulative-tests"
 
 _VIEWS = [{"label": "positive class (P(class 1) vs its frequency; binary)", "value": "positive"},
           {"label": "top label (confidence vs accuracy)", "value": "top_label"},
           {"label": "classwise (one curve per class)", "value": "classwise"}]
 _CARDS = ("accuracy", "ece", "smooth_ece", "brier", "nll")
+_INTERVALS = [{"label": "Wilson", "value": "wilson"},
+              {"label": "Clopper-Pearson (exact: at least 95% in every bin, wider)",
+               "value": "clopper_pearson"}]
 
 
 def layout(services: Services) -> html.Div:
@@ -81,6 +87,10 @@ def layout(services: Services) -> html.Div:
         dcc.Interval(id=MEASURES_POLL, interval=500, disabled=True),
         html.Div(id=MEASURES_TABLE),
         html.H2("Reliability"),
+        html.Div([html.Label("Per-bin interval of the binned diagram",
+                             className="field-label"),
+                  dcc.RadioItems(id=INTERVAL_SELECT, options=_INTERVALS, value="wilson",
+                                 className="radio")], className="control"),
         html.Div([
             dcc.Loading(dcc.Graph(id=RELIABILITY_GRAPH, figure=empty_figure("loading…"),
                                   config={"displaylogo": False})),
@@ -115,9 +125,10 @@ def register(app: Dash, services: Services) -> None:
                   Output(MEASURES_JOB, "data"), Output(MEASURES_POLL, "disabled"),
                   Input(ids.DATASET_PICKER, "value"), Input(VIEW_SELECT, "value"),
                   Input(SUBSET_SELECT, "value"), Input(BINS_SLIDER, "value"),
-                  Input(BINNING_SELECT, "value"))
+                  Input(BINNING_SELECT, "value"), State(INTERVAL_SELECT, "value"))
     async def update(dataset_id: str | None, view: View | None, subset: diagnostics.Subset,
-                     n_bins: int, binning: Binning) -> tuple[Any, ...]:
+                     n_bins: int, binning: Binning,
+                     interval: IntervalMethod | None) -> tuple[Any, ...]:
         if not dataset_id:
             blank = empty_figure("Choose or upload a dataset.")
             return [], blank, blank, blank, info_note("No dataset selected."), None, None, True
@@ -135,7 +146,7 @@ def register(app: Dash, services: Services) -> None:
                                                                      request)
         try:
             quick, diagram, sensitivity, summary = await asyncio.to_thread(
-                _compute, services, dataset_id, request)
+                _compute, services, dataset_id, request, interval or "wilson")
         except CalibrationInputError as exc:
             blank = empty_figure(str(exc))
             return [], blank, blank, blank, error_note(str(exc)), None, None, True
@@ -168,16 +179,38 @@ def register(app: Dash, services: Services) -> None:
         return measures_table(result, with_intervals=True), _cards(result, summary), bar, \
             {"display": "none"}, True
 
+    @app.callback(Output(RELIABILITY_GRAPH, "figure", allow_duplicate=True),
+                  Input(INTERVAL_SELECT, "value"), State(ids.DATASET_PICKER, "value"),
+                  State(VIEW_SELECT, "value"), State(SUBSET_SELECT, "value"),
+                  State(BINS_SLIDER, "value"), State(BINNING_SELECT, "value"),
+                  prevent_initial_call=True)
+    async def redraw_intervals(interval: IntervalMethod, dataset_id: str | None,
+                               view: View | None, subset: diagnostics.Subset, n_bins: int,
+                               binning: Binning) -> Any:
+        """The binned diagram again with the chosen per-bin interval (the rest of the page
+        does not depend on it)."""
+        if not dataset_id:
+            return no_update
+        try:
+            request = diagnostics.MetricsRequest(
+                view=diagnostics.dataset_view(services, dataset_id, view), n_bins=n_bins,
+                binning=binning, subset=subset)
+            diagram = await asyncio.to_thread(diagnostics.reliability_for, services,
+                                              dataset_id, request, interval)
+        except CalibrationInputError as exc:
+            return empty_figure(str(exc))
+        return reliability_figure(diagram)
+
 
 Computed = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]
 
 
-def _compute(services: Services, dataset_id: str,
-             request: diagnostics.MetricsRequest) -> Computed:
+def _compute(services: Services, dataset_id: str, request: diagnostics.MetricsRequest,
+             interval: IntervalMethod = "wilson") -> Computed:
     """Values without intervals (fast), both diagrams and the bin sensitivity: each
     cached, so a second visit draws at once."""
     quick = diagnostics.metrics_for(services, dataset_id, replace(request, n_bootstrap=0))
-    diagram = diagnostics.reliability_for(services, dataset_id, request)
+    diagram = diagnostics.reliability_for(services, dataset_id, request, interval)
     sensitivity = diagnostics.bin_sensitivity_for(services, dataset_id, view=request.view,
                                                   subset=request.subset,
                                                   bin_free=quick["measures"])
@@ -259,11 +292,42 @@ def calibration_test_note(test: dict[str, Any] | None, with_intervals: bool) -> 
     return html.Div([
         html.Strong(test["summary"]),
         *others,
+        *cumulative_tests(test.get("cumulative") or []),
         html.Div(detail, className="calibration-test-detail"),
         html.Details([html.Summary("What does it test?"), html.Div(test["description"])],
                      className="calibration-test-detail"),
     ], id=CALIBRATION_TEST,
         className=f"note {'note-warning' if test['rejected'] else 'note-info'} calibration-test")
+
+
+def cumulative_tests(results: list[dict[str, Any]]) -> list[html.Table | html.Div]:
+    """The KS and Kuiper tests beside the test of calibration: one row per view, each
+    statistic's value and p-value (nothing when they were not computed)."""
+    if not results:
+        return []
+    views = list(dict.fromkeys(result["view"] for result in results))
+
+    def cell(result: dict[str, Any]) -> html.Td:
+        p_value = (f"p ≤ {result['p_value']:.3f}"
+                   if result["p_value"] <= 1 / (1 + result["n_resamples"])
+                   else f"p = {result['p_value']:.3f}")
+        return html.Td(f"{result['statistic']:.4f} ({p_value})",
+                       className="number" + (" rejected" if result["rejected"] else ""),
+                       title=result["verdict"])
+
+    rows = [html.Tr([html.Td(diagnostics.VIEW_NAMES[view] + " view"),
+                     *(cell(result) for key in ("ks", "kuiper") for result in results
+                       if result["view"] == view and result["key"] == key)])
+            for view in views]
+    header = html.Tr([html.Th("beside it: cumulative tests"), html.Th("KS calibration error"),
+                      html.Th("Kuiper statistic")])
+    return [html.Table([html.Thead(header), html.Tbody(rows)], id=CUMULATIVE_TESTS,
+                       className="table cumulative-tests calibration-test-detail"),
+            html.Div("KS: the largest gap between the running sums of outcomes and of scores "
+                     "over the rows sorted by score, per row (Gupta et al. 2021); Kuiper: its "
+                     "largest gaps above and below added. p-values by consistency "
+                     f"resampling, {results[0]['n_resamples']} resamples; bold: p ≤ 0.05.",
+                     className="calibration-test-detail")]
 
 
 def _cards(measures: dict[str, Any], summary: dict[str, Any]) -> list[html.Div]:

@@ -110,7 +110,8 @@ def view_problems(
             out.append(ViewProblem(name, scores, scores - outcomes, None))
             continue
         order = np.argsort(scores)
-        out.append(ViewProblem(name, scores[order], scores[order] - outcomes[order], order))
+        sorted_scores = scores[order]  # gathered once (1.5M rows: 10 ms a gather)
+        out.append(ViewProblem(name, sorted_scores, sorted_scores - outcomes[order], order))
     return out
 
 

@@ -464,10 +464,9 @@ def _bootstrap(
         resampled = WeightedMeasures.of_rows(labels[plan.groups], proba[plan.groups],
                                              view, context.n_bins, context.binning)
         base = resampled.rows(keys, np.ones((1, plan.groups.size)) * unit, skip_smce)
-    if plan.method == "rows" and callable(base):
-        base = base()
-    resample(plan, resampled, base, values, keys, samples, n_bootstrap, random_state,
-             skip_smce, progress)
+    # a callable is left only with the row bootstrap, whose base is the data's values
+    resample(plan, resampled, base() if callable(base) else base, values, keys, samples,
+             n_bootstrap, random_state, skip_smce, progress)
     return plan.note
 
 

@@ -124,6 +124,10 @@ def _ece(labels: NDArray[np.intp], proba: NDArray[np.float64], n_rows: int,
     def ours() -> float:
         return expected_calibration_error(labels, proba, n_bins=N_BINS, view="positive")
 
+    for missing in [name for name in ("netcal", "torchmetrics")
+                    if importlib.util.find_spec(name) is None]:
+        print(f"{missing}: not installed, its row is left out "
+              "(pip install -e '.[peers]' adds netcal and torchmetrics)")
     if importlib.util.find_spec("netcal") is not None:
         from netcal.metrics import ECE
 

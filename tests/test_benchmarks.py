@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from benchmarks import run
@@ -42,3 +43,16 @@ def runs_quick(name: str) -> None:
 @pytest.mark.parametrize("name", [name for name in run.discover() if name != ON_ITS_OWN])
 def test_benchmark_module_runs_quick(name: str) -> None:
     runs_quick(name)
+
+
+def test_peer_rows_refuse_values_that_disagree() -> None:
+    """bench_peers times two packages only while they compute the same value."""
+    from benchmarks import bench_peers
+
+    assert "0.25" in bench_peers._agree("case", 0.25, 0.25 + 1e-13, tolerance=1e-12)
+    with pytest.raises(AssertionError, match="calibdash"):
+        bench_peers._agree("case", 0.25, 0.2501, tolerance=1e-9)
+    with pytest.raises(AssertionError):  # a bin more on one side
+        bench_peers._agree("curve", np.zeros((2, 15)), np.zeros((2, 14)), tolerance=1e-9)
+    row = bench_peers._pair("Brier", lambda: 0.5, "peer", lambda: 0.5, repeat=2)
+    assert row.peer == "peer" and row.target_ratio == 1.0 and row.ratio is not None

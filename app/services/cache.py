@@ -39,6 +39,20 @@ def cached(store: Store, key: str, compute: Callable[[], Any]) -> Any:
         return result
 
 
+def settled(store: Store, key: str) -> Any | None:
+    """The stored document under ``key``, waiting first for a computation of it under
+    way (:func:`cached`); None when it is neither stored nor being computed, or when that
+    computation failed. Never computes it."""
+    if store.has_document(key):
+        return store.read_document(key)
+    with _flights_guard:
+        computing = key in _flights
+    if not computing:
+        return None
+    with _single_flight(key):  # the lock is free once the computation has ended
+        return store.read_document(key) if store.has_document(key) else None
+
+
 @contextmanager
 def _single_flight(key: str) -> Iterator[None]:
     """Hold the lock of ``key``; the lock lives while someone holds or waits for it."""

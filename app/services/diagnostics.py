@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -10,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.jobs import Progress
-from app.services.cache import cache_key, cached
+from app.services.cache import cache_key, cached, settled
 from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
@@ -22,6 +23,7 @@ from calibcore.metrics import (
     CUMULATIVE_STATISTICS,
     Binning,
     CalibrationTestResult,
+    GlobalMeasures,
     IntervalMethod,
     MeasureName,
     ViewedCalibrationTest,
@@ -49,6 +51,10 @@ BIN_COUNTS = (5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
 
 #: How captions name each view.
 VIEW_NAMES = {"top_label": "top-label", "positive": "positive-class", "classwise": "classwise"}
+
+#: From this many rows the measures table runs its test of calibration on a second
+#: thread, beside the measures (below, a thread costs more than it saves).
+PARALLEL_TEST_MIN_ROWS = 100_000
 
 #: Level of the calibration test's verdict.
 TEST_LEVEL = 0.05
@@ -101,12 +107,31 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
     weights = prediction_set.weights_of(mask)
-    result = global_measures(labels, proba, view=view, n_bins=n_bins, binning=binning,
-                             n_bootstrap=n_bootstrap, random_state=random_state,
-                             interval="hybrid", progress=progress, sample_weight=weights)
-    test = (calibration_test(labels, proba, n_resamples=n_bootstrap,
-                             random_state=random_state, sample_weight=weights)
-            if n_bootstrap > 0 else None)
+
+    def test_of_rows() -> dict[str, Any] | None:
+        return (calibration_test(labels, proba, n_resamples=n_bootstrap,
+                                 random_state=random_state, sample_weight=weights)
+                if n_bootstrap > 0 else None)
+
+    def measures() -> GlobalMeasures:
+        return global_measures(labels, proba, view=view, n_bins=n_bins, binning=binning,
+                               n_bootstrap=n_bootstrap, random_state=random_state,
+                               interval="hybrid", progress=progress, sample_weight=weights)
+
+    if n_bootstrap == 0 or labels.size < PARALLEL_TEST_MIN_ROWS:
+        result, test = measures(), test_of_rows()
+    else:
+        # the test beside the measures, on a thread of its own: both spend their time in
+        # NumPy, which lets the other run meanwhile (1.5M rows: the test is a sixth of
+        # the measures' time, and the overview's other requests leave a core to it)
+        with ThreadPoolExecutor(1, thread_name_prefix="calibration-test") as pool:
+            testing = pool.submit(test_of_rows)
+            try:
+                result = measures()
+            except BaseException:
+                testing.cancel()
+                raise
+            test = testing.result()
     return jsonable({**weighting(prediction_set, mask),
         "view": view, "subset": subset, "n": result.n, "n_classes": result.n_classes,
         "n_bins": n_bins, "binning": binning, "n_bootstrap": n_bootstrap,
@@ -207,20 +232,25 @@ def calibration_test_summary(result: CalibrationTestResult) -> str:
 
 def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
                     subset: Subset = "all", bin_counts: tuple[int, ...] = BIN_COUNTS,
-                    bin_free: dict[str, Any] | None = None) -> dict[str, Any]:
+                    bin_free: dict[str, Any] | Callable[[], dict[str, Any] | None] | None = None,
+                    ) -> dict[str, Any]:
     """Binned ECE for many bin counts beside the bin-free consistent measures.
 
     Shows users that binned ECE depends on an arbitrary choice while smooth ECE, smCE
     and intCE (Błasiok et al. 2023) do not. ``bin_free`` takes those values from a measures
     result of the same view and subset (:func:`global_metrics`) instead of computing
-    them again.
+    them again; a callable is asked for them after the curves are computed (None: compute
+    them here).
     """
     mask = rows_for(prediction_set, subset)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
     weights = prediction_set.weights_of(mask)
-    curves = {binning: metrics.ece_by_bin_count(labels, proba, bin_counts, binning=binning,
-                                                view=view, sample_weight=weights).tolist()
-              for binning in ("equal_width", "equal_mass")}
+    # both binnings from one validation and one sort of the scores
+    curves = {binning: curve.tolist() for binning, curve in metrics.ece_by_bin_count_per_binning(
+        labels, proba, bin_counts, binnings=("equal_width", "equal_mass"), view=view,
+        sample_weight=weights).items()}
+    if callable(bin_free):
+        bin_free = bin_free()
     if bin_free is None:
         fixed = global_measures(labels, proba, view=view, n_bootstrap=0, measures=BIN_FREE,
                                 sample_weight=weights)
@@ -444,10 +474,12 @@ def bin_sensitivity_for(services: ServiceContext, dataset_id: str, *, view: View
 
     def compute() -> dict[str, Any]:
         prediction_set = services.datasets.prediction_set(dataset_id)
+        # the bin-free values are looked for once the curves are done: the overview asks
+        # for the measures at the same time, and their computation is then under way
         return {"dataset_id": dataset_id,
                 **bin_sensitivity(prediction_set, view=view, subset=subset,
-                                  bin_free=bin_free or _cached_bin_free(
-                                      services, dataset_id, view, subset))}
+                                  bin_free=bin_free or (lambda: _cached_bin_free(
+                                      services, dataset_id, view, subset)))}
 
     return dict(cached(services.store, key, compute))
 
@@ -455,13 +487,14 @@ def bin_sensitivity_for(services: ServiceContext, dataset_id: str, *, view: View
 def _cached_bin_free(services: ServiceContext, dataset_id: str, view: View,
                      subset: Subset) -> dict[str, Any] | None:
     """The bin-free measures' plug-in values from a measures table of the same rows and
-    view computed before (the overview asks for it first), else None: they do not
-    depend on the bins or the resamples, and with many classes each is a solve per
-    class. An external dataset's table (every row, where the diagram has a sample) is
-    not used."""
+    view computed before or being computed (the overview asks for it at the same time:
+    waiting for it leaves both cores to it instead of computing the same values twice),
+    else None: they do not depend on the bins or the resamples, and with many classes
+    each is a solve per class. An external dataset's table (every row, where the
+    diagram has a sample) is not used."""
     for n_bootstrap in (MetricsRequest.n_bootstrap, 0):
         result = cached_metrics(services, dataset_id, MetricsRequest(
-            view=view, subset=subset, n_bootstrap=n_bootstrap))
+            view=view, subset=subset, n_bootstrap=n_bootstrap), wait=True)
         if result is not None and "exact_note" not in result:
             return {key: {"name": item["name"], "value": item["plug_in"]}
                     for key, item in result["measures"].items()}
@@ -469,7 +502,11 @@ def _cached_bin_free(services: ServiceContext, dataset_id: str, view: View,
 
 
 def cached_metrics(services: ServiceContext, dataset_id: str,
-                   request: MetricsRequest) -> dict[str, Any] | None:
-    """The cached result of :func:`metrics_for`, if it was computed before."""
+                   request: MetricsRequest, *, wait: bool = False) -> dict[str, Any] | None:
+    """The cached result of :func:`metrics_for`, if it was computed before (or, with
+    ``wait``, once a computation of it under way ends)."""
     key = _metrics_key(services, dataset_id, request)
+    if wait:
+        result = settled(services.store, key)
+        return None if result is None else dict(result)
     return dict(services.store.read_document(key)) if services.store.has_document(key) else None

@@ -110,7 +110,8 @@ def view_problems(
             out.append(ViewProblem(name, scores, scores - outcomes, None))
             continue
         order = np.argsort(scores)
-        out.append(ViewProblem(name, scores[order], scores[order] - outcomes[order], order))
+        sorted_scores = scores[order]  # gathered once (1.5M rows: 10 ms a gather)
+        out.append(ViewProblem(name, sorted_scores, sorted_scores - outcomes[order], order))
     return out
 
 
@@ -235,7 +236,9 @@ def _mean_over_problems(
     weights = check_sample_weight(sample_weight, labels.size)
     row = np.ones((1, labels.size)) if weights is None else weights[None, :]
     values = [
-        float(kernel(problem.scores, problem.residuals, problem.reorder(row))[0])
+        # a row of ones is the same in any order: no gather of it
+        float(kernel(problem.scores, problem.residuals,
+                     row if weights is None else problem.reorder(row))[0])
         for problem in view_problems(labels, proba, view)
     ]
     return float(np.mean(values))

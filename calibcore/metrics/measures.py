@@ -39,6 +39,7 @@ __all__ = [
     "brier_score",
     "classwise_expected_calibration_error",
     "ece_by_bin_count",
+    "ece_by_bin_count_per_binning",
     "expected_calibration_error",
     "interval_calibration_error",
     "laplace_kernel_calibration_error",
@@ -153,16 +154,39 @@ def ece_by_bin_count(
     One sort serves every bin count: with scores sorted and R the running sum of the
     (weighted) residuals w (score - outcome), a bin's gap times its share is
     |R(last) - R(first)| / sum w, so each bin count costs O(bins log n).
+    :func:`ece_by_bin_count_per_binning` gives several binnings from the same sort.
 
     Returns
     -------
     ndarray of shape (len(bin_counts),)
     """
+    return ece_by_bin_count_per_binning(y_true, y_prob, bin_counts, binnings=(binning,),
+                                        view=view, sample_weight=sample_weight)[binning]
+
+
+def ece_by_bin_count_per_binning(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    bin_counts: Sequence[int],
+    *,
+    binnings: Sequence[Binning] = ("equal_width", "equal_mass"),
+    view: View = "top_label",
+    sample_weight: ArrayLike | None = None,
+) -> dict[Binning, NDArray[np.float64]]:
+    """:func:`ece_by_bin_count` of each binning in ``binnings``, validating the inputs and
+    sorting each problem's scores once for all of them (the values are those of
+    :func:`ece_by_bin_count` called once per binning, to the last digit).
+
+    Returns
+    -------
+    dict
+        Binning -> ndarray of shape (len(bin_counts),).
+    """
     labels, proba, weights = _checked(y_true, y_prob, sample_weight)
     counts = [check_positive_int(count, "n_bins") for count in bin_counts]
-    binning = _check_binning(binning)
+    chosen = [_check_binning(binning) for binning in binnings]
     problems = score_outcome(labels, proba, view)
-    values = np.zeros(len(counts))
+    values = {binning: np.zeros(len(counts)) for binning in chosen}
     for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True):
         order = np.argsort(scores, kind="stable")
         sorted_scores = scores[order]
@@ -172,15 +196,16 @@ def ece_by_bin_count(
         if sorted_weights is not None:
             residuals = residuals * sorted_weights
         running = np.concatenate([[0.0], np.cumsum(residuals)])
-        for position, n_bins in enumerate(counts):
-            edges = (bin_edges(sorted_scores, n_bins, binning)
-                     if sorted_weights is None or binning != "equal_mass" else
-                     sorted_weighted_equal_mass_edges(sorted_scores, sorted_weights, n_bins))
-            # bins are right-closed: a bin ends after the last score <= its right edge
-            ends = np.searchsorted(sorted_scores, edges[1:-1], side="right")
-            bounds = np.concatenate([[0], ends, [scores.size]])
-            values[position] += np.abs(np.diff(running[bounds])).sum() / total
-    return values / problems.scores.shape[0]
+        for binning in chosen:
+            for position, n_bins in enumerate(counts):
+                edges = (bin_edges(sorted_scores, n_bins, binning)
+                         if sorted_weights is None or binning != "equal_mass" else
+                         sorted_weighted_equal_mass_edges(sorted_scores, sorted_weights, n_bins))
+                # bins are right-closed: a bin ends after the last score <= its right edge
+                ends = np.searchsorted(sorted_scores, edges[1:-1], side="right")
+                bounds = np.concatenate([[0], ends, [scores.size]])
+                values[binning][position] += np.abs(np.diff(running[bounds])).sum() / total
+    return {binning: curve / problems.scores.shape[0] for binning, curve in values.items()}
 
 
 def maximum_calibration_error(

@@ -10,6 +10,7 @@ evaluates a block of resamples as one array operation (binned sums through
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -152,6 +153,9 @@ class GlobalMeasures:
 
 
 IntervalMethod = Literal["percentile", "basic", "hybrid"]
+#: The plug-in values of the data, or a callable giving them once they are needed.
+PlugIn = (dict[MeasureName, NDArray[np.float64]]
+          | Callable[[], dict[MeasureName, NDArray[np.float64]]])
 
 #: Measures whose resamples cost a pass over every row of each problem (and, for the
 #: smooth ECE, a bisection of convolutions): without a one-pass form over the classes.
@@ -311,11 +315,53 @@ def global_measures(
     if interval not in ("percentile", "basic", "hybrid"):
         raise CalibrationInputError(
             f"interval must be 'percentile', 'basic' or 'hybrid', got {interval!r}.")
-    n_rows, n_classes = proba.shape
+    n_rows = proba.shape[0]
     context = WeightedMeasures.of_rows(labels, proba, view, n_bins, binning)
     skip_smce = n_rows > smce_max_rows
-    values = context.rows(keys, np.ones((1, n_rows)) if weights is None else weights[None, :],
-                          skip_smce)
+    data_weights = np.ones((1, n_rows)) if weights is None else weights[None, :]
+    # Above the row bootstrap's size the resamples are drawn on a summary of the rows
+    # (cells or a subsample) that does not need the plug-in values until the end: the
+    # plug-in values of every row are then computed on a second thread meanwhile (both
+    # spend their time in NumPy). The values are the same either way.
+    beside = n_bootstrap > 0 and n_rows > ROW_BOOTSTRAP_MAX_ROWS
+    pool = ThreadPoolExecutor(1, thread_name_prefix="plug-in") if beside else None
+    try:
+        return _measures(context, labels, proba, view, keys, data_weights, weights, pool,
+                         n_bins=n_bins, binning=binning, n_bootstrap=n_bootstrap,
+                         level=level, random_state=random_state, skip_smce=skip_smce,
+                         smce_max_rows=smce_max_rows,
+                         smce_bootstrap_max_rows=smce_bootstrap_max_rows,
+                         consistent_bootstrap_max_rows=consistent_bootstrap_max_rows,
+                         interval=interval, progress=progress)
+    finally:
+        if pool is not None:  # a cancelled bootstrap does not wait for the plug-in values
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _measures(
+    context: WeightedMeasures, labels: NDArray[np.intp], proba: NDArray[np.float64],
+    view: View, keys: Sequence[MeasureName], data_weights: NDArray[np.float64],
+    weights: NDArray[np.float64] | None, pool: ThreadPoolExecutor | None, *, n_bins: int,
+    binning: Binning, n_bootstrap: int, level: float,
+    random_state: int | np.random.Generator | None, skip_smce: bool, smce_max_rows: int,
+    smce_bootstrap_max_rows: int, consistent_bootstrap_max_rows: int,
+    interval: IntervalMethod, progress: Callable[[float], None] | None,
+) -> GlobalMeasures:
+    """:func:`global_measures` of validated rows; with ``pool``, the plug-in values are
+    computed on its thread while the bootstrap runs."""
+    n_rows, n_classes = proba.shape
+    samples: dict[MeasureName, list[NDArray[np.float64]]] = {}
+    plug_in = (None if pool is None else
+               pool.submit(context.rows, keys, data_weights, skip_smce))
+
+    def plug_in_values() -> dict[MeasureName, NDArray[np.float64]]:
+        values = context.rows(keys, data_weights, skip_smce) if plug_in is None else \
+            plug_in.result()
+        for key in values:
+            samples.setdefault(key, [])
+        return values
+
+    values = plug_in_values() if plug_in is None else None
     n_problems = len(context.problems)
     smce_interval = not skip_smce and n_rows * n_problems <= smce_bootstrap_max_rows
     unresampled: dict[MeasureName, str] = {"smooth_calibration_error": (
@@ -330,12 +376,14 @@ def global_measures(
             "every row); the value is exact")))
     resampled_keys = [key for key in keys if key not in unresampled
                       or (key == "smooth_calibration_error" and smce_interval)]
-    samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in values}
     resampling = ""
     if n_bootstrap:
-        resampling = _bootstrap(context, labels, proba, view, resampled_keys, values, samples,
+        resampling = _bootstrap(context, labels, proba, view, resampled_keys,
+                                plug_in_values if values is None else values, samples,
                                 n_bootstrap, random_state, not smce_interval, progress,
                                 weights)
+    if values is None:
+        values = plug_in_values()
     results = measure_estimates(
         keys, {key: float(v[0]) for key, v in values.items()}, samples, level, interval,
         missing=(f"not computed on {n_rows:,} rows, above smce_max_rows={smce_max_rows:,}: "
@@ -387,7 +435,7 @@ def _bootstrap(
     proba: NDArray[np.float64],
     view: View,
     keys: Sequence[MeasureName],
-    values: dict[MeasureName, NDArray[np.float64]],
+    values: PlugIn,
     samples: dict[MeasureName, list[NDArray[np.float64]]],
     n_bootstrap: int,
     random_state: int | np.random.Generator | None,
@@ -397,12 +445,17 @@ def _bootstrap(
 ) -> str:
     """Append each measure's resampled values to ``samples``; return how they were drawn.
 
+    ``values`` (the plug-in values of the data) may be a callable giving them, asked for
+    once every resample is evaluated; with the row bootstrap they are the base itself
+    (the rows are the data), so a callable is asked for first.
+
     On a summary (:mod:`calibcore.metrics._resampling`), a resample's value is the data's value
     plus the resample's scaled deviation from the summary's own value, so the summary's
     small displacement of the scores cancels out of the point estimate.
     """
     plan = resampling_plan(labels, proba, context.n_bins, random_state, weights)
-    resampled, base = context, values
+    resampled: WeightedMeasures = context
+    base: PlugIn = values
     unit = 1.0 if plan.unit_weights is None else plan.unit_weights
     if plan.method == "cells" and plan.groups is not None and plan.counts is not None:
         resampled = context.grouped(plan.groups, plan.counts, weights)
@@ -411,8 +464,9 @@ def _bootstrap(
         resampled = WeightedMeasures.of_rows(labels[plan.groups], proba[plan.groups],
                                              view, context.n_bins, context.binning)
         base = resampled.rows(keys, np.ones((1, plan.groups.size)) * unit, skip_smce)
-    resample(plan, resampled, base, values, keys, samples, n_bootstrap, random_state,
-             skip_smce, progress)
+    # a callable is left only with the row bootstrap, whose base is the data's values
+    resample(plan, resampled, base() if callable(base) else base, values, keys, samples,
+             n_bootstrap, random_state, skip_smce, progress)
     return plan.note
 
 
@@ -420,7 +474,7 @@ def resample(
     plan: ResamplingPlan,
     resampled: WeightedMeasures,
     base: dict[MeasureName, NDArray[np.float64]],
-    values: dict[MeasureName, NDArray[np.float64]],
+    values: PlugIn,
     keys: Sequence[MeasureName],
     samples: dict[MeasureName, list[NDArray[np.float64]]],
     n_bootstrap: int,
@@ -430,15 +484,21 @@ def resample(
 ) -> None:
     """Append each measure's resampled values to ``samples``: ``resampled`` evaluated on
     the plan's resamples; on a summary, as the data's value ``values`` plus the scaled
-    deviation from the summary's own value ``base``."""
+    deviation from the summary's own value ``base``. ``values`` may be a callable giving
+    them (and filling ``samples`` with their keys), asked for once every resample is
+    evaluated."""
     done = 0
+    blocks = []
     for weights in plan.blocks(n_bootstrap, random_state):
-        for key, block in resampled.rows(keys, weights, skip_smce).items():
-            if key not in samples:  # a kernel may give more measures than asked for
-                continue
-            if plan.method != "rows":
-                block = values[key][0] + plan.scale * (block - base[key][0])
-            samples[key].append(block)
+        blocks.append(resampled.rows(keys, weights, skip_smce))
         done += weights.shape[0]
         if progress is not None:
             progress(done / n_bootstrap)
+    data = values() if callable(values) else values
+    for evaluated in blocks:
+        for key, block in evaluated.items():
+            if key not in samples:  # a kernel may give more measures than asked for
+                continue
+            if plan.method != "rows":
+                block = data[key][0] + plan.scale * (block - base[key][0])
+            samples[key].append(block)

@@ -87,3 +87,46 @@ def test_twenty_identical_overview_requests_compute_the_intervals_once(
     assert {r.status_code for r in responses} == {200}
     assert len({r.text for r in responses}) == 1
     assert computed == [50]
+
+
+def test_settled_waits_for_a_computation_under_way_and_never_computes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    assert cache.settled(store, "d.kind.none") is None  # neither stored nor being computed
+    entered, release = threading.Event(), threading.Event()
+
+    def compute() -> dict[str, int]:
+        entered.set()
+        release.wait(10)
+        return {"value": 7}
+
+    with ThreadPoolExecutor(2) as pool:
+        computing = pool.submit(cache.cached, store, "d.kind.busy", compute)
+        assert entered.wait(10)
+        waiting = pool.submit(cache.settled, store, "d.kind.busy")
+        time.sleep(0.2)
+        assert not waiting.done()  # it waits for the computation rather than answering None
+        release.set()
+        assert waiting.result(10) == {"value": 7}
+        assert computing.result(10) == {"value": 7}
+    assert cache.settled(store, "d.kind.busy") == {"value": 7}  # stored: read at once
+    assert cache._flights == {}
+
+
+def test_settled_gives_none_when_the_computation_under_way_fails(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    entered, release = threading.Event(), threading.Event()
+
+    def failing() -> int:
+        entered.set()
+        release.wait(10)
+        raise ValueError("boom")
+
+    with ThreadPoolExecutor(2) as pool:
+        computing = pool.submit(cache.cached, store, "d.kind.fails", failing)
+        assert entered.wait(10)
+        waiting = pool.submit(cache.settled, store, "d.kind.fails")
+        time.sleep(0.1)
+        release.set()
+        assert waiting.result(10) is None
+        assert isinstance(computing.exception(10), ValueError)
+    assert cache._flights == {}

@@ -173,6 +173,40 @@ def test_ece_by_bin_count_equals_ece_for_each_count(
         expected, rtol=0, atol=1e-12)
 
 
+@settings(max_examples=25)
+@given(seed=st.integers(0, 2**31), n_rows=st.integers(1, 400), n_classes=st.integers(2, 4),
+       view=st.sampled_from(["top_label", "classwise"]), weighted=st.booleans())
+def test_ece_by_bin_count_per_binning_equals_ece_of_each_binning_and_count(
+        seed, n_rows, n_classes, view, weighted) -> None:
+    """Both binnings from one sort: each curve is the ECE of each bin count in that
+    binning (the independent one-bin-count function), weighted rows included."""
+    rng = np.random.default_rng(seed)
+    proba = np.round(rng.dirichlet(np.ones(n_classes), size=n_rows), 2)
+    proba /= proba.sum(axis=1, keepdims=True)  # rounded: many ties and scores on edges
+    labels = rng.integers(0, n_classes, n_rows)
+    weights = rng.integers(1, 4, n_rows).astype(float) if weighted else None
+    counts = [1, 3, 10, 15, 40]
+    curves = metrics.ece_by_bin_count_per_binning(labels, proba, counts, view=view,
+                                                  sample_weight=weights)
+    assert list(curves) == ["equal_width", "equal_mass"]
+    for binning, curve in curves.items():
+        expected = [metrics.expected_calibration_error(labels, proba, n_bins=count,
+                                                       binning=binning, view=view,
+                                                       sample_weight=weights)
+                    for count in counts]
+        np.testing.assert_allclose(curve, expected, rtol=0, atol=1e-12)
+        # the one-binning function gives the same numbers to the last digit
+        assert curve.tolist() == metrics.ece_by_bin_count(
+            labels, proba, counts, binning=binning, view=view,
+            sample_weight=weights).tolist()
+
+
+def test_ece_by_bin_count_per_binning_rejects_an_unknown_binning() -> None:
+    with pytest.raises(CalibrationInputError, match="binning"):
+        metrics.ece_by_bin_count_per_binning([0, 1], [0.2, 0.7], [5],
+                                             binnings=("equal_width", "quantile"))
+
+
 @settings(max_examples=300, deadline=None)
 @given(n_bins=st.integers(1, 300), low=st.sampled_from([0.0, -1.0, 0.25]),
        span=st.sampled_from([1.0, 0.5, 3.0]), seed=st.integers(0, 2**32 - 1))

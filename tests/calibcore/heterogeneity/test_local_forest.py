@@ -35,12 +35,14 @@ def kernel_tree(features, labels, n_classes, weight, seed):
     arrays.update({name: np.empty(capacity) for name in ("threshold", "impurity", "weight")})
     value = np.empty((capacity, n_classes))
     order = np.ascontiguousarray(np.argsort(features.T, axis=1, kind="stable"), dtype=np.intp)
+    row_leaf = np.full(n_rows, -1, dtype=np.intp)
     n_nodes = _grow_tree(
         features, labels, n_classes, weight, order, seed, float(weight.sum()), arrays["left"],
         arrays["right"], arrays["feature"], arrays["threshold"], value, arrays["impurity"],
         arrays["weight"], np.empty((n_features, n_rows), dtype=np.intp),
-        np.empty(n_rows, dtype=np.intp), np.zeros(n_rows, dtype=np.bool_))
-    return n_nodes, {name: array[:n_nodes] for name, array in arrays.items()}, value[:n_nodes]
+        np.empty(n_rows, dtype=np.intp), np.zeros(n_rows, dtype=np.bool_), row_leaf)
+    arrays = {name: array[:n_nodes] for name, array in arrays.items()}
+    return n_nodes, {**arrays, "row_leaf": row_leaf}, value[:n_nodes]
 
 
 @settings(max_examples=40, deadline=None)
@@ -63,6 +65,12 @@ def test_kernel_trees_are_scikit_learns_trees(seed, n_rows, n_features, n_classe
         np.testing.assert_array_equal(ours["impurity"], theirs[tree].impurity)
         np.testing.assert_array_equal(ours["weight"], theirs[tree].weighted_n_node_samples)
         np.testing.assert_array_equal(value, theirs[tree].value[:, 0, :])
+        # the leaf recorded for each in-bag row as the tree grew is where apply sends it;
+        # rows out of the bag are left alone
+        in_bag = weight > 0
+        np.testing.assert_array_equal(ours["row_leaf"][in_bag],
+                                      theirs[tree].apply(features)[in_bag])
+        assert (ours["row_leaf"][~in_bag] == -1).all()
 
 
 @settings(max_examples=15, deadline=None)

@@ -289,21 +289,22 @@ def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
             drawn[:n_known] = constant[:n_known]
             constant[n_known:n_known + n_found] = drawn[n_known:n_known + n_found]
             if best_position < end:
-                n_left = 0
+                # The split feature's list is sorted by the value compared with the
+                # threshold, so the rows going left are the first ones exactly when the
+                # two values either side of the split position fall either side of it.
+                rows = sorted_rows[best_feature]
+                if not (features[rows[best_position - 1], best_feature] <= best_threshold
+                        < features[rows[best_position], best_feature]):
+                    return -1
                 left_sums[:] = 0.0
                 weighted_left = 0.0
-                for position in range(start, end):
-                    row = sorted_rows[0, position]
-                    to_left = features[row, best_feature] <= best_threshold
-                    goes_left[row] = to_left
-                    # without a branch: adding 0.0 or the row's weight (an integer count)
-                    # is exact
-                    n_left += np.intp(to_left)
-                    left_weight = weight[row] * np.float64(to_left)
-                    left_sums[labels[row]] += left_weight
-                    weighted_left += left_weight
-                if start + n_left != best_position:
-                    return -1
+                for position in range(start, best_position):
+                    row = rows[position]
+                    goes_left[row] = True
+                    left_sums[labels[row]] += weight[row]
+                    weighted_left += weight[row]
+                for position in range(best_position, end):
+                    goes_left[rows[position]] = False
                 for column in range(n_features):
                     # the split feature's list is sorted by the value split on: its left
                     # rows come first already, and a stable partition leaves it as it is
@@ -365,11 +366,17 @@ def _weaker(first, second, alpha):
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _set_alpha(winner, alpha, size, node, new_alpha):
-    """Give ``node`` a new effective alpha and replay its matches up the tournament."""
+    """Give ``node`` a new effective alpha and replay its matches up the tournament.
+
+    A match still won by the same other node changes nothing above it: stop there.
+    """
     alpha[node] = new_alpha
     slot = (size + node) >> 1
     while slot >= 1:
-        winner[slot] = _weaker(winner[2 * slot], winner[2 * slot + 1], alpha)
+        won = _weaker(winner[2 * slot], winner[2 * slot + 1], alpha)
+        if won == winner[slot] and won != node:
+            return
+        winner[slot] = won
         slot >>= 1
 
 

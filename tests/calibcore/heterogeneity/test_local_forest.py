@@ -87,6 +87,25 @@ def test_kernel_scores_equal_the_scikit_learn_path(seed, n_rows, n_features, n_c
     np.testing.assert_array_equal(ours.in_sample, theirs.in_sample)
 
 
+def test_two_class_kernel_equals_the_scikit_learn_path_on_large_noisy_neighbourhoods():
+    """The two-class split search (class sums in registers) and the shortcuts taken while
+    growing (sums from the parent, in-bag leaves, the split feature not re-partitioned)
+    on a neighbourhood shaped like a large file's: 1,500 rows, 4 features (one rounded,
+    so with ties), labels barely predictable, so the trees grow to ~1,000 nodes."""
+    rng = np.random.default_rng(20_260_127)
+    features = rng.normal(size=(1_500, 4))
+    features[:, 3] = np.round(features[:, 3], 1)
+    labels = (rng.random(1_500) < 1 / (1 + np.exp(-0.4 * features[:, 0]))).astype(np.intp)
+    features = features.astype(np.float32)
+    seeds = TreeSeeds.draw(3, 100, n_raw=2 * 1_500 + 256)
+    ours = score_forests(features, labels, 2, seeds, CCP_ALPHAS, silent())
+    counts = seeds.bootstrap_counts(1_500).astype(np.int32)
+    theirs = _score_with_sklearn(features, labels, 2, counts, seeds, CCP_ALPHAS, silent())
+    np.testing.assert_array_equal(ours.oob_correct, theirs.oob_correct)
+    np.testing.assert_array_equal(ours.in_sample, theirs.in_sample)
+    assert len(set(ours.oob_correct.tolist())) > 1  # the pruning levels differ here
+
+
 def test_short_raw_streams_fall_back_to_the_generator():
     features, labels = random_problem(0, 60, 2, 2, 0)
     short = TreeSeeds.draw(0, 100, n_raw=40)  # too short for 60 draws: every tree falls back

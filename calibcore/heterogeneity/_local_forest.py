@@ -98,7 +98,7 @@ def _stable_partition(rows: NDArray[np.intp], start: int, end: int,
     n_right = 0
     for position in range(start, end):
         row = rows[position]
-        to_left = np.intp(goes_left[row])
+        to_left = int(goes_left[row])
         rows[start + n_left] = row
         scratch[n_right] = row
         n_left += to_left

@@ -398,7 +398,9 @@ class _HeterogeneityTask:
         })
 
     def _background(self, map_2d: NDArray[np.float64]) -> dict[str, Any]:
-        others = np.setdiff1d(np.arange(self.prediction_set.n_rows), self.evaluated)
+        unevaluated = np.ones(self.prediction_set.n_rows, dtype=bool)
+        unevaluated[self.evaluated] = False  # setdiff1d sorts every row: 1 s for 327k
+        others = np.flatnonzero(unevaluated)
         shown = sample_rows(others, MAX_BACKGROUND_ROWS, self.params.random_state)
         return {"x": map_2d[shown, 0], "y": map_2d[shown, 1], "n_other": int(others.size)}
 

@@ -69,8 +69,8 @@ def score_forests(
         draws = np.random.RandomState(int(seeds.seeds[tree])).randint(0, n_rows, n_rows)
         counts[tree] = np.bincount(draws, minlength=n_rows)
     order = np.ascontiguousarray(np.argsort(values.T, axis=1, kind="stable"), dtype=np.intp)
-    oob_sums = np.zeros((alphas.size, n_rows, n_classes))
-    in_sums = np.zeros((alphas.size, n_rows, n_classes))
+    oob_sums = np.zeros((n_rows, alphas.size, n_classes))
+    in_sums = np.zeros((n_rows, alphas.size, n_classes))
     oob_votes = np.zeros(n_rows, dtype=np.int64)
     per_call = max(1, _ROW_TREES_PER_CALL // max(n_rows, 1))
     for first in range(0, counts.shape[0], per_call):
@@ -82,9 +82,10 @@ def score_forests(
             return _score_with_sklearn(values, labels, n_classes, counts, seeds, alphas,
                                        heartbeat)
     oob_votes[oob_votes == 0] = 1  # as scikit-learn: rows never out of bag predict all zeros
-    oob = oob_sums / oob_votes[:, None]
-    correct = np.count_nonzero(np.argmax(oob, axis=2) == labels, axis=1)
-    return ForestScores(oob_correct=correct, in_sample=in_sums / counts.shape[0])
+    oob = oob_sums / oob_votes[:, None, None]
+    correct = np.count_nonzero(np.argmax(oob, axis=2) == labels[:, None], axis=0)
+    return ForestScores(oob_correct=correct,
+                        in_sample=in_sums.transpose(1, 0, 2) / counts.shape[0])
 
 
 def _score_with_sklearn(

@@ -23,8 +23,8 @@ been scored:
   so every weighted class sum is an exact integer and the order in which rows
   are added cannot change a bit;
 * pruning replays scikit-learn's weakest-link sequence per tree (as
-  :func:`calibcore.heterogeneity._bagging._collapse_alphas`), with a heap instead of a scan
-  over every node at every step;
+  :func:`calibcore.heterogeneity._bagging._collapse_alphas`), with a tournament tree
+  instead of a scan over every node at every step;
 * OOB and in-sample probabilities are accumulated tree by tree in the forest's
   order, for every alpha.
 
@@ -33,8 +33,6 @@ the last bit (tests/calibcore/heterogeneity/test_heterogeneity.py pins it).
 """
 
 from __future__ import annotations
-
-import heapq
 
 import numba
 import numpy as np
@@ -90,17 +88,21 @@ def _rand_int(low: int, high: int, state: NDArray[np.int64]) -> int:
 @numba.njit(nogil=True, cache=True)
 def _stable_partition(rows: NDArray[np.intp], start: int, end: int,
                       goes_left: NDArray[np.bool_], scratch: NDArray[np.intp]) -> None:
-    """Rows of ``rows[start:end]`` going left first, each side in its previous order."""
+    """Rows of ``rows[start:end]`` going left first, each side in its previous order.
+
+    Without a branch per row (which way a row goes is a coin flip in every list but
+    the split feature's): each row is written to both sides and only the side it goes
+    to advances. The left write lands at or before ``position``, already read.
+    """
     n_left = 0
     n_right = 0
     for position in range(start, end):
         row = rows[position]
-        if goes_left[row]:
-            rows[start + n_left] = row
-            n_left += 1
-        else:
-            scratch[n_right] = row
-            n_right += 1
+        to_left = int(goes_left[row])
+        rows[start + n_left] = row
+        scratch[n_right] = row
+        n_left += to_left
+        n_right += 1 - to_left
     for position in range(n_right):
         rows[start + n_left + position] = scratch[position]
 
@@ -121,24 +123,78 @@ def _proxy(left_sums, sums, weighted_left, weighted, n_classes):
 
 
 @numba.njit(nogil=True, cache=True)
+def _scan_binary(features, labels, weight, rows, column, start, end, total_0, total_1,
+                 weighted, best_proxy, best_feature, best_position, best_threshold):
+    """The split search over one feature for two classes, the class sums in registers.
+
+    The same positions, floating-point expressions and strict ``>`` as the general loop
+    in :func:`_grow_tree` (a class sum gets the row's weight, an integer count, or an
+    exact 0.0, so no branch on the label is needed); returns the best split so far.
+    """
+    feature_threshold = np.float32(1e-7)
+    left_0 = left_1 = weighted_left = 0.0
+    added = start
+    position = start
+    previous = features[rows[start], column]  # the value at position - 1 below
+    while position < end:
+        position += 1
+        while position < end:
+            current = features[rows[position], column]
+            if current > previous + feature_threshold:
+                break
+            previous = current
+            position += 1
+        if position >= end:
+            break
+        while added < position:
+            row = rows[added]
+            row_weight = weight[row]
+            positive = row_weight * np.float64(labels[row])
+            left_1 += positive
+            left_0 += row_weight - positive
+            weighted_left += row_weight
+            added += 1
+        weighted_right = weighted - weighted_left
+        right_0 = total_0 - left_0
+        right_1 = total_1 - left_1
+        squares_left = 0.0 + left_0 * left_0
+        squares_left += left_1 * left_1
+        squares_right = 0.0 + right_0 * right_0
+        squares_right += right_1 * right_1
+        gini_left = 1.0 - squares_left / (weighted_left * weighted_left)
+        gini_right = 1.0 - squares_right / (weighted_right * weighted_right)
+        proxy = -weighted_right * gini_right - weighted_left * gini_left
+        if proxy > best_proxy:
+            best_proxy = proxy
+            best_feature, best_position = column, position
+            best_threshold = np.float64(previous) / 2.0 + np.float64(current) / 2.0
+        previous = current
+    return best_proxy, best_feature, best_position, best_threshold
+
+
+@numba.njit(nogil=True, cache=True)
 def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
                left, right, feature, threshold, value, impurity, node_weight,
-               sorted_rows, scratch, goes_left):
+               sorted_rows, scratch, goes_left, row_leaf):
     """Grow one tree as scikit-learn's ``DepthFirstTreeBuilder`` + ``BestSplitter`` + Gini.
 
-    Node arrays are filled in scikit-learn's node order. Returns the node count,
-    or -1 if a split's partition disagreed with its position (never expected;
+    Node arrays are filled in scikit-learn's node order; ``row_leaf`` gets the leaf
+    of each in-bag row (rows out of the bag are left as they were). Returns the node
+    count, or -1 if a split's partition disagreed with its position (never expected;
     the caller then uses scikit-learn itself).
+
+    A node's weighted class sums come from its parent's split (the left side's sums
+    and their difference from the parent's): the weights are integer counts, so they
+    equal the sums over the node's rows exactly.
     """
     n_features = features.shape[1]
     feature_threshold = np.float32(1e-7)
     n_in = 0
     for column in range(n_features):
         n_in = 0
-        for row in order[column]:
-            if weight[row] != 0:
-                sorted_rows[column, n_in] = row
-                n_in += 1
+        for row in order[column]:  # in-bag rows, without a branch on the bootstrap draw
+            sorted_rows[column, n_in] = row
+            n_in += np.intp(weight[row] != 0)
     drawn = np.arange(n_features)
     constant = np.empty(n_features, dtype=np.intp)
     state = np.array([seed], dtype=np.int64)
@@ -149,8 +205,13 @@ def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
     stack_is_left = np.empty(capacity, dtype=np.bool_)
     stack_impurity = np.empty(capacity)
     stack_constants = np.empty(capacity, dtype=np.intp)
+    stack_sums = np.empty((capacity, n_classes))
     sums = np.zeros(n_classes)
     left_sums = np.zeros(n_classes)
+    stack_sums[0, :] = 0.0
+    for position in range(n_in):
+        row = sorted_rows[0, position]
+        stack_sums[0, labels[row]] += weight[row]
     stack_start[0], stack_end[0], stack_parent[0] = 0, n_in, -1
     stack_is_left[0], stack_impurity[0], stack_constants[0] = False, np.inf, 0
     top = 1
@@ -160,12 +221,10 @@ def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
         start, end = stack_start[top], stack_end[top]
         parent, is_left = stack_parent[top], stack_is_left[top]
         node_impurity, n_known = stack_impurity[top], stack_constants[top]
-        sums[:] = 0.0
         weighted = 0.0
-        for position in range(start, end):
-            row = sorted_rows[0, position]
-            sums[labels[row]] += weight[row]
-            weighted += weight[row]
+        for klass in range(n_classes):
+            sums[klass] = stack_sums[top, klass]
+            weighted += sums[klass]
         if n_nodes == 0:
             squares = 0.0
             for klass in range(n_classes):
@@ -200,6 +259,11 @@ def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
                     continue
                 f_i -= 1
                 drawn[f_i], drawn[f_j] = drawn[f_j], drawn[f_i]
+                if n_classes == 2:
+                    best_proxy, best_feature, best_position, best_threshold = _scan_binary(
+                        features, labels, weight, rows, column, start, end, sums[0], sums[1],
+                        weighted, best_proxy, best_feature, best_position, best_threshold)
+                    continue
                 left_sums[:] = 0.0
                 weighted_left = 0.0
                 added = start
@@ -225,20 +289,27 @@ def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
             drawn[:n_known] = constant[:n_known]
             constant[n_known:n_known + n_found] = drawn[n_known:n_known + n_found]
             if best_position < end:
-                n_left = 0
+                # The split feature's list is sorted by the value compared with the
+                # threshold, so the rows going left are the first ones exactly when the
+                # two values either side of the split position fall either side of it.
+                rows = sorted_rows[best_feature]
+                if not (features[rows[best_position - 1], best_feature] <= best_threshold
+                        < features[rows[best_position], best_feature]):
+                    return -1
                 left_sums[:] = 0.0
                 weighted_left = 0.0
-                for position in range(start, end):
-                    row = sorted_rows[0, position]
-                    goes_left[row] = features[row, best_feature] <= best_threshold
-                    if goes_left[row]:
-                        n_left += 1
-                        left_sums[labels[row]] += weight[row]
-                        weighted_left += weight[row]
-                if start + n_left != best_position:
-                    return -1
+                for position in range(start, best_position):
+                    row = rows[position]
+                    goes_left[row] = True
+                    left_sums[labels[row]] += weight[row]
+                    weighted_left += weight[row]
+                for position in range(best_position, end):
+                    goes_left[rows[position]] = False
                 for column in range(n_features):
-                    _stable_partition(sorted_rows[column], start, end, goes_left, scratch)
+                    # the split feature's list is sorted by the value split on: its left
+                    # rows come first already, and a stable partition leaves it as it is
+                    if column != best_feature:
+                        _stable_partition(sorted_rows[column], start, end, goes_left, scratch)
                 weighted_right = weighted - weighted_left
                 squares_left = squares_right = 0.0
                 for klass in range(n_classes):
@@ -268,17 +339,45 @@ def _grow_tree(features, labels, n_classes, weight, order, seed, total_weight,
             value[node, klass] = sums[klass] / weighted
         if is_leaf:
             feature[node], threshold[node] = _UNDEFINED, float(_UNDEFINED)
+            for position in range(start, end):
+                row_leaf[sorted_rows[0, position]] = node
             continue
         feature[node], threshold[node] = best_feature, best_threshold
         stack_start[top], stack_end[top], stack_parent[top] = best_position, end, node
         stack_is_left[top], stack_impurity[top] = False, impurity_right
         stack_constants[top] = n_total
+        for klass in range(n_classes):
+            stack_sums[top, klass] = sums[klass] - left_sums[klass]
         top += 1
         stack_start[top], stack_end[top], stack_parent[top] = start, best_position, node
         stack_is_left[top], stack_impurity[top] = True, impurity_left
         stack_constants[top] = n_total
+        for klass in range(n_classes):
+            stack_sums[top, klass] = left_sums[klass]
         top += 1
     return n_nodes
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _weaker(first, second, alpha):
+    """Of two nodes (``first`` the lower id), the weaker link: smaller alpha, else lower id."""
+    return first if alpha[first] <= alpha[second] else second
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _set_alpha(winner, alpha, size, node, new_alpha):
+    """Give ``node`` a new effective alpha and replay its matches up the tournament.
+
+    A match still won by the same other node changes nothing above it: stop there.
+    """
+    alpha[node] = new_alpha
+    slot = (size + node) >> 1
+    while slot >= 1:
+        won = _weaker(winner[2 * slot], winner[2 * slot + 1], alpha)
+        if won == winner[slot] and won != node:
+            return
+        winner[slot] = won
+        slot >>= 1
 
 
 @numba.njit(nogil=True, cache=True)
@@ -289,8 +388,10 @@ def _collapse_alphas(left, right, risk, n_nodes, max_alpha):
     leaf by leaf in node order, then the weakest link (the first node, in node
     order, with the smallest ``(R(t) - R(T_t)) / (|T_t| - 1)``) pruned one at a
     time and its ancestors updated by differences, while the effective alpha is
-    at most ``max_alpha``. A heap ordered by (alpha, node) finds the weakest link;
-    entries made stale by an update are skipped (their alpha no longer matches).
+    at most ``max_alpha``. A tournament tree over the node ids (each match won by
+    the smaller alpha, the lower id on a tie: scikit-learn's first minimum in node
+    order) finds the weakest link; a node's alpha changes in place (inf once it is
+    no longer a candidate) and only its matches are replayed, with no allocation.
     Node t collapses for every alpha >= the running maximum of the effective
     alphas up to its step; inf where that exceeds ``max_alpha``.
     """
@@ -312,29 +413,38 @@ def _collapse_alphas(left, right, risk, n_nodes, max_alpha):
             node = parent[node]
             branch[node] += risk[leaf]
             n_leaves[node] += 1
-    heap = [(0.0, 0)]
-    heap.pop()
+    size = 1
+    while size < n_nodes:
+        size *= 2
+    alpha = np.full(size, np.inf)
     for node in range(n_nodes):
         if candidate[node]:
-            heap.append(((risk[node] - branch[node]) / (n_leaves[node] - 1), node))
-    heapq.heapify(heap)
+            alpha[node] = (risk[node] - branch[node]) / (n_leaves[node] - 1)
+    winner = np.empty(2 * size, dtype=np.intp)
+    for node in range(size):
+        winner[size + node] = node
+    for slot in range(size - 1, 0, -1):
+        winner[slot] = _weaker(winner[2 * slot], winner[2 * slot + 1], alpha)
+    stack = np.empty(n_nodes, dtype=np.intp)
     running_max = -np.inf
-    while candidate[0] and len(heap) > 0:
-        effective, weakest = heapq.heappop(heap)
-        if (not candidate[weakest]
-                or effective != (risk[weakest] - branch[weakest]) / (n_leaves[weakest] - 1)):
-            continue  # pruned with an ancestor, or superseded by an update
+    while candidate[0]:
+        weakest = winner[1]
+        effective = alpha[weakest]
         running_max = max(running_max, effective)
         if running_max > max_alpha:
             break
         collapse_at[weakest] = running_max
-        stack = [weakest]
-        while len(stack) > 0:
-            node = stack.pop()
-            candidate[node] = False
-            if left[node] >= 0:
-                stack.append(left[node])
-                stack.append(right[node])
+        stack[0] = weakest
+        top = 1
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            if left[node] >= 0:  # leaves were never candidates
+                candidate[node] = False
+                _set_alpha(winner, alpha, size, node, np.inf)
+                stack[top] = left[node]
+                stack[top + 1] = right[node]
+                top += 2
         pruned = n_leaves[weakest] - 1
         n_leaves[weakest] = 0
         difference = risk[weakest] - branch[weakest]
@@ -344,7 +454,8 @@ def _collapse_alphas(left, right, risk, n_nodes, max_alpha):
             node = parent[node]
             n_leaves[node] -= pruned
             branch[node] += difference
-            heapq.heappush(heap, ((risk[node] - branch[node]) / (n_leaves[node] - 1), node))
+            _set_alpha(winner, alpha, size, node,
+                       (risk[node] - branch[node]) / (n_leaves[node] - 1))
     return collapse_at
 
 
@@ -364,9 +475,10 @@ def score_trees(features, labels, n_classes, counts, splitter_seeds, order, alph
     order : ndarray of shape (d, n)
         The rows sorted by each feature.
     alphas : ndarray of shape (m,)
-    oob_sums, in_sums : ndarray of shape (m, n, n_classes)
+    oob_sums, in_sums : ndarray of shape (n, m, n_classes)
         Sums over trees of each pruned tree's leaf value for rows out of its bag
-        (``oob_sums``) and for every row (``in_sums``); updated in place.
+        (``oob_sums``) and for every row (``in_sums``), row-major (a row's alphas
+        side by side); updated in place.
     oob_votes : ndarray of shape (n,)
         Trees each row was out of bag for; updated in place.
 
@@ -390,13 +502,14 @@ def score_trees(features, labels, n_classes, counts, splitter_seeds, order, alph
     sorted_rows = np.empty((features.shape[1], n_rows), dtype=np.intp)
     scratch = np.empty(n_rows, dtype=np.intp)
     goes_left = np.zeros(n_rows, dtype=np.bool_)
+    row_leaf = np.empty(n_rows, dtype=np.intp)
     total_weight = float(n_rows)
     max_alpha = alphas.max()
     for tree in range(counts.shape[0]):
         weight = counts[tree].astype(np.float64)
         n_nodes = _grow_tree(features, labels, n_classes, weight, order, splitter_seeds[tree],
                              total_weight, left, right, feature, threshold, value, impurity,
-                             node_weight, sorted_rows, scratch, goes_left)
+                             node_weight, sorted_rows, scratch, goes_left, row_leaf)
         if n_nodes < 0:
             return False
         for node in range(n_nodes):
@@ -415,19 +528,21 @@ def score_trees(features, labels, n_classes, counts, splitter_seeds, order, alph
                 leaf_of[left[node], column] = inherited if absorbed else left[node]
                 leaf_of[right[node], column] = inherited if absorbed else right[node]
         for row in range(n_rows):
-            node = 0
-            while left[node] >= 0:
-                if features[row, feature[node]] <= threshold[node]:
-                    node = left[node]
-                else:
-                    node = right[node]
             out_of_bag = counts[tree, row] == 0
-            if out_of_bag:
+            if out_of_bag:  # in-bag rows' leaves were recorded as the tree grew
                 oob_votes[row] += 1
+                node = 0
+                while left[node] >= 0:
+                    if features[row, feature[node]] <= threshold[node]:
+                        node = left[node]
+                    else:
+                        node = right[node]
+            else:
+                node = row_leaf[row]
             for column in range(n_alphas):
                 leaf = leaf_of[node, column]
                 for klass in range(n_classes):
-                    in_sums[column, row, klass] += value[leaf, klass]
+                    in_sums[row, column, klass] += value[leaf, klass]
                     if out_of_bag:
-                        oob_sums[column, row, klass] += value[leaf, klass]
+                        oob_sums[row, column, klass] += value[leaf, klass]
     return True

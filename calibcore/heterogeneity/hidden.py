@@ -315,8 +315,14 @@ def _neighbourhoods(
 ) -> tuple[float | None, list[NDArray[np.intp]], NDArray[np.intp]]:
     """The grid used, the distinct neighbourhoods and the neighbourhood of each test row."""
     shared = max(AUTO_GRID_PER_RADIUS * radius, 1e-6)
-    if grid == "auto" and _pairs(proba_cal, proba_test, radius) > MAX_NEIGHBOUR_PAIRS:
-        grid = shared
+    if grid == "auto":
+        counts = neighbour_counts(proba_cal, proba_test, radius)
+        # Neighbourhoods of different sizes are different sets, so the distinct sizes sum
+        # to at most the rows of the distinct neighbourhoods: above the budget, the exact
+        # listing (seconds for thousands of rows) would only be thrown away.
+        if (int(counts.sum()) > MAX_NEIGHBOUR_PAIRS
+                or int(np.unique(counts).sum()) > AUTO_EXACT_ROWS):
+            grid = shared
     if grid != "auto":
         centres, rows_of_centre = _grid_centres(proba_test, grid)
         pairs = _pairs(proba_cal, centres, radius)

@@ -279,6 +279,7 @@ def test_hash_collisions_do_not_merge_different_sets(monkeypatch):
     [
         (0, 3, 0.25, 3, 40),
         (2, 4, 0.45, 3, 40),
+        (4, 2, 0.2, 2, 60),  # two classes: the kernel's two-class split search
         pytest.param(1, 2, 0.15, 8, 40, marks=pytest.mark.slow),
         pytest.param(7, 4, 0.35, 6, 60, marks=pytest.mark.slow),
         pytest.param(11, 4, 0.45, 6, 30, marks=pytest.mark.slow),
@@ -463,6 +464,29 @@ def test_auto_grid_is_exact_within_the_budget_and_radius_over_ten_beyond(monkeyp
     monkeypatch.setattr(heterogeneity, "AUTO_EXACT_ROWS", total_rows - 1)
     shared = auto_shares_the_radius_over_ten_grid(X_cal, y_cal, p_cal, p_test)
     assert np.unique(shared.neighbourhood).size < np.unique(exact.neighbourhood).size
+
+
+def test_auto_grid_skips_the_exact_listing_when_distinct_sizes_exceed_the_budget(monkeypatch):
+    """Neighbourhoods of different sizes are different sets: once the distinct sizes alone
+    hold more than AUTO_EXACT_ROWS rows, "auto" lists only the grid's neighbourhoods (one
+    search, over the grid centres), with the numbers of the radius / 10 grid."""
+    import calibcore.heterogeneity.hidden as heterogeneity
+
+    X_cal, y_cal, p_cal, p_test = small_problem(5, n_cal=150, n_test=40)
+    distinct_sizes = int(np.unique(neighbour_counts(p_cal, p_test, 0.3)).sum())
+    monkeypatch.setattr(heterogeneity, "AUTO_EXACT_ROWS", distinct_sizes - 1)
+    searched = []
+
+    def counting(proba_cal, centres, radius, heartbeat=None):  # type: ignore[no-untyped-def]
+        searched.append(centres.shape[0])
+        return hellinger_neighbourhoods(proba_cal, centres, radius, heartbeat)
+
+    monkeypatch.setattr(heterogeneity, "hellinger_neighbourhoods", counting)
+    shared = auto_shares_the_radius_over_ten_grid(X_cal, y_cal, p_cal, p_test)
+    centres = np.unique(np.round(np.sqrt(p_test) / 0.03) * 0.03, axis=0).shape[0]
+    assert searched == [centres, centres]  # the auto call and the grid=0.03 call
+    assert centres < p_test.shape[0]
+    assert np.unique(shared.neighbourhood).size <= centres
 
 
 def test_too_many_neighbour_pairs_share_forests_or_are_refused(monkeypatch):

@@ -24,6 +24,8 @@ from numba.core.base import BaseContext
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
+from calibcore.variable._pcg64 import fill_targets, pcg64_words
+
 #: Relative slack when comparing permuted with observed statistics, so that
 #: permutations equal to the observed value up to summation order count as ">=".
 _TIE_TOLERANCE = 1e-9
@@ -141,9 +143,13 @@ def _permuted_vece(
     compiled = residual.size < _MAX_32_BIT_ROWS
     next_uint32 = rng.bit_generator.ctypes.next_uint32
     state = rng.bit_generator.ctypes.state_address
+    words = pcg64_words(rng)
+    inline = words is not None
+    if words is None:
+        words = (np.zeros(4, dtype=np.uint64), np.zeros(2, dtype=np.uint32))
     for draw in range(n_permutations):
         if compiled:
-            _shuffle_segment_sums(shuffled, starts, sums, next_uint32, state)
+            _shuffle_segment_sums(shuffled, starts, sums, next_uint32, state, *words, inline)
         else:
             rng.shuffle(shuffled)
             sums = np.add.reduceat(shuffled, starts)
@@ -197,6 +203,9 @@ def _shuffle_segment_sums(
     sums: NDArray[np.float64],
     next_uint32: Callable[[int], int],
     state: int,
+    words: NDArray[np.uint64],
+    buffer: NDArray[np.uint32],
+    inline: bool,
 ) -> None:
     """Shuffle ``values`` in place as ``Generator.shuffle`` does and sum its segments.
 
@@ -205,7 +214,9 @@ def _shuffle_segment_sums(
     draws do not depend on the values, so a block of them is drawn first and the
     swaps of the block made after: with the targets known in advance, the row of the
     swap :data:`_PREFETCH_AHEAD` swaps later is prefetched, so that the cache misses of
-    many swaps overlap instead of each waiting in turn.
+    many swaps overlap instead of each waiting in turn. When ``inline`` the targets come
+    from :func:`calibcore.variable._pcg64.fill_targets` (numpy's PCG64 stepped here on
+    the generator's own ``words`` and ``buffer``), otherwise through ``next_uint32``.
     Position i is final once swapped, so ``sums`` (one per segment starting at
     ``starts``) is filled on the way.
     """
@@ -216,8 +227,11 @@ def _shuffle_segment_sums(
     for block_top in range(n - 1, 0, -_DRAW_BLOCK):
         block_bottom = max(block_top - _DRAW_BLOCK, 0)
         count = block_top - block_bottom
-        for position in range(block_top, block_bottom, -1):
-            targets[block_top - position] = _draw(position, next_uint32, state)
+        if inline:
+            fill_targets(targets, block_top, block_bottom, words, buffer)
+        else:
+            for position in range(block_top, block_bottom, -1):
+                targets[block_top - position] = _draw(position, next_uint32, state)
         for ahead in range(min(_PREFETCH_AHEAD, count)):
             _prefetch(values, targets[ahead])
         for position in range(block_top, block_bottom, -1):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 from functools import cache
+from typing import cast
 
 import numba
 import numpy as np
@@ -39,8 +40,8 @@ _CHECK_ROWS = 1000
 
 
 @intrinsic
-def _multiply_high(typing_context: object, left: types.Integer, right: types.Integer) -> tuple[
-        object, Callable[..., object]]:
+def _multiply_high_intrinsic(typing_context: object, left: types.Integer,
+                             right: types.Integer) -> tuple[object, Callable[..., object]]:
     """The high 64 bits of the 128-bit product of two unsigned 64-bit integers."""
     signature = types.uint64(types.uint64, types.uint64)
 
@@ -51,6 +52,10 @@ def _multiply_high(typing_context: object, left: types.Integer, right: types.Int
         return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
 
     return signature, codegen
+
+
+#: :func:`_multiply_high_intrinsic` as compiled code calls it.
+_multiply_high = cast(Callable[[np.uint64, np.uint64], np.uint64], _multiply_high_intrinsic)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -104,7 +109,7 @@ def fill_targets(targets: NDArray[np.intp], top: int, bottom: int,
         value = word & mask
         accepted = np.uint64(value <= position)
         targets[filled] = value
-        filled += accepted
+        filled += int(accepted)
         position -= accepted
     words[0] = low
     words[1] = high

@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import cast
 
 import numba
 import numpy as np
@@ -175,8 +176,8 @@ def _draw(bound: int, next_uint32: Callable[[int], int], state: int) -> int:
 
 
 @intrinsic
-def _prefetch(typing_context: object, array: types.Array, index: types.Integer) -> tuple[
-        object, Callable[..., object]]:
+def _prefetch_intrinsic(typing_context: object, array: types.Array,
+                        index: types.Integer) -> tuple[object, Callable[..., object]]:
     """Hint the processor to load ``array[index]`` into cache for writing (LLVM's
     ``llvm.prefetch``): no effect on any value, only on when the row arrives."""
     signature = types.void(array, index)
@@ -194,6 +195,10 @@ def _prefetch(typing_context: object, array: types.Array, index: types.Integer) 
         return context.get_dummy_value()
 
     return signature, codegen
+
+
+#: :func:`_prefetch_intrinsic` as compiled code calls it.
+_prefetch = cast(Callable[[NDArray[np.float64], int], None], _prefetch_intrinsic)
 
 
 @numba.njit(nogil=True, cache=True)

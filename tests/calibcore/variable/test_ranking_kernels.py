@@ -188,3 +188,19 @@ def test_a_raise_from_progress_in_a_curve_thread_stops_the_ranking(monkeypatch):
     with pytest.raises(Cancelled):
         rank_variables(features, labels, p_one, n_permutations=50, progress=progress)
     assert raised_in
+
+
+def test_numeric_columns_with_few_values_are_categorical_wherever_the_values_appear():
+    """The distinct values are counted on the first rows first: a column repeating a few
+    values there but not after is still numeric, one with ten values is categorical."""
+    rng = np.random.default_rng(4)
+    n = 3_000
+    late = np.concatenate([np.tile([1.0, 2.0, 3.0], 500), rng.normal(size=n - 1_500)])
+    ten = rng.integers(0, 10, n).astype(float)
+    eleven = np.concatenate([np.zeros(n - 11), np.arange(11.0)])
+    p_one = rng.random(n)
+    labels = (rng.random(n) < p_one).astype(int)
+    ranking = rank_variables(pd.DataFrame({"late": late, "ten": ten, "eleven": eleven}),
+                             labels, p_one, n_permutations=0)
+    kinds = dict(zip(ranking["variable"], ranking["kind"], strict=True))
+    assert kinds == {"late": "numeric", "ten": "categorical", "eleven": "numeric"}

@@ -170,7 +170,7 @@ def _million_rows(root: Path, quick: bool) -> list[Row]:
         seconds, ranking, stall = client.job(lambda: client.get(
             f"/datasets/{dataset}/variables", **{"async": "true"}))
         rows.append(Row(f"variable ranking ({len(ranking['variables'])} variables)", seconds,
-                        target_seconds=30.0, note=_stall_note(stall)))
+                        target_seconds=10.0, note=_stall_note(stall)))
         rows.append(_peak(server, "server peak RSS, million-row path"))
     return rows
 

@@ -4,10 +4,14 @@
   LOESS curves of every variable (500 points, span 0.8, bands) for VCE(v*)
   and v*, and 200-permutation p-values: under 15 s.
 * The real path: through ``calibdash serve``, the ranking job of a
-  1.5M-row binary file with 6 numeric features (the Variables page), polled to
-  completion: under 30 s, its progress never still for more than 2 s. The note gives
-  the server's CPU time and the load (other work shares the 2 cores); the LOESS
-  kernels compile in the server's first ranking, which this is.
+  1.5M-row binary file with 6 numeric features (the Variables page; its miscalibration
+  runs along x0 and x1), polled to completion: under 10 s on 2 cores, its progress
+  never still for more than 2 s. The file is uploaded twice to one server and each
+  copy ranked (a second ranking of one dataset would be read from its cache); the row
+  is the faster job, the note gives both, the server's CPU time and the load (other
+  work shares the 2 cores, so the wall time alone says little). The first job also
+  loads the compiled kernels (numba's on-disk cache; compiling them, on a fresh
+  checkout, adds about a second of CPU in the background).
 * For reference, one variable's ``loess_curves`` alone, and the one-off
   compilation of the LOESS moment kernel (paid once per process; it is warmed
   up before the ranking is timed).
@@ -18,11 +22,12 @@ tied (integer) distributions. No peer tool computes these (the paper's
 reference uses R-style ``loess`` per variable without a ranking), so no ratio
 is reported.
 
-Run: ``python -m benchmarks.bench_variable``.
+Run: ``python -m benchmarks.bench_variable [--quick]``.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,8 +44,10 @@ from tests.live_server import live_server
 
 #: Rows of the real-path file, its target and the longest acceptable still progress.
 SERVER_ROWS = 1_500_000
-SERVER_TARGET_SECONDS = 30.0
+SERVER_TARGET_SECONDS = 10.0
 STILL_SECONDS = 2.0
+#: Rankings timed through the server (full size; the row is the fastest).
+SERVER_REPEATS = 2
 
 
 def drifting_classifier(
@@ -115,20 +122,26 @@ def _ranking(quick: bool) -> Row:
 def _through_server(quick: bool) -> Row:
     n_rows = 3_000 if quick else SERVER_ROWS
     path = server_jobs.csv_file(n_rows)
+    jobs = []
     with tempfile.TemporaryDirectory() as directory, \
             live_server(Path(directory) / "store") as server:
-        dataset = server_jobs.upload(server, path, [f"x{i}" for i in range(6)])
-        job = server_jobs.timed_job(server, "GET",
-                                    f"/api/v1/datasets/{dataset}/variables?async=true")
+        for _ in range(1 if quick else SERVER_REPEATS):
+            dataset = server_jobs.upload(server, path, [f"x{i}" for i in range(6)])
+            jobs.append(server_jobs.timed_job(
+                server, "GET", f"/api/v1/datasets/{dataset}/variables?async=true"))
+    job = min(jobs, key=lambda timing: timing.seconds)
     top = (job.result or {}).get("variables", [])[:2]
     still = ("" if quick or job.longest_still <= STILL_SECONDS
              else f" (MISS: progress still over {STILL_SECONDS:g} s)")
+    verdict = "" if quick else ("PASS" if job.seconds <= SERVER_TARGET_SECONDS else "FAIL")
     return Row(
         case=f"variable ranking job via the server, 6 numeric x {n_rows:,} rows "
         "(VECE, VCE(v*), 200 permutations)",
         seconds=job.seconds,
         target_seconds=None if quick else SERVER_TARGET_SECONDS,
-        note=f"{job.status}{still}; {job.note()}; top: "
+        note=f"{verdict + ' ' if verdict else ''}{job.status}{still}; runs "
+        + ", ".join(f"{timing.seconds:.1f} s" for timing in jobs)
+        + f"; {job.note()}; top: "
         + ", ".join(f"{row['variable']} (p={row['p_value']:.3f})" for row in top),
     )
 
@@ -139,6 +152,7 @@ def run(quick: bool = False) -> list[Row]:
 
 
 if __name__ == "__main__":
-    for row in run():
-        status = "ok" if row.passed else "SLOW"
-        print(f"{status:4} {row.seconds:7.2f} s  {row.case}  [{row.note}]")
+    for row in run(quick="--quick" in sys.argv[1:]):
+        status = "PASS" if row.passed else "FAIL"
+        target = "" if row.target_seconds is None else f" (target < {row.target_seconds:g} s)"
+        print(f"{status:4} {row.seconds:7.2f} s{target}  {row.case}  [{row.note}]")

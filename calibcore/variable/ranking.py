@@ -2,14 +2,16 @@
 permutation p-value per variable (beyond the paper, so that signal can be told from noise).
 
 Each variable's VECE and curves come from :mod:`calibcore.variable.vece`; the permutations
-of every variable are drawn in a background thread while the curves are fitted, and the
-largest gap is searched only where the curves are drawn: never inside a wide gap of V
+of every variable are drawn in a background thread while the curves are fitted (the
+variables' curves on every core at once), and the largest gap is searched only where the
+curves are drawn: never inside a wide gap of V
 (:func:`calibcore.variable._curves.gap_support`) nor where the fit is less certain than
 one row.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -97,8 +99,8 @@ def rank_variables(
         Called as ``progress(done, total)`` at most every 0.25 s, ``done`` rising
         from 0 to ``total`` (the number of variables) with the curves and the
         permutations (which are drawn in a background thread meanwhile), and
-        ``(total, total)`` at the end; an exception raised by it stops the ranking
-        and propagates.
+        ``(total, total)`` at the end; it may be called from the worker threads, and
+        an exception raised by it stops the ranking and propagates.
 
     view : {"top_label", "positive"}, default="top_label"
         The paper's top-label errors, or (binary only) those of P(class 1).
@@ -127,11 +129,15 @@ def rank_variables(
         random_state=random_state,
     )
     table = feature_table(features, errors.predicted.size)
-    tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
-                                                                           table.shape[1]))
     stop = threading.Event()
-    # One background thread draws the permutation nulls while this one smooths curves.
+    tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
+                                                                           table.shape[1]),
+                       stop)
+    # One background thread draws the permutation nulls while the variables' curves are
+    # smoothed on every core (the compiled kernels and numpy's sorts release the GIL).
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="calibcore-permutations")
+    curve_pool = ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, table.shape[1] or 1),
+                                    thread_name_prefix="calibcore-curves")
     nulls = NullCache(pool, stop, tracker.permutation_drawn)
     try:
         # Compiling the kernels (seconds, once per process) is done in the background
@@ -142,16 +148,20 @@ def rank_variables(
         for position in range(table.shape[1]):
             prepared.append(_prepare_one(table.iloc[:, position], str(table.columns[position]),
                                          errors, settings, nulls))
-            tracker.curves((position + 1) * _PREPARE_SHARE / table.shape[1])
+            tracker.prepared((position + 1) / table.shape[1])
         tracker.expect_nulls(nulls.n_nulls)
         _wait(compiled, tracker)
-        rows = [_finish_one(item, errors, settings, tracker, position)
+        gaps = [curve_pool.submit(_gap_of, item, errors, settings, tracker, position)
                 for position, item in enumerate(prepared)]
+        rows = [_finish_one(item, _wait(gap, tracker), tracker)
+                for item, gap in zip(prepared, gaps, strict=True)]
     finally:
-        # On a cancel or an error, do not wait for the thread: a draw in progress stops
-        # at its next permutation (a compilation at its end), queued ones never start.
+        # On a cancel or an error, do not wait for the threads: a draw in progress stops
+        # at its next permutation (a compilation at its end), a curve at its next
+        # progress step, queued ones never start.
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
+        curve_pool.shutdown(wait=False, cancel_futures=True)
     tracker.finished()
     ranking = pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
     ranking = ranking.sort_values("vece", ascending=False, kind="mergesort", na_position="last")
@@ -166,32 +176,59 @@ _PREPARE_SHARE = 0.1
 _SORT_SHARE = 0.1
 #: Seconds between progress reports while waiting for a permutation null.
 _WAIT_SECONDS = 0.1
+#: Rows whose distinct values are counted first when deciding whether a numeric
+#: variable is categorical.
+_DISTINCT_PROBE = 1_000
 #: Candidate points of the largest gap whose leverage is computed at once.
 _LEVERAGE_BATCH = 8
 
 
-class _Tracker:
-    """Progress of a ranking from its two threads: ``done`` (of ``total`` variables) is
-    the mean of the fractions of curves and of permutations done, never decreasing."""
+class _Stopped(Exception):
+    """The ranking ended (an error or a cancel elsewhere): the curves stop too."""
 
-    def __init__(self, total: int, n_permutations: int, heartbeat: Heartbeat) -> None:
+
+class _Tracker:
+    """Progress of a ranking from its threads: ``done`` (of ``total`` variables) is
+    the mean of the fractions of curves and of permutations done, never decreasing.
+
+    The curves' fraction is :data:`_PREPARE_SHARE` for validating and binning, the rest
+    shared equally by the variables' curves (fitted concurrently); a curve's progress
+    raises :class:`_Stopped` once ``stop`` is set.
+    """
+
+    def __init__(self, total: int, n_permutations: int, heartbeat: Heartbeat,
+                 stop: threading.Event) -> None:
         self._total = total
         self._n_permutations = n_permutations
         self._heartbeat = heartbeat
+        self._stop = stop
         self._lock = threading.Lock()
+        self._prepared = 0.0
+        self._curve_fractions = [0.0] * total
         self._curves = 0.0
         self._drawn = 0
         self._needed = 0
         self._done = 0.0
 
-    @property
-    def n_variables(self) -> int:
-        return self._total
-
-    def curves(self, fraction: float) -> None:
+    def prepared(self, fraction: float) -> None:
         with self._lock:
-            self._curves = max(self._curves, fraction)
+            self._prepared = fraction
+            self._update_curves()
         self._report()
+
+    def curve(self, position: int, fraction: float) -> None:
+        """Variable ``position``'s curve is ``fraction`` done."""
+        if self._stop.is_set():
+            raise _Stopped
+        with self._lock:
+            self._curve_fractions[position] = max(self._curve_fractions[position], fraction)
+            self._update_curves()
+        self._report()
+
+    def _update_curves(self) -> None:
+        fitted = sum(self._curve_fractions) / self._total if self._total else 1.0
+        self._curves = max(self._curves, _PREPARE_SHARE * self._prepared
+                           + (1.0 - _PREPARE_SHARE) * fitted)
 
     def expect_nulls(self, n_nulls: int) -> None:
         with self._lock:
@@ -249,7 +286,7 @@ def _prepare_one(
 ) -> _Prepared:
     """Validate and bin one variable, compute its VECE and submit its permutation null."""
     variable = prepare_variable(column, errors.predicted.size, "auto", name)
-    if variable.kind == "numeric" and np.unique(variable.values).size <= settings.max_categories:
+    if variable.kind == "numeric" and _few_values(variable.values, settings.max_categories):
         variable = prepare_variable(column, errors.predicted.size, "categorical", name)
     row: dict[str, object] = {
         "variable": name,
@@ -274,24 +311,38 @@ def _prepare_one(
     return _Prepared(variable, index, size, row, null)
 
 
-def _finish_one(
+def _gap_of(
     item: _Prepared,
     errors: Errors,
     settings: _RankSettings,
     tracker: _Tracker,
     position: int,
-) -> dict[str, object]:
-    """VCE(v*) and v* of a prepared variable, then its p-value once its null is drawn."""
-    row = dict(item.row)
-    n_variables = tracker.n_variables
-    if item.variable.values.size:
-        def curves(fraction: float) -> None:
-            tracker.curves(_PREPARE_SHARE + (1 - _PREPARE_SHARE) * (position + fraction)
-                           / n_variables)
+) -> tuple[float, object]:
+    """VCE(v*) and v* of a prepared variable (NaN without rows); run on a worker thread."""
+    def curves(fraction: float) -> None:
+        tracker.curve(position, fraction)
 
-        row["vce_max"], row["v_star"] = _largest_gap(item.variable, errors, item.index,
-                                                     item.size, settings, curves)
-        curves(1.0)
+    gap: tuple[float, object] = (np.nan, np.nan)
+    if item.variable.values.size:
+        gap = _largest_gap(item.variable, errors, item.index, item.size, settings, curves)
+    curves(1.0)
+    return gap
+
+
+def _few_values(values: NDArray[np.float64], most: int) -> bool:
+    """Whether ``values`` hold at most ``most`` distinct numbers: decided by the first
+    :data:`_DISTINCT_PROBE` rows when they already hold more (most numeric columns),
+    without sorting every row."""
+    if np.unique(values[:_DISTINCT_PROBE]).size > most:
+        return False
+    return bool(np.unique(values).size <= most)
+
+
+def _finish_one(item: _Prepared, gap: tuple[float, object],
+                tracker: _Tracker) -> dict[str, object]:
+    """The row of a prepared variable with its gap, and its p-value once its null is drawn."""
+    row = dict(item.row)
+    row["vce_max"], row["v_star"] = gap
     if item.null is not None:
         null = _wait(item.null, tracker)
         row["p_value"] = permutation_p_value(float(row["vece"]), null)  # type: ignore[arg-type]

@@ -89,8 +89,9 @@ _COVERAGE_POINTS = 65
 _KNOT_SEPARATION = 1e-6
 #: delta1 below this many per row means L = I (up to rounding): no band.
 _NO_FREEDOM = 1e-9
-#: Window rows summed per compiled call of :func:`loess_fit` (about 0.1 s), so that
-#: progress reports and cancels are prompt.
+#: Window rows per compiled call of :func:`loess_fit` (at most about 0.1 s: most are
+#: summed from block power sums, far faster), so that progress reports and cancels are
+#: prompt.
 _ROW_OPERATIONS_PER_CALL = 30_000_000
 
 

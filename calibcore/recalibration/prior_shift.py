@@ -132,7 +132,8 @@ class PriorShift(Recalibrator):
         # offset): a bounded scalar search finds its minimum
         result = minimize_scalar(nll, bounds=(-_MAX_LOG_RATE, _MAX_LOG_RATE), method="bounded",
                                  options={"xatol": 1e-10})
-        self.rate_ = float(np.exp(result.x))
+        self.rate_ = float(np.exp(_newton_polish(float(result.x), logs, is_negative, rows,
+                                                 negative)))
 
     def _predict(
         self,
@@ -143,6 +144,26 @@ class PriorShift(Recalibrator):
         # a stored document's state is checked here: it is never fitted
         rate = _checked_rate(self.rate_, "rate_")
         return shift_priors(proba, rate, self._check_class(proba.shape[1]))
+
+
+def _newton_polish(log_rate: float, logs: NDArray[np.float64], is_negative: NDArray[np.bool_],
+                   rows: NDArray[np.float64], negative: int) -> float:
+    """Newton steps on log r from the bracketing search's answer, to machine precision:
+    with q the shifted probability of the negative class, the gradient of the mean
+    negative log-likelihood is mean(is_negative - q) and its curvature mean(q (1 - q))."""
+    total = rows.sum()
+    for _ in range(20):
+        shifted = logs.copy()
+        shifted[:, negative] -= log_rate
+        q = np.exp(shifted[:, negative] - np.logaddexp.reduce(shifted, axis=1))
+        curvature = float(np.dot(rows, q * (1.0 - q)) / total)
+        if curvature <= 0.0:
+            break
+        step = float(np.dot(rows, is_negative - q) / total) / curvature
+        log_rate = float(np.clip(log_rate - step, -_MAX_LOG_RATE, _MAX_LOG_RATE))
+        if abs(step) < 1e-14:
+            break
+    return log_rate
 
 
 def _checked_rate(value: object, name: str) -> float:

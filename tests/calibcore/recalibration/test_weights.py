@@ -9,10 +9,10 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import REGISTRY
 
 WEIGHTED = ["temperature", "platt", "beta", "dirichlet", "isotonic", "histogram",
-            "scaling_binning"]
+            "scaling_binning", "prior_shift"]
 #: Closed forms and sorts agree to rounding; L-BFGS-B stops at its tolerances.
 TOLERANCE = {"temperature": 1e-9, "platt": 1e-7, "isotonic": 1e-12, "histogram": 1e-12,
-             "scaling_binning": 1e-7, "beta": 1e-5, "dirichlet": 1e-4}
+             "scaling_binning": 1e-7, "beta": 1e-5, "dirichlet": 1e-4, "prior_shift": 1e-9}
 
 
 def _data(n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -17,16 +17,23 @@ held-out file users tried (4,322 rows, 85 feature columns, a split) and a long o
 (300,000 seeded rows, 4 features, a split).
 
 Run: ``python -m benchmarks.bench_estimates`` (``--quick``: tiny files, no check;
-``--kinds support heterogeneity``: only those). The cost models are fitted by
-``python -m benchmarks.fit_costs``; the load average of each run is printed (a loaded
-machine takes longer than the estimates promise).
+``support heterogeneity``: only those kinds; ``--save runs.csv`` keeps the runs and
+``--rescore runs.csv`` checks them again against refitted models, without re-timing).
+The cost models are fitted by ``python -m benchmarks.fit_costs``; the load average of
+each run is printed (a loaded machine takes longer than the estimates promise).
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import sys
+from pathlib import Path
 
+from app.services.cost import cost_model
+from benchmarks.fit_costs import FIELDS
+from benchmarks.fit_costs import _row as as_row
 from benchmarks.job_kinds import (  # noqa: F401 (wide_frame: the wide file, used elsewhere)
     CHECKED_FILES,
     KINDS,
@@ -64,9 +71,31 @@ def _row(run: Run, quick: bool) -> Row:
                     f"{run.cpu_seconds:.2f} s at load {run.load:.1f}; {estimate.basis}")
 
 
+def save_runs(path: Path, runs: list[Run]) -> None:
+    """The runs as ``fit_costs`` keeps them (to rescore after a refit)."""
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, FIELDS)
+        writer.writeheader()
+        writer.writerows(as_row(one) for one in runs)
+
+
 def run(quick: bool = False, kinds: tuple[str, ...] = KINDS) -> list[Row]:
     runs = run_files(QUICK_FILES if quick else CHECKED_FILES, kinds, defaults_only=True)
     return [_row(one, quick) for one in runs]
+
+
+def rescore(path: Path) -> list[Row]:
+    """Rows of runs saved by ``--save`` (``fit_costs``' columns), their estimates made
+    again from their counted terms with the current cost models (after a refit)."""
+    rows = []
+    with path.open() as handle:
+        for saved in csv.DictReader(handle):
+            model = cost_model(saved["model"])
+            estimate = model.estimate(json.loads(saved["terms"]), "rescored")
+            rows.append(_row(Run(saved["kind"], saved["case"], saved["file"], estimate,
+                                 float(saved["seconds"]), float(saved["load"]),
+                                 float(saved["cpu_seconds"])), quick=False))
+    return rows
 
 
 def main() -> None:
@@ -74,7 +103,13 @@ def main() -> None:
     kinds = tuple(a for a in sys.argv[1:] if a in KINDS) or KINDS
     print(f"load average before: {os.getloadavg()[0]:.2f} (fit on a quiet machine: a "
           "loaded one runs slower than the estimates)")
-    rows = run(quick, kinds)
+    if "--rescore" in sys.argv:
+        rows = rescore(Path(sys.argv[sys.argv.index("--rescore") + 1]))
+    else:
+        runs = run_files(QUICK_FILES if quick else CHECKED_FILES, kinds, defaults_only=True)
+        if "--save" in sys.argv:
+            save_runs(Path(sys.argv[sys.argv.index("--save") + 1]), runs)
+        rows = [_row(one, quick) for one in runs]
     for row in rows:
         print(f"{'ok' if row.passed else 'NO':3} {row.seconds:8.2f} s  estimate "
               f"{row.peer_seconds:8.2f} s  {row.case}  [{row.note}]")

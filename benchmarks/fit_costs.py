@@ -50,7 +50,8 @@ def fit(rows: list[dict[str, str]]) -> tuple[dict[str, float], float]:
     """Non-negative seconds per term minimizing the relative squared error; the spread."""
     terms = [json.loads(row["terms"]) for row in rows]
     names = sorted({name for counted in terms for name, value in counted.items() if value})
-    measured = np.array([float(row.get("quiet_seconds") or row["seconds"]) for row in rows])
+    measured = np.maximum([float(row.get("quiet_seconds") or row["seconds"]) for row in rows],
+                          1e-3)
     design = np.array([[counted.get(name, 0.0) if name != "fixed" else 1.0
                         for name in names] for counted in terms])
     scale = design.max(axis=0)
@@ -70,20 +71,30 @@ def write_table(runs: list[dict[str, str]]) -> str:
     for model in sorted(by_model):
         coefficients, spread = fit(by_model[model])
         loads = [float(row["load"]) for row in by_model[model]]
-        words = ", ".join(f'"{name}": {value:.4g}' for name, value in coefficients.items())
+        words = "".join(f'        "{name}": {value:.4g},\n' for name, value in
+                        coefficients.items())
         lines.append(f"    # {len(loads)} runs, load average {min(loads):.1f}-{max(loads):.1f}\n"
-                     f'    "{model}": CostModel({{{words}}},\n'
-                     f"                  spread={np.ceil(spread * 100) / 100:.2f}),")
+                     f'    "{model}": ({{\n{words}    }}, '
+                     f"{np.ceil(spread * 100) / 100:.2f}),")
     today = datetime.date.today().isoformat()
     text = (f'"""Fitted cost models of every job kind: seconds per unit of each counted term.\n\n'
             f"Written by ``python -m benchmarks.fit_costs`` on {today} from the measured runs\n"
             "in ``benchmarks/cost_runs.csv`` (2 cores; the load average of each run is kept\n"
             'there); do not edit by hand: refit.\n"""\n\n'
             "from __future__ import annotations\n\n"
-            "from app.services.cost import CostModel\n\n"
-            "COST_MODELS: dict[str, CostModel] = {\n" + "\n".join(lines) + "\n}\n")
+            "#: job kind -> (seconds per unit of each term, spread: the largest factor between\n"
+            "#: a measured run and the fit); :class:`app.services.cost.CostModel` reads it.\n"
+            "COST_MODELS: dict[str, tuple[dict[str, float], float]] = {\n"
+            + "\n".join(lines) + "\n}\n")
     TABLE.write_text(text)
     return text
+
+
+def _write_runs(path: Path, rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _by_model(runs: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
@@ -107,36 +118,56 @@ def main() -> None:
                         help="re-time only these kinds (the others' runs are kept)")
     parser.add_argument("--refit-only", action="store_true",
                         help="time nothing: refit every model from the kept runs")
+    parser.add_argument("--files", nargs="+", default=None,
+                        help="time only the fitting files whose names contain one of these")
+    parser.add_argument("--runs", type=Path, default=RUNS,
+                        help=f"where the runs are kept (default {RUNS.relative_to(ROOT)})")
     parser.add_argument("--quick", action="store_true",
                         help="tiny files, print the runs and the fit, write nothing")
     arguments = parser.parse_args()
     kinds = tuple(arguments.kinds)
+    runs_path: Path = arguments.runs
+    files = {name: make for name, make in FIT_FILES.items()
+             if arguments.files is None or any(part in name for part in arguments.files)}
     kept = []
-    if RUNS.exists():
-        with RUNS.open() as handle:
+    if runs_path.exists():
+        with runs_path.open() as handle:
             kept = list(csv.DictReader(handle))
     if not arguments.refit_only:
         if {"lce", "lce_curve"} & set(kinds):  # one model: both are timed
             kinds = tuple(sorted(set(kinds) | {"lce", "lce_curve"}))
         print(f"load average before: {os.getloadavg()[0]:.2f}")
 
-        def report(run: Run) -> None:
+        others = [row for row in kept
+                  if row["kind"] not in kinds or row["file"] not in files]
+        timed: list[dict[str, str]] = []
+
+        def report(run: Run) -> None:  # each run kept as soon as it is timed
             print(f"{run.seconds:8.2f} s (CPU {run.cpu_seconds:7.2f} s, quiet "
                   f"{run.quiet_seconds:7.2f} s)  estimate {run.estimate.seconds:8.2f} s  "
                   f"load {run.load:4.1f}  {run.kind}: {run.case}, {run.file}", flush=True)
+            timed.append(_row(run))
+            if not arguments.quick:
+                _write_runs(runs_path, others + timed)
 
-        runs = run_files(QUICK_FILES if arguments.quick else FIT_FILES, kinds,
+        runs = run_files(QUICK_FILES if arguments.quick else files, kinds,
                          defaults_only=arguments.quick, report=report)
         if arguments.quick:
             for model, rows in _by_model([_row(r) for r in runs]).items():
                 print(model, *fit(rows))
             return
-        kept = [row for row in kept if row["kind"] not in kinds] + [_row(r) for r in runs]
-        with RUNS.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, FIELDS)
-            writer.writeheader()
-            writer.writerows(kept)
+        kept = others + timed
     print(write_table(kept))
+    for model, rows in _by_model(kept).items():  # how far each run lies from its fit
+        coefficients, _ = fit(rows)
+        for row in rows:
+            counted = json.loads(row["terms"])
+            fitted = coefficients.get("fixed", 0.0) + sum(
+                coefficients.get(name, 0.0) * value for name, value in counted.items()
+                if name != "fixed")
+            measured = max(float(row["quiet_seconds"]), 1e-3)
+            print(f"{model:14} fitted {fitted:8.2f} s / measured {measured:8.2f} s = "
+                  f"{fitted / measured:5.2f}  {row['case']}, {row['file']}")
 
 
 if __name__ == "__main__":

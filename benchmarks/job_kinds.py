@@ -324,6 +324,24 @@ def time_external(services: Services, folder: Path, frame: pd.DataFrame, file: s
                load, time.process_time() - cpu, dict(estimate.terms or {}))
 
 
+def _warm_up(services: Services, folder: Path, kinds: tuple[str, ...]) -> None:
+    """Run each default case once on a tiny file, untimed: a process's first job of a
+    kind also loads its compiled code and imports (a second or so, once per server), which
+    no estimate counts."""
+    frame = default_nb(600)
+    for case in CASES:
+        if case.kind in kinds and case.default:
+            dataset_id = upload(services, folder, frame, "warm-up")
+            try:
+                wait(services, case.start(services, dataset_id))
+            except RuntimeError:
+                pass
+            finally:
+                services.datasets.delete(dataset_id)
+    if "external" in kinds:
+        time_external(services, folder, frame, "warm-up")
+
+
 def run_files(files: dict[str, Callable[[], pd.DataFrame]], kinds: tuple[str, ...],
               *, defaults_only: bool, report: Callable[[Run], None] = lambda run: None
               ) -> list[Run]:
@@ -339,6 +357,7 @@ def run_files(files: dict[str, Callable[[], pd.DataFrame]], kinds: tuple[str, ..
                 if warm is not None:
                     runs.append(warm)
                     report(warm)
+            _warm_up(services, folder, kinds)
             for file, make in files.items():
                 frame = make()
                 for case in CASES:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.services.cost_table import COST_MODELS
+
 #: Estimates above this many seconds get a warning with a cheaper setting.
 WARN_SECONDS = 60.0
 #: A point estimate is promised only when the fit's measured runs lie within this factor.
@@ -108,9 +110,13 @@ class CostModel:
 
 def cost_model(kind: str) -> CostModel:
     """The fitted model of a job kind (:data:`app.services.cost_table.COST_MODELS`)."""
-    from app.services.cost_table import COST_MODELS
+    coefficients, spread = COST_MODELS[kind]
+    return CostModel(coefficients, spread)
 
-    return COST_MODELS[kind]
+
+def cost_models() -> dict[str, CostModel]:
+    """Every fitted model, by job kind."""
+    return {kind: cost_model(kind) for kind in COST_MODELS}
 
 
 def _short(seconds: float) -> str:

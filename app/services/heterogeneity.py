@@ -257,8 +257,9 @@ def heterogeneity_terms(prediction_set: PredictionSet, params: HeterogeneityPara
                         n_features: int) -> tuple[dict[str, float], int, float]:
     """The work of an HH job counted before starting (see
     :class:`app.services.cost.CostModel`): the local forests (distinct centres), their
-    rows (rows x log2(rows) x features, averaged over a sample of centres) and the rows
-    mapped; with the distinct centres and mean calibration rows per neighbourhood."""
+    rows (rows x log2(rows) x features, averaged over a sample of centres, and that
+    times the features again) and the rows mapped; with the distinct centres and mean
+    calibration rows per neighbourhood."""
     rows = split_rows(prediction_set, params.random_state)
     evaluated = sample_rows(rows.test, params.sample, params.random_state)
     calibration = sample_rows(rows.calibration, params.calibration_sample, params.random_state)
@@ -280,16 +281,12 @@ def heterogeneity_terms(prediction_set: PredictionSet, params: HeterogeneityPara
     counts = neighbour_counts(proba_cal, probe, params.radius).astype(np.float64)
     n_centres = int(centres.shape[0])
     rows_per_forest = n_features * float(np.mean(counts * np.log2(np.maximum(counts, 2.0))))
+    # measured: wide files cost more than linearly in their features (85 features about
+    # 5x a linear fit's forecast), hence the second term
     terms = {"fixed": 1.0, "rows": float(prediction_set.n_rows), "forests": float(n_centres),
-             "forest_rows": n_centres * rows_per_forest}
+             "forest_rows": n_centres * rows_per_forest,
+             "forest_rows_features": n_centres * rows_per_forest * n_features}
     return terms, n_centres, float(counts.mean())
-
-
-def forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
-                   n_features: int) -> float:
-    """Estimated seconds of an HH job (:func:`heterogeneity_terms` times the fitted model)."""
-    return cost_model("heterogeneity").seconds(
-        heterogeneity_terms(prediction_set, params, n_features)[0])
 
 
 def start_heterogeneity(services: ServiceContext, dataset_id: str,

@@ -218,15 +218,17 @@ def embedding_terms(store: Store, dataset_id: str, rows: ChosenRows,
                     representation: RepresentationParams) -> dict[str, float]:
     """The work of building phi, counted before starting (see
     :class:`app.services.cost.CostModel`): none when it is cached; the rows encoded and
-    reduced; the rows t-SNE or UMAP is fitted on and the rows UMAP's transform places (up
-    to ``UMAP_TRANSFORM_ROWS``; beyond, rows are placed by nearest sample rows, nearly
-    free); and UMAP's first compile in a process."""
+    reduced, and their cells (rows x feature columns); the rows t-SNE or UMAP is fitted
+    on and the rows UMAP's transform places (up to ``UMAP_TRANSFORM_ROWS``; beyond, rows
+    are placed by nearest sample rows, nearly free); and UMAP's first compile in a
+    process."""
     if store.has_document(embedding_key(dataset_id, representation)):
         return {}
     n_rows = int(rows.positions.size)
     fitted = min(representation.sample_size or n_rows, n_rows)
     placed = n_rows - fitted
-    terms = {"embed_rows": float(n_rows)}
+    n_columns = len(representation.features or rows.prediction_set.features.columns)
+    terms = {"embed_rows": float(n_rows), "embed_cells": float(n_rows * n_columns)}
     if representation.reducer == "tsne":
         terms["tsne_fits"], terms["tsne_rows"] = 1.0, float(fitted)
     if representation.reducer == "umap":

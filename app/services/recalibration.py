@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -160,8 +160,8 @@ class RecalibrationService:
         for spec in specs:
             if spec.method in ("swc", "swc_hh"):
                 alone = recalibration_terms(prediction_set, [spec], n_bootstrap)[0]
-                parts[spec.method] = model.seconds(alone)
-        estimate = model.estimate(terms, "")
+                parts[spec.method] = recalibration_seconds(alone)
+        estimate = replace(model.estimate(terms, ""), seconds=recalibration_seconds(terms))
         basis = "; ".join(f"{name}: {duration(seconds, estimate.spread)}"
                           for name, seconds in parts.items())
         split = prediction_set.split is not None
@@ -171,7 +171,7 @@ class RecalibrationService:
         cheaper = None
         if "swc_hh" in parts and parts["swc_hh"] > 2 * parts.get("swc", 0.0):
             cheaper = "SWC without the HH filter (its forests only)"
-        return model.estimate(terms, basis, cheaper)
+        return replace(estimate, basis=basis, cheaper=cheaper)
 
     def fit_many(self, dataset_id: str, specs: list[MethodSpec], *, n_bins: int = 15,
                  n_bootstrap: int = COMPARISON_BOOTSTRAP,
@@ -460,7 +460,8 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
     :class:`app.services.cost.CostModel`), and the fits per method.
 
     A split fits once on the calibration rows; cross-fitting fits every fold and then all
-    rows. Methods without forests count their fits' rows; SWC counts its proximity
+    rows. Methods count their fits' rows and the table's cells (rows x feature
+    columns, read and written with each method's columns); SWC counts its proximity
     forests; SWC-HH also its HH filter's local forests; the comparison counts its
     bootstrap resamples of the rows.
     """
@@ -473,7 +474,9 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
     terms = {"fixed": 1.0, "methods": float(len(specs)),
              "method_rows": float(len(specs) * sum(fits)),
              "compare_rows": float(len(specs) * prediction_set.n_rows * n_bootstrap),
-             "forest": 0.0, "hh_forests": 0.0, "hh_forest_rows": 0.0}
+             "method_cells": float(len(specs) * prediction_set.n_rows
+                                   * prediction_set.features.shape[1]),
+             "forest": 0.0}
     for spec in specs:
         if spec.method not in ("swc", "swc_hh"):
             continue
@@ -484,6 +487,17 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
             hh = heterogeneity_terms(prediction_set,
                                      HeterogeneityParams(sample=None, calibration_sample=None),
                                      n_features)[0]
-            terms["hh_forests"] += len(fits) * hh["forests"]
-            terms["hh_forest_rows"] += len(fits) * hh["forest_rows"]
+            for name in ("forests", "forest_rows", "forest_rows_features"):
+                terms[f"hh_{name}"] = terms.get(f"hh_{name}", 0.0) + len(fits) * hh[name]
     return terms, len(fits)
+
+
+def recalibration_seconds(terms: dict[str, float]) -> float:
+    """Seconds of :func:`recalibration_terms`: the ``recalibration`` model, plus SWC-HH's
+    HH filter (its ``hh_`` terms) priced by the ``heterogeneity`` model: the same local
+    forests."""
+    hh = {name.removeprefix("hh_"): value for name, value in terms.items()
+          if name.startswith("hh_")}
+    return (cost_model("recalibration").seconds(terms)
+            + cost_model("heterogeneity").seconds({"fixed": 0.0, **hh})
+            - cost_model("heterogeneity").coefficients.get("fixed", 0.0))

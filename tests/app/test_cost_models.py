@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from app.jobs import JobRunner
 from app.schemas.jobs import JobResponse
-from app.services.cost import CostEstimate, CostModel, duration
-from app.services.cost_table import COST_MODELS
+from app.services.cost import CostEstimate, CostModel, cost_models, duration
 from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
 from app.services.methods import MethodSpec
 from app.services.recalibration import recalibration_terms
@@ -74,7 +73,7 @@ def test_fitted_models_are_non_negative_and_name_the_terms_the_services_count() 
                                      ["x0", "x1", "x2"], 200),
         "variables": ranking_terms(prediction_set(200, 3), RankingParams()),
     }
-    for kind, model in COST_MODELS.items():
+    for kind, model in cost_models().items():
         assert model.spread >= 1.0 and all(c >= 0 for c in model.coefficients.values()), kind
         if kind in counted:
             assert set(model.coefficients) <= set(counted[kind]), kind
@@ -91,7 +90,7 @@ def test_fitted_models_are_non_negative_and_name_the_terms_the_services_count() 
     ("variables", lambda ps, n: ranking_terms(ps, RankingParams())),
 ])
 def test_estimates_grow_with_rows_and_with_features(kind: str, terms_of: Any) -> None:
-    model = COST_MODELS[kind]
+    model = cost_models()[kind]
     small, more_rows = prediction_set(300, 3), prediction_set(1_200, 3)
     more_features = prediction_set(300, 9)
     counted_small, counted_large = terms_of(small, 3), terms_of(more_rows, 3)

@@ -143,6 +143,8 @@ class Job:
     created: str = field(default_factory=now)
     finished: str | None = None
     params: dict[str, Any] | None = None
+    #: The cost estimate made before it started (:meth:`app.services.cost.CostEstimate.as_dict`).
+    estimate: dict[str, Any] | None = None
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-able view of the job's state."""
@@ -154,7 +156,7 @@ class Job:
             "elapsed_seconds": self._elapsed_seconds(),
             "result": self.result if self.status == "succeeded" else None,
             "error": self.error, "created": self.created, "finished": self.finished,
-            "params": self.params,
+            "params": self.params, "estimate": self.estimate,
         }
 
     def _elapsed_seconds(self) -> float | None:

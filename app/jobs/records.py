@@ -38,7 +38,7 @@ class JobRecords:
         meta = {"status": job.status, "progress": round(job.progress.fraction, 4),
                 "message": job.progress.message, "detail": job.progress.detail,
                 "error": job.error, "finished": job.finished, "params": job.params,
-                "result_kept": kept}
+                "estimate": job.estimate, "result_kept": kept}
         try:
             self._store.put(Record(KIND, job.id, None, job.kind, job.created, meta))
         except (TypeError, ValueError):  # a detail that is not JSON: keep the rest
@@ -73,7 +73,7 @@ class JobRecords:
         job = Job(id=record.id, kind=record.name, status=meta["status"], progress=progress,
                   error=without_traceback(record.id, meta.get("error")), created=record.created,
                   finished=meta.get("finished"),
-                  params=meta.get("params"))
+                  params=meta.get("params"), estimate=meta.get("estimate"))
         if job.status == "succeeded":
             if meta.get("result_kept") and self._store.has_document(job.id):
                 job.result = self._store.read_document(job.id)

@@ -52,14 +52,16 @@ class JobRunner:
             self._records.recover()
 
     def submit(self, kind: str, function: Callable[[Progress], Any], *,
-               params: dict[str, Any] | None = None) -> Job:
+               params: dict[str, Any] | None = None,
+               estimate: dict[str, Any] | None = None) -> Job:
         """Queue ``function(progress)``; its return value becomes the job's result.
 
         ``params`` (small, JSON-able) says what was asked; it is kept with the record.
+        ``estimate`` is the cost estimate said before it started (seconds, range, words).
         """
         if params is not None:  # plain JSON from here on (tuples become lists, ...)
             params = json.loads(json.dumps(params, default=str))
-        job = Job(id=new_id("job"), kind=kind, params=params)
+        job = Job(id=new_id("job"), kind=kind, params=params, estimate=estimate)
         if self._records is not None:
             records = self._records
             job.progress.listener = lambda _: records.save_quietly(job)

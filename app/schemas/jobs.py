@@ -10,6 +10,20 @@ from app.jobs import JobStatus
 from app.schemas.errors import ErrorBody
 
 
+class JobEstimate(BaseModel):
+    """The cost estimate said before a job started."""
+
+    seconds: float = Field(ge=0, description="the point estimate, in seconds")
+    low: float = Field(ge=0, description="the least seconds the fitted cost model expects")
+    high: float = Field(ge=0, description="the most seconds the fitted cost model expects")
+    text: str = Field(description="the estimate in words: a point ('about 40 s') or, when "
+                      "the model is not trusted within a factor of two, a range "
+                      "('20 s - 1 min')")
+    basis: str = Field(description="the work counted")
+    cheaper: str | None = Field(default=None, description="a cheaper setting, in words")
+    long: bool = Field(description="over a minute")
+
+
 class JobResponse(BaseModel):
     """A job's state; ``result`` is the route's answer once ``status`` is ``succeeded``."""
 
@@ -40,6 +54,9 @@ class JobResponse(BaseModel):
     params: dict[str, Any] | None = Field(
         default=None, description="what was asked (dataset and request parameters), to run "
         "the job again")
+    estimate: JobEstimate | None = Field(
+        default=None, description="what the job was estimated to take before it started "
+        "(null for a job without a cost model)")
 
 
 class JobAccepted(JobResponse):

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from app.jobs import Progress
 from app.services.cache import cache_key, cached, settled
+from app.services.cost import CostEstimate, cost_model
 from app.services.datasets import EXTERNAL_REPORT, sample_note
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
@@ -347,6 +348,20 @@ def _metrics_key(services: ServiceContext, dataset_id: str, request: MetricsRequ
     return cache_key(dataset_id, "metrics", **asdict(request),
                      random_state=services.settings.random_state,
                      version=_METRICS_CACHE_VERSION)
+
+
+def estimate_metrics(services: ServiceContext, dataset_id: str,
+                     request: MetricsRequest) -> CostEstimate:
+    """Seconds of the measures with bootstrap intervals, before starting: the rows, and
+    the rows times the resamples, times the fitted ``metrics`` model; none when cached."""
+    if services.store.has_document(_metrics_key(services, dataset_id, request)):
+        return CostEstimate(0.0, "computed before with these settings: cached")
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    n_rows = float(rows_for(prediction_set, request.subset).sum())
+    terms = {"fixed": 1.0, "rows": n_rows,
+             "bootstrap_rows": n_rows * request.n_bootstrap * prediction_set.n_classes}
+    return cost_model("metrics").estimate(
+        terms, f"{request.n_bootstrap} bootstrap resamples of {n_rows:,.0f} rows")
 
 
 def metrics_for(services: ServiceContext, dataset_id: str, request: MetricsRequest,

@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from app.jobs import Progress
+from app.services.cost import CostEstimate, cost_model
 from app.services.datasets import EXTERNAL_REPORT, DatasetService, NotAllowed, RoleOverrides
 from app.services.lake_layouts import lake_files
 from app.services.partitioned_files import computed_rows, dask_client, read_partitioned
@@ -130,4 +131,38 @@ def register_external(datasets: DatasetService, request: ExternalRequest, *,
                                       documents={EXTERNAL_REPORT: report})
 
 
-__all__ = ["ExternalRequest", "allowed_uri", "register_external"]
+def external_terms(uri: str) -> dict[str, float]:
+    """The work of registering ``uri``, counted before starting (see
+    :class:`app.services.cost.CostModel`): starting Dask, and the bytes of its Parquet and
+    of its CSV files (read once for the exact report, again for the sample). A file
+    system that cannot list sizes counts none (the estimate then is Dask's start only)."""
+    from fsspec.core import url_to_fs
+
+    terms = {"fixed": 1.0, "parquet_bytes": 0.0, "csv_bytes": 0.0}
+    try:
+        fs, path = url_to_fs(uri)
+        if fs.isdir(path):
+            files = list(lake_files(uri).files)
+        else:
+            files = list(fs.glob(path)) if _WILDCARD.search(str(path)) else [path]
+        for name in files:
+            kind = "csv_bytes" if str(name).lower().endswith((".csv", ".csv.gz")) else \
+                "parquet_bytes"
+            terms[kind] += float(fs.size(name) or 0)
+    except (OSError, ValueError, CalibrationInputError):
+        pass
+    return terms
+
+
+def estimate_external(uri: str) -> CostEstimate:
+    """Seconds of registering ``uri``, before starting (:func:`external_terms` times the
+    fitted model)."""
+    terms = external_terms(uri)
+    size = (terms["parquet_bytes"] + terms["csv_bytes"]) / 1e6
+    return cost_model("external").estimate(
+        terms, f"{size:,.1f} MB of files read on Dask, twice (report, then sample), and "
+               "a cluster started")
+
+
+__all__ = ["ExternalRequest", "allowed_uri", "estimate_external", "external_terms",
+           "register_external"]

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
 from app.services.calibration_advice import advise
-from app.services.cost import CostEstimate, duration
+from app.services.cost import CostEstimate, cost_model
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
@@ -55,12 +55,6 @@ MAX_BACKGROUND_ROWS = 5_000
 MAP_SAMPLE_ROWS = 20_000
 #: Equal-mass bins of confidence for the mean-HH curve.
 CONFIDENCE_BINS = 10
-#: Cost model of the local forests, per distinct neighbourhood centre (measured on 2 cores:
-#: default_nb's 2,099 distinct test probabilities, 850 distinct neighbourhoods of about
-#: 2,100 rows and 3 features, 15-35 s; 4 continuous features and 3,500 rows, about 0.05 s
-#: a forest): seconds per centre, plus per row x log2(rows) x feature of its neighbourhood.
-FOREST_SECONDS = 0.005
-FOREST_ROW_SECONDS = 3e-7
 #: Centres whose neighbourhoods are counted for an estimate (a seeded sample above).
 ESTIMATE_CENTRES = 2_000
 
@@ -219,28 +213,31 @@ def confidence_bins(confidence: NDArray[np.float64], hh: NDArray[np.float64],
 
 def estimate_heterogeneity(services: ServiceContext, dataset_id: str,
                            params: HeterogeneityParams) -> CostEstimate:
-    """Rough seconds of the local forests, before starting (no forest is grown).
+    """Seconds of the HH job, before starting (no forest is grown).
 
     Counts the distinct neighbourhood centres (the rows' distinct probabilities, or their
     grid points when forests are shared) and the calibration rows around a sample of
-    them; distinct probabilities can share a neighbourhood, so this is an upper estimate.
-    Evaluating fewer rows or using fewer calibration rows is the cheaper setting offered.
+    them (:func:`heterogeneity_terms`), times the fitted model; distinct probabilities can
+    share a neighbourhood, so this leans high. Evaluating fewer rows or using fewer
+    calibration rows is the cheaper setting offered.
     """
     prediction_set = services.datasets.prediction_set(dataset_id)
     columns = resolve_columns(prediction_set, params.features)
     if services.store.has_document(
             params_key(dataset_id, "hh", {**asdict(params), "features": list(columns)})):
         return CostEstimate(0.0, "computed before with these settings: cached")
-    seconds, n_centres, rows_each = forest_seconds(prediction_set, params, len(columns))
+    model = cost_model("heterogeneity")
+    terms, n_centres, rows_each = heterogeneity_terms(prediction_set, params, len(columns))
+    seconds = model.seconds(terms)
     basis = (f"up to {n_centres:,} local forests on about {rows_each:,.0f} calibration rows "
              f"each, {len(columns)} feature columns")
     cheaper = None
     for option, words in _cheaper_heterogeneity(params):
-        option_seconds = forest_seconds(prediction_set, option, len(columns))[0]
-        if option_seconds < seconds / 2:
-            cheaper = f"{words}: {duration(option_seconds)}"
+        option_terms = heterogeneity_terms(prediction_set, option, len(columns))[0]
+        if model.seconds(option_terms) < seconds / 2:
+            cheaper = f"{words}: {model.estimate(option_terms, '').text()}"
             break
-    return CostEstimate(seconds, basis, cheaper)
+    return model.estimate(terms, basis, cheaper)
 
 
 def _cheaper_heterogeneity(params: HeterogeneityParams
@@ -256,9 +253,13 @@ def _cheaper_heterogeneity(params: HeterogeneityParams
     return options
 
 
-def forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
-                    n_features: int) -> tuple[float, int, float]:
-    """Estimated seconds, distinct centres and mean calibration rows per neighbourhood."""
+def heterogeneity_terms(prediction_set: PredictionSet, params: HeterogeneityParams,
+                        n_features: int) -> tuple[dict[str, float], int, float]:
+    """The work of an HH job counted before starting (see
+    :class:`app.services.cost.CostModel`): the local forests (distinct centres), their
+    rows (rows x log2(rows) x features, averaged over a sample of centres, and that
+    times the features again) and the rows mapped; with the distinct centres and mean
+    calibration rows per neighbourhood."""
     rows = split_rows(prediction_set, params.random_state)
     evaluated = sample_rows(rows.test, params.sample, params.random_state)
     calibration = sample_rows(rows.calibration, params.calibration_sample, params.random_state)
@@ -278,9 +279,14 @@ def forest_seconds(prediction_set: PredictionSet, params: HeterogeneityParams,
     probe = centres[rng.choice(centres.shape[0], min(ESTIMATE_CENTRES, centres.shape[0]),
                                replace=False)]
     counts = neighbour_counts(proba_cal, probe, params.radius).astype(np.float64)
-    per_forest = FOREST_SECONDS + FOREST_ROW_SECONDS * n_features * np.mean(
-        counts * np.log2(np.maximum(counts, 2.0)))
-    return float(centres.shape[0] * per_forest), int(centres.shape[0]), float(counts.mean())
+    n_centres = int(centres.shape[0])
+    rows_per_forest = n_features * float(np.mean(counts * np.log2(np.maximum(counts, 2.0))))
+    # measured: wide files cost more than linearly in their features (85 features about
+    # 5x a linear fit's forecast), hence the second term
+    terms = {"fixed": 1.0, "rows": float(prediction_set.n_rows), "forests": float(n_centres),
+             "forest_rows": n_centres * rows_per_forest,
+             "forest_rows_features": n_centres * rows_per_forest * n_features}
+    return terms, n_centres, float(counts.mean())
 
 
 def start_heterogeneity(services: ServiceContext, dataset_id: str,
@@ -289,8 +295,10 @@ def start_heterogeneity(services: ServiceContext, dataset_id: str,
     prediction_set = services.datasets.prediction_set(dataset_id)
     task = _HeterogeneityTask.prepare(services.store, dataset_id, prediction_set, params,
                                       services.recalibrations.list(dataset_id))
+    estimate = estimate_heterogeneity(services, dataset_id, params)
     return services.jobs.submit("heterogeneity", task.run,
-                                params={"dataset_id": dataset_id, **asdict(params)})
+                                params={"dataset_id": dataset_id, **asdict(params)},
+                                estimate=estimate.as_dict())
 
 
 @dataclass(frozen=True, eq=False)

@@ -61,6 +61,7 @@ from calibcore.data import top_label
 from calibcore.exceptions import CalibrationInputError
 from calibcore.local import (
     DEFAULT_GAMMAS,
+    EXACT_ROW_LIMIT,
     LCEBinSummary,
     LocalCalibration,
     local_calibration,
@@ -68,6 +69,7 @@ from calibcore.local import (
     summarize_bins,
 )
 from calibcore.local.embedding import Reducer
+from calibcore.local.lce import DEFAULT_N_SOURCES
 from calibcore.metrics import assign_bins, equal_width_edges
 
 __all__ = ["CDF_POINTS", "DEFAULT_GAMMA_FEATURES", "DEFAULT_GAMMA_MAP", "MAX_DISPLAY_POINTS",
@@ -121,11 +123,57 @@ class CurveParams:
 
 
 def estimate_landscape(services: ServiceContext, dataset_id: str,
-                       params: RepresentationParams) -> CostEstimate:
-    """Rough seconds of a landscape before it starts: the representation phi dominates
-    (the LCE on a cached phi takes seconds)."""
+                       params: RepresentationParams, *,
+                       gamma: float | None = None) -> CostEstimate:
+    """Seconds of a landscape before it starts: the representation phi
+    (:func:`app.services.local_embedding.embedding_terms`) and the LCE's kernel sums
+    (:func:`lce_terms`; none when cached)."""
+    def more(representation: RepresentationParams, rows: ChosenRows) -> dict[str, float]:
+        chosen = default_gamma(representation.reducer, phi_dimension(rows, representation)) \
+            if gamma is None else gamma
+        key = _lce_key(dataset_id, representation, chosen, 15)
+        if services.store.has_document(key):
+            return {}
+        return lce_terms(rows, representation, 1)
+
     return estimate_embedding(services.store, dataset_id,
-                              services.datasets.prediction_set(dataset_id), params)
+                              services.datasets.prediction_set(dataset_id), params, more)
+
+
+def estimate_curve(services: ServiceContext, dataset_id: str,
+                   params: CurveParams) -> CostEstimate:
+    """Seconds of an MLCE curve before it starts: phi and one LCE per bandwidth."""
+    n_gammas = int(params.grid().size)
+    return estimate_embedding(
+        services.store, dataset_id, services.datasets.prediction_set(dataset_id),
+        params.representation,
+        lambda representation, rows: lce_terms(rows, representation, n_gammas))
+
+
+def phi_dimension(rows: ChosenRows, representation: RepresentationParams) -> int:
+    """The dimension phi will have (encoded features counted as their columns)."""
+    if representation.reducer == "columns":
+        return len(representation.embedding_columns or ())
+    if representation.reducer == "none":
+        return max(len(representation.features or rows.prediction_set.features.columns), 1)
+    return int(representation.n_components)
+
+
+def lce_terms(rows: ChosenRows, representation: RepresentationParams,
+              n_gammas: int) -> dict[str, float]:
+    """The work of the LCE's kernel sums at ``n_gammas`` bandwidths: ``n log2(n) ** d``
+    for maps of d <= 3 dimensions, else ``d sum_b n_b ** 2`` over the confidence bins
+    (with each large bin's sources capped by the sampled approximation beyond
+    ``EXACT_ROW_LIMIT`` rows), Luo et al. 2022, eq. 4 summed as
+    :mod:`calibcore.local.lce` does."""
+    n_rows = int(rows.positions.size)
+    dimension = phi_dimension(rows, representation)
+    if dimension <= 3:
+        return {"lce_tree": n_gammas * n_rows * float(np.log2(max(n_rows, 2))) ** dimension}
+    confidence = rows.prediction_set.proba[rows.positions].max(axis=1)
+    counts = np.bincount(np.minimum((confidence * 15).astype(np.intp), 14), minlength=15)
+    sources = counts if n_rows <= EXACT_ROW_LIMIT else np.minimum(counts, DEFAULT_N_SOURCES)
+    return {"lce_pairs": n_gammas * dimension * float(np.sum(counts * sources))}
 
 
 def default_gamma(reducer: Reducer, dimension: int) -> float:
@@ -210,7 +258,10 @@ def start_landscape(services: ServiceContext, dataset_id: str, params: Landscape
         return _assemble(task, params, embedding, gamma, signed, exact,
                          {"embedding": embedding.cached, "lce": cached})
 
-    return services.jobs.submit("lce", run, params={"dataset_id": dataset_id, **asdict(params)})
+    estimate = estimate_landscape(services, dataset_id, params.representation,
+                                  gamma=params.gamma)
+    return services.jobs.submit("lce", run, params={"dataset_id": dataset_id, **asdict(params)},
+                                estimate=estimate.as_dict())
 
 
 def landscape_result(services: ServiceContext, dataset_id: str,
@@ -443,4 +494,5 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
         return mark_unweighted({**document, "cached": False}, task.rows.prediction_set)
 
     return services.jobs.submit("lce_curve", run,
-                                params={"dataset_id": dataset_id, **asdict(params)})
+                                params={"dataset_id": dataset_id, **asdict(params)},
+                                estimate=estimate_curve(services, dataset_id, params).as_dict())

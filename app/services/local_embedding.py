@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
 from app.services.cache import cache_key
-from app.services.cost import CostEstimate, duration
+from app.services.cost import CostEstimate, cost_model
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
@@ -47,12 +47,6 @@ from calibcore.local.embedding import (
 CACHE_VERSION = 1
 #: The progress message while umap-learn compiles its code in this process.
 PREPARING_UMAP = "preparing UMAP (first use)…"
-#: Cost model of the manifold reducers (2 cores): seconds per row they are fitted on, per
-#: row UMAP's transform places (up to UMAP_TRANSFORM_ROWS; beyond, rows are placed by
-#: nearest sample rows, nearly free), and UMAP's first compile in a process.
-FIT_ROW_SECONDS: dict[str, float] = {"umap": 4e-3, "tsne": 5e-3}
-TRANSFORM_ROW_SECONDS = 2e-3
-COMPILE_SECONDS = 60.0
 #: The fitting sample offered as the cheaper setting.
 CHEAPER_SAMPLE = 2_000
 
@@ -111,8 +105,12 @@ def start_warm_up(services: ServiceContext) -> Job | None:
             _UMAP.ready.set()
             return {"reducer": "umap", "status": "compiled"}
 
+        model = cost_model("lce")
+        estimate = CostEstimate(model.coefficients.get("umap_compile", 0.0),
+                                "compiling UMAP's code on synthetic data", spread=model.spread)
         _UMAP.job = services.jobs.submit("umap_warm_up", compile_umap,
-                                         params={"reducer": "umap"})
+                                         params={"reducer": "umap"},
+                                         estimate=estimate.as_dict())
         return _UMAP.job
 
 
@@ -216,40 +214,63 @@ def choose_rows(prediction_set: PredictionSet,
     return representation, ChosenRows(prediction_set, positions)
 
 
+def embedding_terms(store: Store, dataset_id: str, rows: ChosenRows,
+                    representation: RepresentationParams) -> dict[str, float]:
+    """The work of building phi, counted before starting (see
+    :class:`app.services.cost.CostModel`): none when it is cached; the rows encoded and
+    reduced, and their cells (rows x feature columns); the rows t-SNE or UMAP is fitted
+    on and the rows UMAP's transform places (up to ``UMAP_TRANSFORM_ROWS``; beyond, rows
+    are placed by nearest sample rows, nearly free); and UMAP's first compile in a
+    process."""
+    if store.has_document(embedding_key(dataset_id, representation)):
+        return {}
+    n_rows = int(rows.positions.size)
+    fitted = min(representation.sample_size or n_rows, n_rows)
+    placed = n_rows - fitted
+    n_columns = len(representation.features or rows.prediction_set.features.columns)
+    terms = {"embed_rows": float(n_rows), "embed_cells": float(n_rows * n_columns)}
+    if representation.reducer == "tsne":
+        terms["tsne_fits"], terms["tsne_rows"] = 1.0, float(fitted)
+    if representation.reducer == "umap":
+        terms["umap_fits"], terms["umap_rows"] = 1.0, float(fitted)
+        terms["umap_placed_rows"] = float(placed if placed <= UMAP_TRANSFORM_ROWS else 0)
+        terms["umap_compile"] = 0.0 if _UMAP.ready.is_set() else 1.0
+    return terms
+
+
 def estimate_embedding(store: Store, dataset_id: str, prediction_set: PredictionSet,
-                       params: RepresentationParams) -> CostEstimate:
-    """Rough seconds to build phi, before starting: none when it is cached; t-SNE and
-    UMAP cost seconds per fitted row (and per transformed row); PCA and given columns
-    are quick."""
+                       params: RepresentationParams,
+                       more: Callable[[RepresentationParams, ChosenRows], dict[str, float]]
+                       = lambda representation, rows: {}) -> CostEstimate:
+    """Seconds of a Local job, before starting: :func:`embedding_terms` plus ``more``
+    (the job's own terms) times the fitted ``lce`` model. t-SNE and UMAP cost seconds
+    per fitted row; PCA and given columns are quick."""
     representation, rows = choose_rows(prediction_set, params)
     n_rows = int(rows.positions.size)
+    model = cost_model("lce")
+
+    def terms(option: RepresentationParams) -> dict[str, float]:
+        return {"fixed": 1.0, **embedding_terms(store, dataset_id, rows, option),
+                **more(option, rows)}
+
+    estimate = model.estimate(terms(representation), "")
     if store.has_document(embedding_key(dataset_id, representation)):
-        return CostEstimate(0.0, f"this representation of {n_rows:,} rows is cached")
-
-    def seconds(sample_size: int | None) -> tuple[float, int]:
-        per_row = FIT_ROW_SECONDS.get(representation.reducer)
-        if per_row is None:
-            return 1e-5 * n_rows, n_rows
-        fitted = min(sample_size or n_rows, n_rows)
-        placed = n_rows - fitted
-        total = per_row * fitted
-        if representation.reducer == "umap":
-            total += TRANSFORM_ROW_SECONDS * (placed if placed <= UMAP_TRANSFORM_ROWS else 0)
-            total += 0.0 if _UMAP.ready.is_set() else COMPILE_SECONDS
-        return total, fitted
-
-    estimate, fitted = seconds(representation.sample_size)
+        return replace(estimate, basis=f"this representation of {n_rows:,} rows is cached")
+    fitted = min(representation.sample_size or n_rows, n_rows)
     name = {"umap": "UMAP", "tsne": "t-SNE"}.get(representation.reducer)
     if name is None:
-        return CostEstimate(estimate, f"{representation.reducer} of {n_rows:,} rows")
+        return replace(estimate, basis=f"{representation.reducer} of {n_rows:,} rows")
     basis = f"{name} fitted on {fitted:,} of {n_rows:,} rows"
     if representation.reducer == "umap" and not _UMAP.ready.is_set():
         basis += ", plus about a minute compiling UMAP on first use"
-    cheaper = "PCA instead: under 10 s"
+    pca = model.estimate(terms(replace(representation, reducer="pca")), "").text()
+    cheaper = f"PCA instead: {pca}"
     if fitted > CHEAPER_SAMPLE:
+        smaller = model.estimate(terms(replace(representation, sample_size=CHEAPER_SAMPLE)),
+                                 "").text()
         cheaper = (f"fit {name} on {CHEAPER_SAMPLE:,} rows (the others are placed): "
-                   f"{duration(seconds(CHEAPER_SAMPLE)[0])}; or PCA: under 10 s")
-    return CostEstimate(estimate, basis, cheaper)
+                   f"{smaller}; or PCA: {pca}")
+    return replace(estimate, basis=basis, cheaper=cheaper)
 
 
 # -- the embedding, cached -----------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,11 +16,11 @@ from numpy.typing import NDArray
 from app.jobs import Progress
 from app.services import comparison
 from app.services.cache import cache_key, cached
-from app.services.cost import CostEstimate, duration
+from app.services.cost import CostEstimate, cost_model, duration
 from app.services.datasets import DatasetService, NotFound
 from app.services.diagnostics import measure_values
 from app.services.encoding import choose_columns
-from app.services.heterogeneity import HeterogeneityParams, forest_seconds
+from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
 from app.services.jsonable import jsonable
 from app.services.methods import MethodSpec, describe_params, make_recalibrator
 from app.services.recalibration_fitting import (
@@ -41,7 +41,7 @@ from app.services.saved_models import (
     model_corrections,
     model_document,
 )
-from app.services.support import proximity_forest_seconds
+from app.services.support import proximity_forest_work
 from app.services.tables import file_stem
 from app.services.weighting import unweighted, weighting
 from app.store import Record, Store, new_id, now
@@ -147,39 +147,31 @@ class RecalibrationService:
         return model_corrections(load_model(document), self._datasets.frame(dataset_id),
                                  progress=report)
 
-    def estimate(self, dataset_id: str, specs: list[MethodSpec]) -> CostEstimate:
-        """Rough seconds of fitting ``specs`` before starting: the forests of SWC and
-        SWC-HH dominate (the other methods take seconds); SWC-HH's HH filter is the part
-        that takes minutes on large files, so plain SWC is the cheaper setting offered."""
+    def estimate(self, dataset_id: str, specs: list[MethodSpec], *,
+                 n_bootstrap: int = COMPARISON_BOOTSTRAP) -> CostEstimate:
+        """Seconds of fitting and comparing ``specs``, before starting
+        (:func:`recalibration_terms` times the fitted model). The forests of SWC and
+        SWC-HH dominate; SWC-HH's HH filter is the part that takes minutes on large files,
+        so plain SWC is the cheaper setting offered."""
         prediction_set = self._datasets.prediction_set(dataset_id)
-        split = prediction_set.split is not None
-        n_calibration = (int(prediction_set.mask("calibration").sum()) if split
-                         else prediction_set.n_rows)
-        # a split fits once; cross-fitting fits every fold and then all rows
-        fits = ([n_calibration] if split else
-                [n_calibration * (CROSS_FIT_FOLDS - 1) // CROSS_FIT_FOLDS] * CROSS_FIT_FOLDS
-                + [n_calibration])
+        model = cost_model("recalibration")
+        terms, fits = recalibration_terms(prediction_set, specs, n_bootstrap)
         parts: dict[str, float] = {}
         for spec in specs:
-            if spec.method not in ("swc", "swc_hh"):
-                continue
-            n_features = len(spec.features or prediction_set.features.columns)
-            seconds = proximity_forest_seconds([float(f) for f in fits],
-                                               n_features + prediction_set.n_classes)
-            if spec.method == "swc_hh":
-                hh = HeterogeneityParams(sample=None, calibration_sample=None)
-                seconds += len(fits) * forest_seconds(prediction_set, hh, n_features)[0]
-            parts[spec.method] = seconds
-        if not parts:
-            return CostEstimate(5.0 * len(specs), f"{len(specs)} method(s) without forests")
-        total = sum(parts.values()) + 5.0 * (len(specs) - len(parts))
-        basis = "; ".join(f"{name}: {duration(seconds)}" for name, seconds in parts.items())
+            if spec.method in ("swc", "swc_hh"):
+                alone = recalibration_terms(prediction_set, [spec], n_bootstrap)[0]
+                parts[spec.method] = recalibration_seconds(alone)
+        estimate = replace(model.estimate(terms, ""), seconds=recalibration_seconds(terms))
+        basis = "; ".join(f"{name}: {duration(seconds, estimate.spread)}"
+                          for name, seconds in parts.items())
+        split = prediction_set.split is not None
+        fitting = ("each fitted once, on the calibration rows" if split else
+                   f"each cross-fitted: {fits} fits")
+        basis = f"{basis}; {fitting}" if basis else f"{len(specs)} method(s), {fitting}"
         cheaper = None
         if "swc_hh" in parts and parts["swc_hh"] > 2 * parts.get("swc", 0.0):
             cheaper = "SWC without the HH filter (its forests only)"
-        fitting = ("each fitted once, on the calibration rows" if split else
-                   f"each cross-fitted: {len(fits)} fits")
-        return CostEstimate(total, f"{basis}; {fitting}", cheaper)
+        return replace(estimate, basis=basis, cheaper=cheaper)
 
     def fit_many(self, dataset_id: str, specs: list[MethodSpec], *, n_bins: int = 15,
                  n_bootstrap: int = COMPARISON_BOOTSTRAP,
@@ -459,3 +451,53 @@ def recalibrate_table(frame: pd.DataFrame, spec: MethodSpec,
                              measure_values(labels, prediction_set.proba[test],
                                             sample_weight=weights),
                              measure_values(labels, corrected[test], sample_weight=weights))
+
+
+def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpec],
+                        n_bootstrap: int = COMPARISON_BOOTSTRAP
+                        ) -> tuple[dict[str, float], int]:
+    """The work of fitting and comparing ``specs``, counted before starting (see
+    :class:`app.services.cost.CostModel`), and the fits per method.
+
+    A split fits once on the calibration rows; cross-fitting fits every fold and then all
+    rows. Methods count their fits' rows and the table's cells (rows x feature
+    columns, read and written with each method's columns); SWC counts its proximity
+    forests; SWC-HH also its HH filter's local forests; the comparison counts its
+    bootstrap resamples of the rows.
+    """
+    split = prediction_set.split is not None
+    n_calibration = (int(prediction_set.mask("calibration").sum()) if split
+                     else prediction_set.n_rows)
+    fits = ([n_calibration] if split else
+            [n_calibration * (CROSS_FIT_FOLDS - 1) // CROSS_FIT_FOLDS] * CROSS_FIT_FOLDS
+            + [n_calibration])
+    terms = {"fixed": 1.0, "methods": float(len(specs)),
+             "method_rows": float(len(specs) * sum(fits)),
+             "compare_rows": float(len(specs) * prediction_set.n_rows * n_bootstrap),
+             "method_cells": float(len(specs) * prediction_set.n_rows
+                                   * prediction_set.features.shape[1]),
+             "forest": 0.0}
+    for spec in specs:
+        if spec.method not in ("swc", "swc_hh"):
+            continue
+        n_features = len(spec.features or prediction_set.features.columns)
+        terms["forest"] += proximity_forest_work([float(f) for f in fits],
+                                                 n_features + prediction_set.n_classes)
+        if spec.method == "swc_hh":
+            hh = heterogeneity_terms(prediction_set,
+                                     HeterogeneityParams(sample=None, calibration_sample=None),
+                                     n_features)[0]
+            for name in ("forests", "forest_rows", "forest_rows_features"):
+                terms[f"hh_{name}"] = terms.get(f"hh_{name}", 0.0) + len(fits) * hh[name]
+    return terms, len(fits)
+
+
+def recalibration_seconds(terms: dict[str, float]) -> float:
+    """Seconds of :func:`recalibration_terms`: the ``recalibration`` model, plus SWC-HH's
+    HH filter (its ``hh_`` terms) priced by the ``heterogeneity`` model: the same local
+    forests."""
+    hh = {name.removeprefix("hh_"): value for name, value in terms.items()
+          if name.startswith("hh_")}
+    return (cost_model("recalibration").seconds(terms)
+            + cost_model("heterogeneity").seconds({"fixed": 0.0, **hh})
+            - cost_model("heterogeneity").coefficients.get("fixed", 0.0))

@@ -8,18 +8,21 @@ caches the result per dataset and settings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 import numpy as np
 
 from app.jobs import Job, Progress
+from app.services.cost import CostEstimate, cost_model
 from app.services.datasets import sample_note
 from app.services.diagnostics import Subset, rows_for
 from app.services.heterogeneity import params_key, resolve_columns
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
 from app.services.weighting import weighting
+from calibcore.data import PredictionSet
 from calibcore.data.views import default_view
 from calibcore.insights import Subgroup, SubgroupView, worst_subgroups
 from calibcore.metrics import binned_reliability
@@ -32,6 +35,8 @@ MAX_DIAGRAMS = 50
 DIAGRAM_BINS = 10
 #: Bumped when the cached result changes (1: row weights).
 _CACHE_VERSION = 1
+#: Values of a text feature counted for the cost estimate at most.
+MAX_VALUES = 50
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
     key = params_key(dataset_id, "subgroups", {**asdict(params), "features": list(columns),
                                                "version": _CACHE_VERSION})
     note = sample_note(services.datasets.record(dataset_id).meta)
+    estimate = estimate_subgroups(services, dataset_id, params)
 
     def run(progress: Progress) -> dict[str, Any]:
         if services.store.has_document(key):
@@ -116,7 +122,45 @@ def start_subgroups(services: ServiceContext, dataset_id: str, params: SubgroupP
         return dict(result)
 
     return services.jobs.submit("subgroups", run,
-                                params={"dataset_id": dataset_id, **asdict(params)})
+                                params={"dataset_id": dataset_id, **asdict(params)},
+                                estimate=estimate.as_dict())
+
+
+def subgroups_terms(prediction_set: PredictionSet, params: SubgroupParams,
+                    columns: Sequence[str], n_rows: int) -> dict[str, float]:
+    """The work of a subgroup audit, counted before starting (see
+    :class:`app.services.cost.CostModel`): the rows times the one-condition slices (a
+    numeric feature's ``n_bins`` bins, a text feature's values) and, with ``pairs``, the
+    rows times the two-condition slices."""
+    sizes = []
+    for name in columns:
+        if prediction_set.feature_kinds[name] == "numeric":
+            sizes.append(float(params.n_bins))
+        else:
+            sizes.append(float(min(prediction_set.features[name].nunique(), MAX_VALUES)))
+    single = float(sum(sizes))
+    pairs = (single**2 - sum(size**2 for size in sizes)) / 2 if params.pairs else 0.0
+    return {"fixed": 1.0, "rows": float(n_rows), "slice_rows": n_rows * single,
+            "pair_rows": n_rows * pairs}
+
+
+def estimate_subgroups(services: ServiceContext, dataset_id: str,
+                       params: SubgroupParams) -> CostEstimate:
+    """Seconds of a subgroup audit, before starting (:func:`subgroups_terms` times the
+    fitted model); slicing by single features only is the cheaper setting offered."""
+    prediction_set = services.datasets.prediction_set(dataset_id)
+    columns = resolve_columns(prediction_set, params.features)
+    n_rows = int(rows_for(prediction_set, params.subset).sum())
+    model = cost_model("subgroups")
+    terms = subgroups_terms(prediction_set, params, columns, n_rows)
+    basis = (f"{n_rows:,} rows sliced by {len(columns)} feature columns"
+             + (", and pairs of them" if params.pairs else ""))
+    cheaper = None
+    if params.pairs:
+        alone = model.estimate(subgroups_terms(prediction_set, replace(params, pairs=False),
+                                               columns, n_rows), "")
+        cheaper = f"single-feature slices only (pairs off): {alone.text()}"
+    return model.estimate(terms, basis, cheaper)
 
 
 def _subgroup(rank: int, subgroup: Subgroup, n_rows: int, view: str) -> dict[str, Any]:
@@ -139,4 +183,5 @@ def _subgroup(rank: int, subgroup: Subgroup, n_rows: int, view: str) -> dict[str
                                                   "n_eff": subgroup.n_eff})}
 
 
-__all__ = ["MAX_DIAGRAMS", "MAX_LISTED", "SubgroupParams", "start_subgroups"]
+__all__ = ["MAX_DIAGRAMS", "MAX_LISTED", "SubgroupParams", "estimate_subgroups",
+           "start_subgroups", "subgroups_terms"]

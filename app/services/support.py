@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.jobs import Job, Progress
-from app.services.cost import CostEstimate, duration
+from app.services.cost import CostEstimate, cost_model
 from app.services.heterogeneity import (
     ForestFeatures,
     class_names,
@@ -43,26 +43,19 @@ SWC_MAX_ROWS = 20_000
 
 
 MAX_HISTOGRAM_BINS = 40
-#: Cost model of one proximity forest of 100 trees: seconds per row x log2(rows) x
-#: columns ** 0.7, the columns being the features and the class probabilities. The forest
-#: considers sqrt(columns) of them at each split, and its trees grow somewhat deeper with
-#: more columns; fitted on measured runs on 2 cores, quiet (five folds plus the scoring
-#: forest): default_nb's 3,526 calibration rows of 3 features in 1.2 s, 2,104 rows of 85
-#: features in 5.1 s; loaded machines take up to 2.5 times as long. It once counted
-#: columns linearly, which made an 85-column file's estimate 9 min for a 3-5 s job.
-#: ``benchmarks/bench_estimates.py`` checks it.
-FOREST_ROW_SECONDS = 2.2e-6
-#: The exponent of the column count in the cost of a forest.
+#: The exponent of the column count in the work of a proximity forest: it considers
+#: sqrt(columns) of them at each split and its trees grow somewhat deeper with more
+#: columns (measured: columns linearly made an 85-column file's estimate 9 min for a
+#: 3-5 s job). The seconds per unit of work are fitted (:mod:`app.services.cost_table`).
 COLUMN_EXPONENT = 0.7
-#: What a support job costs besides its forests (cross-fitted scores, histogram, tests).
-SUPPORT_OVERHEAD_SECONDS = 0.2
 
 
-def proximity_forest_seconds(rows: list[float], n_columns: int) -> float:
-    """Rough seconds of proximity forests grown on ``rows`` rows each (capped at
-    :data:`SWC_MAX_ROWS`) with ``n_columns`` columns (features and probabilities)."""
+def proximity_forest_work(rows: list[float], n_columns: int) -> float:
+    """Work of proximity forests grown on ``rows`` rows each (capped at
+    :data:`SWC_MAX_ROWS`) with ``n_columns`` columns (features and probabilities):
+    rows x log2(rows) x columns ** :data:`COLUMN_EXPONENT`, summed over the forests."""
     capped = np.minimum(np.asarray(rows, dtype=np.float64), float(SWC_MAX_ROWS))
-    return float(np.sum(FOREST_ROW_SECONDS * n_columns**COLUMN_EXPONENT * capped
+    return float(np.sum(n_columns**COLUMN_EXPONENT * capped
                         * np.log2(np.maximum(capped, 2.0))))
 
 
@@ -78,10 +71,24 @@ class SupportParams:
     features: tuple[str, ...] | None = None
 
 
+def support_terms(prediction_set: PredictionSet, params: SupportParams,
+                  n_features: int) -> dict[str, float]:
+    """The work a support job does, counted before starting (see
+    :class:`app.services.cost.CostModel`): the proximity forests (one per fold, one on
+    every calibration row when there are test or batch rows to score) and the rows scored."""
+    n_calibration = (int(prediction_set.mask("calibration").sum())
+                     if prediction_set.split is not None else prediction_set.n_rows)
+    queries = prediction_set.split is not None or params.batch_dataset_id is not None
+    sizes = [n_calibration * (params.n_folds - 1) / params.n_folds] * params.n_folds + (
+        [float(n_calibration)] if queries else [])
+    return {"fixed": 1.0, "rows": float(prediction_set.n_rows),
+            "forest": proximity_forest_work(sizes, n_features + prediction_set.n_classes)}
+
+
 def estimate_support(services: ServiceContext, dataset_id: str,
                      params: SupportParams) -> CostEstimate:
-    """Rough seconds of the proximity forests (one per fold, one on every calibration row
-    when there are test or batch rows to score), before starting."""
+    """Seconds of a support job, before starting (:func:`support_terms` times the fitted
+    model)."""
     prediction_set = services.datasets.prediction_set(dataset_id)
     columns = resolve_columns(prediction_set, params.features)
     if services.store.has_document(
@@ -91,14 +98,11 @@ def estimate_support(services: ServiceContext, dataset_id: str,
     n_calibration = (int(prediction_set.mask("calibration").sum())
                      if prediction_set.split is not None else prediction_set.n_rows)
     queries = prediction_set.split is not None or params.batch_dataset_id is not None
+    model = cost_model("support")
 
-    def seconds(n_folds: int, n_columns: int) -> float:
-        sizes = [n_calibration * (n_folds - 1) / n_folds] * n_folds + (
-            [float(n_calibration)] if queries else [])
-        return SUPPORT_OVERHEAD_SECONDS + proximity_forest_seconds(
-            sizes, n_columns + prediction_set.n_classes)
+    def seconds(option: SupportParams, n_columns: int) -> CostEstimate:
+        return model.estimate(support_terms(prediction_set, option, n_columns), "")
 
-    estimate = seconds(params.n_folds, n_features)
     n_forests = params.n_folds + int(queries)
     basis = (f"{n_forests} proximity forests of 100 trees on up to "
              f"{min(n_calibration, SWC_MAX_ROWS):,} calibration rows, {n_features} feature "
@@ -106,10 +110,11 @@ def estimate_support(services: ServiceContext, dataset_id: str,
     cheaper = None
     if n_features > 3:
         cheaper = (f"choose 3 feature columns (the forests' cost grows with them): "
-                   f"{duration(seconds(params.n_folds, 3))}")
+                   f"{seconds(params, 3).text()}")
     elif params.n_folds > 2:
-        cheaper = f"2 folds (REST: n_folds=2): {duration(seconds(2, n_features))}"
-    return CostEstimate(estimate, basis, cheaper)
+        cheaper = (f"2 folds (REST: n_folds=2): "
+                   f"{seconds(replace(params, n_folds=2), n_features).text()}")
+    return model.estimate(support_terms(prediction_set, params, n_features), basis, cheaper)
 
 
 def start_support(services: ServiceContext, dataset_id: str, params: SupportParams) -> Job:
@@ -126,7 +131,8 @@ def start_support(services: ServiceContext, dataset_id: str, params: SupportPara
     task = _SupportTask.prepare(services.store, dataset_id, prediction_set, params, batch,
                                 batch_name)
     return services.jobs.submit("support", task.run,
-                                params={"dataset_id": dataset_id, **asdict(params)})
+                                params={"dataset_id": dataset_id, **asdict(params)},
+                                estimate=estimate_support(services, dataset_id, params).as_dict())
 
 
 @dataclass(frozen=True, eq=False)

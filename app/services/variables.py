@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from app.jobs import Job, JobRunner, Progress
 from app.services.cache import cache_key
+from app.services.cost import CostEstimate, cost_model
 from app.services.datasets import DatasetService
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
@@ -201,7 +202,9 @@ def request_ranking(services: ServiceContext, dataset_id: str, params: RankingPa
     def work(progress: Progress) -> dict[str, Any]:
         return _compute_and_cache(store, datasets, dataset_id, params, progress)
 
-    job = jobs.submit("variables", work, params={"dataset_id": dataset_id, **asdict(params)})
+    estimate = estimate_ranking(prediction_set, params)
+    job = jobs.submit("variables", work, params={"dataset_id": dataset_id, **asdict(params)},
+                      estimate=estimate.as_dict())
     store.write_document(f"{key}.job", {"job_id": job.id})
     return RankingRequest(job=job)
 
@@ -316,3 +319,22 @@ def ranking_for_report(prediction_set: PredictionSet, *, random_state: int = 0
     if prediction_set.features.shape[1] == 0:
         return None
     return compute_ranking(prediction_set, RankingParams(random_state=random_state))
+
+
+def ranking_terms(prediction_set: PredictionSet, params: RankingParams) -> dict[str, float]:
+    """The work of a ranking, counted before starting (see
+    :class:`app.services.cost.CostModel`): each variable's fixed part (its LOESS curves)
+    and its rows, both times the permutations (and the observed ranking)."""
+    n_rows = float(rows_for(prediction_set, params.subset).sum())
+    n_variables = float(prediction_set.features.shape[1])
+    rounds = (1 + params.n_permutations) / 201
+    return {"fixed": 1.0, "rows": n_rows, "variables": n_variables * rounds,
+            "variable_rows": n_variables * n_rows * rounds}
+
+
+def estimate_ranking(prediction_set: PredictionSet, params: RankingParams) -> CostEstimate:
+    """Seconds of a ranking, before starting (:func:`ranking_terms` times the fitted model)."""
+    n_rows = int(rows_for(prediction_set, params.subset).sum())
+    basis = (f"{prediction_set.features.shape[1]} variables on {n_rows:,} rows, "
+             f"{params.n_permutations} permutations")
+    return cost_model("variables").estimate(ranking_terms(prediction_set, params), basis)

@@ -111,10 +111,21 @@ def elapsed(seconds: float | None) -> str:
     return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s so far"
 
 
+def estimated(snapshot: dict[str, Any]) -> str:
+    """The estimate made before the job started, in words ("" without one), shown until
+    the job's own time-left estimate takes over."""
+    estimate = snapshot.get("estimate")
+    if not estimate or snapshot.get("eta_seconds") is not None:
+        return ""
+    return f"estimated {estimate['text']} in all"
+
+
 def running_status(snapshot: dict[str, Any], what: str = "") -> html.Div:
-    """Status line of a queued or running job: message, percentage, time so far and left."""
+    """Status line of a queued or running job: message, percentage, time so far and left
+    (before the time left is known, the estimate made before it started)."""
     parts = [f"{snapshot['message']} — {snapshot['progress']:.0%}",
-             elapsed(snapshot.get("elapsed_seconds")), time_left(snapshot.get("eta_seconds"))]
+             elapsed(snapshot.get("elapsed_seconds")), time_left(snapshot.get("eta_seconds")),
+             estimated(snapshot)]
     return info_note((f"{what}: " if what else "") + " · ".join(p for p in parts if p))
 
 

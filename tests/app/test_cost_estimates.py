@@ -49,7 +49,7 @@ def test_a_long_estimate_warns_with_the_cheaper_setting() -> None:
     short = cost_note(CostEstimate(20.0, "a few forests", "fewer"))
     assert short is not None and "note-warning" not in short.className
     assert short.children == "Estimated time: about 20 s (a few forests)."
-    assert duration(5) == "under 10 s" and duration(7200) == "about 2.0 h"
+    assert duration(5) == "about 5 s" and duration(7200) == "about 2.0 h"
 
 
 def test_swc_hh_estimate_offers_plain_swc(client, shared_data) -> None:

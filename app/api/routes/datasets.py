@@ -12,7 +12,12 @@ from app.api.uploads import saved_upload
 from app.jobs import Progress
 from app.schemas import DatasetSummary, ExternalDatasetRequest, JobAccepted
 from app.services.datasets import RoleOverrides
-from app.services.external import ExternalRequest, allowed_uri, register_external
+from app.services.external import (
+    ExternalRequest,
+    allowed_uri,
+    estimate_external,
+    register_external,
+)
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
@@ -89,7 +94,8 @@ def create_external_dataset(services: ServicesDep,
             random_state=settings.random_state, n_bootstrap=settings.n_bootstrap,
             progress=progress)
 
-    job = services.jobs.submit("external", work, params=request.model_dump(exclude_none=True))
+    job = services.jobs.submit("external", work, params=request.model_dump(exclude_none=True),
+                               estimate=estimate_external(uri).as_dict())
     return job_accepted(job)
 
 

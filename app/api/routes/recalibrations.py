@@ -112,8 +112,11 @@ def create_recalibration(services: ServicesDep, dataset_id: str,
 
     if request.run_async:
         body = request.model_dump(mode="json", by_alias=True, exclude_none=True)
+        estimate = services.recalibrations.estimate(dataset_id, specs,
+                                                    n_bootstrap=request.n_bootstrap)
         job = services.jobs.submit("recalibration", work,
-                                   params={"dataset_id": dataset_id, **body})
+                                   params={"dataset_id": dataset_id, **body},
+                                   estimate=estimate.as_dict())
         return job_accepted_response(job)
     return work(Progress())
 

@@ -222,8 +222,10 @@ def _start_interval_job(services: Services, dataset_id: str,
     def work(progress: Progress) -> dict[str, Any]:
         return diagnostics.metrics_for(services, dataset_id, request, progress=progress)
 
+    estimate = diagnostics.estimate_metrics(services, dataset_id, request)
     return services.jobs.submit("metrics", work,
-                                params={"dataset_id": dataset_id, **asdict(request)}).id
+                                params={"dataset_id": dataset_id, **asdict(request)},
+                                estimate=estimate.as_dict()).id
 
 
 def measures_table(result: dict[str, Any], *, with_intervals: bool) -> html.Div:

@@ -302,8 +302,10 @@ def register(app: Dash, services: Services) -> None:
         def work(progress: Progress) -> dict[str, Any]:
             return services.recalibrations.fit_many(dataset_id, specs, progress=progress)
 
+        estimate = await asyncio.to_thread(services.recalibrations.estimate, dataset_id, specs)
         job = services.jobs.submit("recalibration", work, params={
-            "dataset_id": dataset_id, "methods": [asdict(spec) for spec in specs]})
+            "dataset_id": dataset_id, "methods": [asdict(spec) for spec in specs]},
+            estimate=estimate.as_dict())
         return job.id, False, info_note(f"Fitting {len(specs)} method(s)…")
 
     @app.callback(Output(FIT_PROGRESS, "style"), Output(f"{FIT_PROGRESS}-wrapper", "style"),

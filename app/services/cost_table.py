@@ -1,0 +1,74 @@
+"""Fitted cost models of every job kind: seconds per unit of each counted term.
+
+Written by ``python -m benchmarks.fit_costs`` on 2026-11-27 from the measured runs
+in ``benchmarks/cost_runs.csv`` (2 cores; the load average of each run is kept
+there); do not edit by hand: refit.
+"""
+
+from __future__ import annotations
+
+#: job kind -> (seconds per unit of each term, spread: the largest factor between
+#: a measured run and the fit); :class:`app.services.cost.CostModel` reads it.
+COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
+    # 5 runs, load average 19.9-29.4
+    "external": ({
+        "fixed": 1.654,
+        "parquet_bytes": 1.08e-06,
+    }, 2.34),
+    # 5 runs, load average 20.7-32.3
+    "heterogeneity": ({
+        "fixed": 0,
+        "forest_rows": 1.919e-07,
+        "forest_rows_features": 6.624e-09,
+        "forests": 0,
+        "rows": 7.799e-05,
+    }, 1.32),
+    # 19 runs, load average 18.2-35.7
+    "lce": ({
+        "embed_cells": 7.115e-07,
+        "embed_rows": 1.276e-07,
+        "fixed": 0.05384,
+        "lce_pairs": 1.774e-09,
+        "lce_tree": 2.569e-09,
+        "tsne_fits": 22.71,
+        "tsne_rows": 0,
+        "umap_compile": 13.89,
+        "umap_fits": 1.544,
+        "umap_rows": 0.0004373,
+    }, 3.71),
+    # 5 runs, load average 19.9-29.4
+    "metrics": ({
+        "bootstrap_rows": 7.695e-09,
+        "fixed": 0.241,
+        "rows": 0,
+    }, 1.93),
+    # 15 runs, load average 17.8-33.9
+    "recalibration": ({
+        "compare_rows": 0,
+        "fixed": 0.1472,
+        "forest": 2.765e-06,
+        "method_cells": 8.659e-07,
+        "method_rows": 0,
+        "methods": 0.02428,
+    }, 3.05),
+    # 5 runs, load average 19.7-29.3
+    "subgroups": ({
+        "fixed": 0.1308,
+        "pair_rows": 3.019e-09,
+        "rows": 1.599e-06,
+        "slice_rows": 0,
+    }, 1.40),
+    # 5 runs, load average 22.0-30.2
+    "support": ({
+        "fixed": 0,
+        "forest": 1.49e-06,
+        "rows": 3.51e-05,
+    }, 1.46),
+    # 5 runs, load average 20.8-29.4
+    "variables": ({
+        "fixed": 0,
+        "rows": 5.973e-06,
+        "variable_rows": 4.77e-07,
+        "variables": 0.002817,
+    }, 1.31),
+}

@@ -1,0 +1,143 @@
+"""The cost models behind every job's time estimate: fitted coefficients are used as
+counted, estimates grow with the work, the display turns into a range when the fit is not
+trusted within a factor of two, and every job carries its estimate."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, seed, settings
+from hypothesis import strategies as st
+
+from app.jobs import JobRunner
+from app.schemas.jobs import JobResponse
+from app.services.cost import CostEstimate, CostModel, cost_models, duration
+from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
+from app.services.methods import MethodSpec
+from app.services.recalibration import recalibration_terms
+from app.services.subgroups import SubgroupParams, subgroups_terms
+from app.services.support import SupportParams, support_terms
+from app.services.variables import RankingParams, ranking_terms
+from app.ui.job_panel import cost_note, running_status
+from benchmarks.fit_costs import fit
+from calibcore.data import PredictionSet, build_prediction_set, infer_roles
+
+
+def prediction_set(n_rows: int, n_features: int, random_state: int = 0) -> PredictionSet:
+    """A seeded binary file of ``n_rows`` rows, ``n_features`` numeric features, a split."""
+    rng = np.random.default_rng(random_state)
+    frame = pd.DataFrame(rng.normal(size=(n_rows, n_features)),
+                         columns=[f"x{j}" for j in range(n_features)])
+    frame["y_prob"] = rng.uniform(0.02, 0.98, n_rows).round(3)
+    frame["y_true"] = (rng.random(n_rows) < frame["y_prob"]).astype(int)
+    frame["split"] = np.where(np.arange(n_rows) % 2 == 0, "calibration", "test")
+    return build_prediction_set(frame, infer_roles(frame).to_roles())
+
+
+def test_a_model_adds_each_counted_term_times_its_coefficient() -> None:
+    model = CostModel({"fixed": 0.5, "rows": 2e-3, "forests": 0.25}, spread=1.5)
+    # by hand: 0.5 + 2e-3 * 1,000 + 0.25 * 4 = 3.5; a term it does not know adds nothing
+    assert model.seconds({"fixed": 1.0, "rows": 1_000, "forests": 4, "other": 9}) == \
+        pytest.approx(3.5)
+    estimate = model.estimate({"rows": 1_000}, "1,000 rows")
+    assert estimate.seconds == pytest.approx(2.5) and estimate.spread == 1.5
+    assert estimate.terms == {"rows": 1_000}
+
+
+@seed(20261127)
+@settings(max_examples=60, deadline=None)
+@given(coefficients=st.lists(st.floats(0, 10), min_size=3, max_size=3),
+       terms=st.lists(st.floats(0, 1e6), min_size=3, max_size=3),
+       which=st.integers(0, 2), more=st.floats(0, 1e6))
+def test_seconds_never_fall_when_a_term_grows(coefficients: list[float], terms: list[float],
+                                              which: int, more: float) -> None:
+    names = ["fixed", "rows", "forests"]
+    model = CostModel(dict(zip(names, coefficients, strict=True)))
+    counted = dict(zip(names, terms, strict=True))
+    grown = {**counted, names[which]: counted[names[which]] + more}
+    assert model.seconds(grown) >= model.seconds(counted)
+
+
+def test_fitted_models_are_non_negative_and_name_the_terms_the_services_count() -> None:
+    counted = {
+        "support": support_terms(prediction_set(200, 3), SupportParams(), 3),
+        "heterogeneity": heterogeneity_terms(prediction_set(200, 3), HeterogeneityParams(),
+                                             3)[0],
+        "recalibration": recalibration_terms(prediction_set(200, 3),
+                                             [MethodSpec("swc_hh")])[0],
+        "subgroups": subgroups_terms(prediction_set(200, 3), SubgroupParams(),
+                                     ["x0", "x1", "x2"], 200),
+        "variables": ranking_terms(prediction_set(200, 3), RankingParams()),
+    }
+    for kind, model in cost_models().items():
+        assert model.spread >= 1.0 and all(c >= 0 for c in model.coefficients.values()), kind
+        if kind in counted:
+            assert set(model.coefficients) <= set(counted[kind]), kind
+
+
+@pytest.mark.parametrize(("kind", "terms_of"), [
+    ("support", lambda ps, n: support_terms(ps, SupportParams(), n)),
+    ("heterogeneity",
+     lambda ps, n: heterogeneity_terms(ps, HeterogeneityParams(sample=None), n)[0]),
+    ("recalibration",
+     lambda ps, n: recalibration_terms(ps, [MethodSpec("swc"), MethodSpec("temperature")])[0]),
+    ("subgroups", lambda ps, n: subgroups_terms(ps, SubgroupParams(),
+                                                [f"x{j}" for j in range(n)], ps.n_rows)),
+    ("variables", lambda ps, n: ranking_terms(ps, RankingParams())),
+])
+def test_estimates_grow_with_rows_and_with_features(kind: str, terms_of: Any) -> None:
+    model = cost_models()[kind]
+    small, more_rows = prediction_set(300, 3), prediction_set(1_200, 3)
+    more_features = prediction_set(300, 9)
+    counted_small, counted_large = terms_of(small, 3), terms_of(more_rows, 3)
+    assert model.seconds(counted_large) > model.seconds(counted_small)
+    assert model.seconds(terms_of(more_features, 9)) >= model.seconds(counted_small)
+    assert all(counted_large[name] >= counted_small[name] for name in counted_small)
+
+
+def test_a_point_within_a_factor_of_two_else_a_range() -> None:
+    assert duration(0.4) == "under a second" and duration(5) == "about 5 s"
+    assert duration(400) == "about 7 min" and duration(7200) == "about 2.0 h"
+    assert duration(40, spread=2.0) == "about 40 s"  # trusted within a factor of two
+    assert duration(40, spread=2.5) == "16 s - 2 min"  # 40 / 2.5 = 16 s, 40 * 2.5 = 100 s
+    assert duration(0.2, spread=3.0) == "under a second"
+    estimate = CostEstimate(40.0, "a few forests", spread=2.5)
+    assert (estimate.low, estimate.high) == (16.0, 100.0)
+    assert estimate.as_dict()["text"] == "16 s - 2 min"
+    note = cost_note(estimate)
+    assert note is not None and note.children == \
+        "Estimated time: 16 s - 2 min (a few forests)."
+
+
+def test_the_fit_recovers_known_coefficients_and_reports_its_spread() -> None:
+    rng = np.random.default_rng(3)
+    work = rng.uniform(1e5, 1e8, 12)
+    rows = [{"seconds": str(0.4 + 2e-7 * w), "terms": json.dumps({"fixed": 1.0, "forest": w})}
+            for w in work]
+    coefficients, spread = fit(rows)
+    assert coefficients["fixed"] == pytest.approx(0.4, rel=1e-6)
+    assert coefficients["forest"] == pytest.approx(2e-7, rel=1e-6)
+    assert spread == pytest.approx(1.0, abs=1e-6)
+    # one run three times slower than the others: the fit cannot come within 2 of it
+    rows[0] = {**rows[0], "seconds": str(3 * float(rows[0]["seconds"]))}
+    assert fit(rows)[1] > 2.0
+
+
+def test_a_job_carries_its_estimate_until_its_own_time_left_takes_over() -> None:
+    runner = JobRunner(workers=1)
+    estimate = CostEstimate(40.0, "a few forests", spread=2.5)
+    job = runner.submit("heterogeneity", lambda progress: 1, estimate=estimate.as_dict())
+    try:
+        snapshot = job.snapshot()
+        assert JobResponse.model_validate(snapshot).estimate is not None
+        assert snapshot["estimate"]["low"] == 16.0 and snapshot["estimate"]["high"] == 100.0
+        line = running_status({**snapshot, "status": "running", "eta_seconds": None}).children
+        assert "estimated 16 s - 2 min in all" in line
+        later = running_status({**snapshot, "status": "running", "eta_seconds": 30.0}).children
+        assert "about 30 s left" in later and "estimated" not in later
+    finally:
+        runner.shutdown()

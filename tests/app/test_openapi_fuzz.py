@@ -59,68 +59,103 @@ def _app(**overrides: Any) -> Any:
                                **overrides))
 
 
-OPEN = _app()
-GUARDED = _app(api_token=TOKEN)
-_client = TestClient(OPEN)  # no lifespan: its end would shut the job runner down
+#: Methods of an OpenAPI path item (its other keys are parameters, a summary, ...).
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
-def _new(kind: str) -> str:
-    """A fresh resource of ``kind`` (its id), for an operation that may delete it.
-
-    Schemathesis runs the app's lifespan around each checked call, and its end stops the
-    job runner and marks the services stopping (uploads refuse) until the next call
-    starts them; made between calls, a resource starts them itself, as a lifespan would.
-    """
-    services = OPEN.state.services
-    services.stopping.clear()
-    services.jobs.start()
-    if kind == "dataset_id":
-        return str(_client.post("/api/v1/datasets",
-                                files={"file": ("small.csv", _small_csv())}).json()["id"])
-    if kind == "recalibration_id":
-        return str(_client.post(f"/api/v1/datasets/{DATASET}/recalibrations",
-                                json={"method": "platt"}).json()["id"])
-    if kind == "model_id":
-        document = _client.get(f"/api/v1/recalibrations/{RECALIBRATION}/model").content
-        return str(_client.post("/api/v1/models", content=document,
-                                headers={"content-type": "application/json"}).json()["id"])
-    if kind == "upload_id":
-        return str(_client.post("/api/v1/uploads",
-                                files={"file": ("small.csv", _small_csv())}).json()["upload_id"])
-    if kind == "job_id":
-        return str(_client.post(f"/api/v1/datasets/{DATASET}/recalibrations",
-                                json={"method": "platt", "async": True}).json()["job_id"])
-    raise KeyError(kind)
+def _labels(document: dict[str, Any]) -> list[tuple[str, set[str]]]:
+    """Each operation's label (as schemathesis spells it, "GET /api/v1/health") and the
+    names of its path parameters, read from the document itself: collecting the tests
+    needs no parsed schema, no second app and no resources (each test process collects
+    this module, and only one runs it)."""
+    operations = []
+    for path, item in document["paths"].items():
+        shared = [p for p in item.get("parameters", []) if p.get("in") == "path"]
+        for method, operation in item.items():  # in the document's order, as schemathesis
+            if method in _METHODS:
+                own = [p for p in operation.get("parameters", []) if p.get("in") == "path"]
+                operations.append((f"{method.upper()} {path}",
+                                   {p["name"] for p in shared + own}))
+    return operations
 
 
-DATASET = _new("dataset_id")
-RECALIBRATION = _new("recalibration_id")
-REAL_IDS = {kind: DATASET if kind == "dataset_id" else RECALIBRATION
-            if kind == "recalibration_id" else _new(kind)
-            for kind in ("dataset_id", "recalibration_id", "model_id", "upload_id", "job_id")}
+#: The operations, from the document of an app with the test settings (the token only
+#: adds security requirements, not operations: checked by a test below).
+OPERATIONS = _labels(_app().openapi())
+ID_KINDS = ("dataset_id", "recalibration_id", "model_id", "upload_id", "job_id")
 
 
-def _operations(app: Any) -> list[Any]:
+class _Apps:
+    """The two apps (no token, a token), their schemathesis operations by label and the
+    real resources of the open one, made on first use by the tests that run here."""
+
+    def __init__(self) -> None:
+        self.open = _app()
+        self.guarded = _app(api_token=TOKEN)
+        self.client = TestClient(self.open)  # no lifespan: its end would shut the job runner down
+        self.open_operations = _operations(self.open)
+        self.guarded_operations = _operations(self.guarded)
+        self.dataset = self.new("dataset_id")
+        self.recalibration = self.new("recalibration_id")
+        self.real_ids = {kind: self.dataset if kind == "dataset_id" else self.recalibration
+                         if kind == "recalibration_id" else self.new(kind)
+                         for kind in ID_KINDS}
+
+    def new(self, kind: str) -> str:
+        """A fresh resource of ``kind`` (its id), for an operation that may delete it.
+
+        Schemathesis runs the app's lifespan around each checked call, and its end stops
+        the job runner and marks the services stopping (uploads refuse) until the next
+        call starts them; made between calls, a resource starts them itself, as a lifespan
+        would.
+        """
+        services = self.open.state.services
+        services.stopping.clear()
+        services.jobs.start()
+        client = self.client
+        if kind == "dataset_id":
+            return str(client.post("/api/v1/datasets",
+                                   files={"file": ("small.csv", _small_csv())}).json()["id"])
+        if kind == "recalibration_id":
+            return str(client.post(f"/api/v1/datasets/{self.dataset}/recalibrations",
+                                   json={"method": "platt"}).json()["id"])
+        if kind == "model_id":
+            document = client.get(f"/api/v1/recalibrations/{self.recalibration}/model").content
+            return str(client.post("/api/v1/models", content=document,
+                                   headers={"content-type": "application/json"}).json()["id"])
+        if kind == "upload_id":
+            return str(client.post("/api/v1/uploads", files={
+                "file": ("small.csv", _small_csv())}).json()["upload_id"])
+        if kind == "job_id":
+            return str(client.post(f"/api/v1/datasets/{self.dataset}/recalibrations",
+                                   json={"method": "platt", "async": True}).json()["job_id"])
+        raise KeyError(kind)
+
+
+def _operations(app: Any) -> dict[str, Any]:
     # from_asgi would fetch /openapi.json inside the app's lifespan, whose end stops the
     # job runner; the document is the same as app.openapi()
     schema = schemathesis.openapi.from_dict(app.openapi())
     schema.app = app
-    return [result.ok() for result in schema.get_all_operations()]
-
-
-OPEN_OPERATIONS = _operations(OPEN)
-GUARDED_OPERATIONS = _operations(GUARDED)
+    return {operation.label: operation
+            for operation in (result.ok() for result in schema.get_all_operations())}
 
 
 @pytest.fixture(scope="module")
-def sessions() -> Any:
+def apps() -> _Apps:
+    return _Apps()
+
+
+@pytest.fixture(scope="module")
+def sessions(apps: _Apps) -> Any:
     """One in-process client per app for the whole module: its lifespan runs once (without
     a session schemathesis starts and stops the app, and so its job runner, per request)."""
-    with asgi.get_client(OPEN) as open_client, asgi.get_client(GUARDED) as guarded_client:
+    with asgi.get_client(apps.open) as open_client, \
+            asgi.get_client(apps.guarded) as guarded_client:
         yield {"open": open_client, "guarded": guarded_client}
 
 
-def _run(operation: Any, check: Any, substitute: bool) -> None:
+def _run(apps: _Apps, operation: Any, check: Any, substitute: bool) -> None:
     deletes = operation.method.upper() == "DELETE"
 
     @given(case=operation.as_strategy())
@@ -128,67 +163,71 @@ def _run(operation: Any, check: Any, substitute: bool) -> None:
     def run(case: Any) -> None:
         if substitute and case.path_parameters:
             for name in case.path_parameters:
-                if name in REAL_IDS:
-                    case.path_parameters[name] = _new(name) if deletes else REAL_IDS[name]
+                if name in apps.real_ids:
+                    case.path_parameters[name] = (apps.new(name) if deletes
+                                                  else apps.real_ids[name])
         check(case)
 
     run()
 
 
-def _takes_real_ids(operation: Any) -> bool:
-    return bool({parameter.name for parameter in operation.path_parameters} & set(REAL_IDS))
-
-
-CASES = [pytest.param(operation, substitute, id=f"{operation.label}-{kind}")
-         for operation in OPEN_OPERATIONS
+CASES = [pytest.param(label, substitute, id=f"{label}-{kind}")
+         for label, names in OPERATIONS
          for substitute, kind in ((False, "made-up ids"), (True, "real ids"))
-         if not substitute or _takes_real_ids(operation)]
+         if not substitute or names & set(ID_KINDS)]
+LABELS = [label for label, _ in OPERATIONS]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("operation", "substitute"), CASES)
-def test_no_request_gets_a_server_error(operation, substitute, sessions) -> None:
-    _run(operation, lambda case: case.call_and_validate(session=sessions["open"],
-                                                         checks=[not_a_server_error],
-                                                         timeout=TIMEOUT),
+@pytest.mark.parametrize(("label", "substitute"), CASES)
+def test_no_request_gets_a_server_error(label, substitute, apps, sessions) -> None:
+    _run(apps, apps.open_operations[label],
+         lambda case: case.call_and_validate(session=sessions["open"],
+                                             checks=[not_a_server_error], timeout=TIMEOUT),
          substitute)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("operation", GUARDED_OPERATIONS,
-                         ids=[o.label for o in GUARDED_OPERATIONS])
-def test_with_the_token_no_request_gets_a_server_error(operation, sessions) -> None:
+@pytest.mark.parametrize("label", LABELS, ids=LABELS)
+def test_with_the_token_no_request_gets_a_server_error(label, apps, sessions) -> None:
     """The same with a token set and given: the checks run behind the token too."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    _run(operation, lambda case: case.call_and_validate(
+    _run(apps, apps.guarded_operations[label], lambda case: case.call_and_validate(
         session=sessions["guarded"], headers=headers, checks=[not_a_server_error]), False)
 
 
-def test_every_operation_with_an_id_runs_with_a_real_one() -> None:
+def test_the_tests_are_collected_for_every_operation_of_both_apps(apps) -> None:
+    """The labels read from the document at collection are schemathesis's operations of
+    either app, path parameters included: no operation goes unchecked."""
+    for operations in (apps.open_operations, apps.guarded_operations):
+        assert [(operation.label, {parameter.name for parameter in operation.path_parameters})
+                for operation in operations.values()] == OPERATIONS
+
+
+def test_every_operation_with_an_id_runs_with_a_real_one(apps) -> None:
     """Every path id the API takes has a real resource to substitute."""
-    names = {parameter.name for operation in OPEN_OPERATIONS
+    names = {parameter.name for operation in apps.open_operations.values()
              for parameter in operation.path_parameters}
-    assert names - {"name"} <= set(REAL_IDS)  # a variable's name is a string of its own
+    assert names - {"name"} <= set(apps.real_ids)  # a variable's name is a string of its own
 
 
-@pytest.mark.parametrize("operation", GUARDED_OPERATIONS,
-                         ids=[o.label for o in GUARDED_OPERATIONS])
-def test_with_a_token_nothing_answers_without_it(operation, sessions) -> None:
+@pytest.mark.parametrize("label", LABELS, ids=LABELS)
+def test_with_a_token_nothing_answers_without_it(label, apps, sessions) -> None:
     def check(case: Any) -> None:
         response = case.call(session=sessions["guarded"])  # no Authorization header
         public = case.path == "/api/v1/health"
         assert response.status_code == (200 if public else 401), (case.path, response.text)
 
-    _run(operation, check, substitute=False)
+    _run(apps, apps.guarded_operations[label], check, substitute=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("token", [False, True], ids=["no token", "token"])
-def test_stateful_sequences_never_get_a_server_error(token: bool) -> None:
+def test_stateful_sequences_never_get_a_server_error(token: bool, apps) -> None:
     """Schemathesis's stateful phase: sequences of calls that follow the links it infers
     from the document (create a dataset, read it, recalibrate it, download, delete, ...),
     each response's ids fed to the next call; no step answers 5xx."""
-    app = GUARDED if token else OPEN
+    app = apps.guarded if token else apps.open
     headers = {"Authorization": f"Bearer {TOKEN}"} if token else {}
     schema = schemathesis.openapi.from_dict(app.openapi())
     schema.app = app

@@ -36,15 +36,16 @@ ROWS_PER_FILE = 1_000_000
 
 
 def write_dataset(folder: Path, n_rows: int, rows_per_file: int = ROWS_PER_FILE,
-                  seed: int = 0) -> Path:
-    """Binary predictions with 5 features as Parquet files of ``rows_per_file`` rows."""
+                  seed: int = 0, n_features: int = 5) -> Path:
+    """Binary predictions (an int8 label, a float32 P(positive)) with ``n_features``
+    float32 features as Parquet files of ``rows_per_file`` rows."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for number, start in enumerate(range(0, n_rows, rows_per_file)):
         size = min(rows_per_file, n_rows - start)
-        features = rng.normal(size=(size, 5)).astype(np.float32)
+        features = rng.normal(size=(size, n_features)).astype(np.float32)
         positive = 1.0 / (1.0 + np.exp(-(features[:, 0] + 0.5 * features[:, 1])))
-        frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(5)])
+        frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(n_features)])
         frame.insert(0, "p_click", positive)
         frame.insert(0, "clicked", (rng.uniform(size=size) < positive**1.2).astype(np.int8))
         frame.to_parquet(folder / f"part-{number:04d}.parquet", index=False)

@@ -50,7 +50,9 @@ def stress(folder: Path, runs: int, busy: int, keep: Path | None = None,
                                       timeout=timeout)
                 code, stderr = done.returncode, done.stderr
             except subprocess.TimeoutExpired as exc:
-                code, stderr = -999, f"timed out after {timeout:g} s\n{exc.stderr or ''}"
+                partial = exc.stderr.decode(errors="replace") if isinstance(
+                    exc.stderr, bytes) else exc.stderr or ""
+                code, stderr = -999, f"timed out after {timeout:g} s\n{partial}"
             seconds.append(time.perf_counter() - began)
             codes[code] += 1
             print(f"run {number + 1}/{runs}: exit {code} in {seconds[-1]:.1f} s", flush=True)

@@ -74,6 +74,9 @@ def run(quick: bool = False, runs: int | None = None, rows: int = 20_000_000,
     if quick:
         runs, rows, files, busy = runs or 3, 40_000, 4, 1
     runs = runs or 40
+    data = f"{rows:,} rows in {files} files"
+    if folder is not None:
+        data = f"the Parquet files of {folder}"
     with tempfile.TemporaryDirectory() as directory:
         if folder is None:
             folder = write_dataset(Path(directory) / "data", rows, -(-rows // files),
@@ -83,8 +86,8 @@ def run(quick: bool = False, runs: int | None = None, rows: int = 20_000_000,
     if failures:
         print("standard error of the first failed run:\n" + failures[0][-4000:], flush=True)
     # a time row whose target is the longest run: it passes only when every run exits 0
-    return [Row(f"report --engine dask x {runs} beside {busy} busy loop(s), {rows:,} rows in "
-                f"{files} files", max(seconds),
+    return [Row(f"report --engine dask x {runs} beside {busy} busy loop(s), {data}",
+                max(seconds),
                 target_seconds=max(seconds) if codes[0] == runs else 0.0,
                 note=f"{counted}; fastest {min(seconds):.1f} s")]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 from collections.abc import Sequence
@@ -308,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not faulthandler.is_enabled():
+        # a native crash (a worker thread of the Dask engine, pyarrow, numba) prints every
+        # thread's Python stack to stderr before the process dies, not a bare exit 139
+        faulthandler.enable()
     try:
         return int(args.handler(args))
     except (CalibrationInputError, FileNotFoundError) as exc:

@@ -12,6 +12,15 @@
 
 Run: ``python -m benchmarks.bench_scale`` (a few minutes, most of it writing 50M rows;
 ``--quick`` for tiny sizes).
+
+``python -m benchmarks.bench_scale --target [--rows N] [--files N] [--repeat N]
+[--folder DIR]`` runs only the target case: 100M rows (an int8 label, a float32
+P(positive), two float32 features) in 200 Parquet files, written (seeded) under a
+temporary folder unless ``--folder`` holds them, through ``calibdash report DIR/*.parquet
+--engine dask`` ``--repeat`` times; it prints each run's seconds, process CPU seconds
+and peak RSS of the whole process tree (the report's process and any worker it starts,
+sampled every 0.1 s, and never below the process's own high-water mark) against the
+targets (under 90 s and 2 GiB), PASS or FAIL, and the load average.
 """
 
 from __future__ import annotations
@@ -36,15 +45,16 @@ ROWS_PER_FILE = 1_000_000
 
 
 def write_dataset(folder: Path, n_rows: int, rows_per_file: int = ROWS_PER_FILE,
-                  seed: int = 0) -> Path:
-    """Binary predictions with 5 features as Parquet files of ``rows_per_file`` rows."""
+                  seed: int = 0, n_features: int = 5) -> Path:
+    """Binary predictions (an int8 label, a float32 P(positive)) with ``n_features``
+    float32 features as Parquet files of ``rows_per_file`` rows."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for number, start in enumerate(range(0, n_rows, rows_per_file)):
         size = min(rows_per_file, n_rows - start)
-        features = rng.normal(size=(size, 5)).astype(np.float32)
+        features = rng.normal(size=(size, n_features)).astype(np.float32)
         positive = 1.0 / (1.0 + np.exp(-(features[:, 0] + 0.5 * features[:, 1])))
-        frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(5)])
+        frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(n_features)])
         frame.insert(0, "p_click", positive)
         frame.insert(0, "clicked", (rng.uniform(size=size) < positive**1.2).astype(np.int8))
         frame.to_parquet(folder / f"part-{number:04d}.parquet", index=False)
@@ -64,6 +74,71 @@ def _report(folder: Path, out: Path, *extra: str) -> tuple[float, float, dict]:
                            capture_output=True, text=True)
     seconds, peak = map(float, timed.stdout.split())
     return seconds, peak, json.loads(out.read_text())
+
+
+#: The target case: rows, files, seconds and peak RSS (MiB) of the whole process tree.
+TARGET_ROWS, TARGET_FILES, TARGET_SECONDS, TARGET_MIB = 100_000_000, 200, 90.0, 2048.0
+
+
+def _tree_report(folder: Path) -> tuple[float, float, float]:
+    """Seconds, CPU seconds and peak RSS (MiB) of the process tree of
+    ``calibdash report DIR/*.parquet --engine dask`` (RSS summed over the process and
+    its descendants every 0.1 s; at least the process's own high-water mark)."""
+    import resource
+
+    import psutil
+
+    command = [sys.executable, "-m", "app.cli", "report", str(folder / "*.parquet"),
+               "--engine", "dask"]
+    began = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    process, peak = psutil.Process(child.pid), 0
+    while child.poll() is None:
+        try:
+            tree = [process, *process.children(recursive=True)]
+            peak = max(peak, sum(member.memory_info().rss for member in tree))
+        except psutil.Error:  # a member ended between the listing and the reading
+            pass
+        time.sleep(0.1)
+    seconds = time.perf_counter() - began
+    stderr = child.stderr.read() if child.stderr else ""
+    if child.returncode != 0:
+        raise RuntimeError(f"report exited {child.returncode}:\n{stderr[-3000:]}")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, usage.ru_utime + usage.ru_stime, max(peak / 2**20, usage.ru_maxrss / 1024)
+
+
+def run_target(rows: int = TARGET_ROWS, files: int = TARGET_FILES, repeat: int = 2,
+               folder: Path | None = None) -> bool:
+    """The target case, ``repeat`` times; True when the fastest run meets both targets."""
+    with tempfile.TemporaryDirectory() as directory:
+        if folder is None:
+            began = time.perf_counter()
+            folder = write_dataset(Path(directory) / "data", rows, -(-rows // files),
+                                   n_features=2)
+            print(f"wrote {rows:,} rows in {files} files in {time.perf_counter() - began:.0f} s",
+                  flush=True)
+        results = []
+        for number in range(repeat):
+            cpu_before = resource_children_cpu()
+            seconds, cpu, peak = _tree_report(folder)
+            results.append((seconds, peak))
+            print(f"run {number + 1}: {seconds:.1f} s (CPU {cpu - cpu_before:.1f} s), peak RSS "
+                  f"{peak:,.0f} MiB; load average {os.getloadavg()[0]:.1f}", flush=True)
+    seconds, peak = min(results)
+    passed = seconds < TARGET_SECONDS and max(p for _, p in results) < TARGET_MIB
+    print(f"{'PASS' if passed else 'FAIL'}: report --engine dask on {rows:,} rows in {files} "
+          f"files: fastest {seconds:.1f} s (target < {TARGET_SECONDS:g} s), peak RSS "
+          f"{max(p for _, p in results):,.0f} MiB (target < {TARGET_MIB:,.0f} MiB)", flush=True)
+    return passed
+
+
+def resource_children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _in_memory(folder: Path) -> tuple[float, dict[str, float]]:
@@ -188,6 +263,17 @@ def run(quick: bool = False) -> list[Row]:
 
 
 def main() -> None:
+    if "--target" in sys.argv:
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--target", action="store_true")
+        parser.add_argument("--rows", type=int, default=TARGET_ROWS)
+        parser.add_argument("--files", type=int, default=TARGET_FILES)
+        parser.add_argument("--repeat", type=int, default=2)
+        parser.add_argument("--folder", type=Path)
+        args = parser.parse_args()
+        sys.exit(0 if run_target(args.rows, args.files, args.repeat, args.folder) else 1)
     for row in run(quick="--quick" in sys.argv):
         target = "" if row.target_seconds is None else f" (target {row.target_seconds:g} s)"
         peer = "" if row.peer_seconds is None else f"; {row.peer} {row.peer_seconds:.2f} s"

@@ -36,7 +36,7 @@ from calibcore.partitioned.exact_quantiles import (
     merged_equal_mass_edges,
     target_cells,
 )
-from calibcore.partitioned.score_summaries import ScoreSummary
+from calibcore.partitioned.score_summaries import ScoreSummary, merge_within
 from calibcore.partitioned.summaries import (
     FROM_CELLS,
     BinnedSummary,
@@ -161,15 +161,31 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
     for view in views:
         check_summary_view(view, len(classes))
     parts = frame[[label, *columns]].to_delayed()
-    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
-    cells = _each_partition(parts, partition_cells, label, columns, classes, n_bins)
-    scores = [_each_partition(parts, partition_scores, label, columns, classes, view)
-              for view in views]
+    # one task a partition: its rows are read and checked once for every summary
+    leaves = _each_partition(parts, _partition_summaries, label, columns, classes, n_bins,
+                             tuple(views))
+    merges = [BinnedSummary.merge, merge_cells, *(merge_scores for _ in views)]
     summary, merged, *merged_scores = compute_reporting(
-        [_tree(BinnedSummary.merge, summaries), _tree(merge_cells, cells),
-         *(_tree(merge_scores, leaves) for leaves in scores)],
-        [*summaries, *cells, *(leaf for leaves in scores for leaf in leaves)], progress)
+        [_tree(merge, [leaf[i] for leaf in leaves]) for i, merge in enumerate(merges)],
+        leaves, progress)
     return summary, merged, dict(zip(views, merged_scores, strict=True))
+
+
+def _partition_summaries(part: pd.DataFrame, label: str, probabilities: Sequence[str],
+                         classes: Sequence[str], n_bins: int, views: tuple[View, ...]
+                         ) -> tuple[Any, ...]:
+    """:func:`summarize_partition`, :func:`partition_cells` and :func:`partition_scores`
+    of each of ``views`` on one partition, its rows read once."""
+    if part.shape[0] == 0:
+        n_classes = max(len(probabilities), 2)
+        return (BinnedSummary.empty(n_classes, n_bins), CellSummary.empty(n_classes, n_bins),
+                *(ScoreSummary.empty(view) for view in views))
+    labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    cells = CellSummary.of(labels, proba, n_bins=n_bins)
+    scores = [ScoreSummary.of(labels, proba, view=view) for view in views]
+    return (BinnedSummary.of(labels, proba, n_bins=n_bins),
+            cells if cells.sums.shape[0] <= MAX_CELLS else None,
+            *(score if score.sums.shape[0] <= MAX_CELLS else None for score in scores))
 
 
 def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None,
@@ -219,8 +235,7 @@ def merge_scores(first: ScoreSummary | None,
     """Both partitions' confidences, or None when either was too many or together they are."""
     if first is None or second is None:
         return None
-    merged = first.merge(second)
-    return merged if merged.sums.shape[0] <= MAX_CELLS else None
+    return merge_within(first, second, MAX_CELLS)
 
 
 def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],

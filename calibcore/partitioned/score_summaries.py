@@ -67,9 +67,11 @@ class ScoreSummary:
         check_summary_view(view, proba.shape[1])
         problem = score_outcome(labels, proba, view)
         scores, outcomes = problem.scores[0], problem.outcomes[0]
-        frame = pd.DataFrame({"rows": np.ones(scores.size), "residual": scores - outcomes,
-                              "positives": outcomes}, index=scores)
-        return cls(int(labels.size), frame.groupby(level=0, sort=True).sum(), view)
+        order = np.argsort(scores, kind="stable")  # rows of a score keep their order
+        sorted_scores = scores[order]
+        return cls(int(labels.size), _sums_at_scores(
+            sorted_scores, np.ones(scores.size), sorted_scores - outcomes[order],
+            outcomes[order]), view)
 
     @classmethod
     def empty(cls, view: View = "top_label") -> ScoreSummary:
@@ -78,12 +80,9 @@ class ScoreSummary:
                                    index=pd.Index(np.empty(0), dtype=np.float64)), view)
 
     def merge(self, other: ScoreSummary) -> ScoreSummary:
-        if other.view != self.view:
-            raise CalibrationInputError(f"score summaries of the {self.view} and "
-                                        f"{other.view} views cannot merge.")
-        sums = pd.concat([self.sums, other.sums])
-        return ScoreSummary(self.n_rows + other.n_rows,
-                            sums.groupby(level=0, sort=True).sum(), self.view)
+        merged = merge_within(self, other, None)
+        assert merged is not None  # no limit
+        return merged
 
     def _columns(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         counts = self.sums["rows"].to_numpy()
@@ -114,6 +113,52 @@ class ScoreSummary:
         return grouped_scores_test(groups, self.n_rows, view=self.view, statistic=statistic,
                                    n_resamples=n_resamples, random_state=random_state)
 
+
+
+def merge_within(first: ScoreSummary, second: ScoreSummary,
+                 limit: int | None) -> ScoreSummary | None:
+    """The summary of both sets of rows, or None when they hold more than ``limit``
+    distinct scores (counted before any sum is formed, so a merge past the limit costs
+    one sort of the scores)."""
+    if second.view != first.view:
+        raise CalibrationInputError(f"score summaries of the {first.view} and "
+                                    f"{second.view} views cannot merge.")
+    keys = np.concatenate([first.sums.index.to_numpy(dtype=np.float64),
+                           second.sums.index.to_numpy(dtype=np.float64)])
+    # both halves are sorted: the stable sort merges two runs, and the rows at a score
+    # keep the order first's then second's (as pandas.concat + groupby left them)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    if limit is not None and keys.size > limit and _n_distinct(keys) > limit:
+        return None
+    columns = [np.concatenate([first.sums[name].to_numpy(dtype=np.float64),
+                               second.sums[name].to_numpy(dtype=np.float64)])[order]
+               for name in _SUMS]
+    return ScoreSummary(first.n_rows + second.n_rows, _sums_at_scores(keys, *columns),
+                        first.view)
+
+
+#: The sums a score summary keeps at each score.
+_SUMS = ("rows", "residual", "positives")
+
+
+def _n_distinct(keys: NDArray[np.float64]) -> int:
+    """Distinct values of sorted ``keys``."""
+    return int(keys.size and np.count_nonzero(keys[1:] != keys[:-1]) + 1)
+
+
+def _sums_at_scores(keys: NDArray[np.float64], *columns: NDArray[np.float64]) -> pd.DataFrame:
+    """The sums of ``columns`` (named :data:`_SUMS`) at each distinct value of the sorted
+    ``keys``, indexed by it: a group-by of sorted keys as cuts, no hashing."""
+    if keys.size == 0:
+        return ScoreSummary.empty().sums
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    sums = np.empty((len(_SUMS), starts.size))
+    for row, column in zip(sums, columns, strict=True):
+        np.add.reduceat(column, starts, out=row)
+    # one block, not copied again into the frame
+    return pd.DataFrame(sums.T, index=pd.Index(keys[starts], dtype=np.float64),
+                        columns=list(_SUMS), copy=False)
 
 
 def calibration_tests_of_scores(scores: Mapping[View, ScoreSummary | None], n_classes: int, *,
@@ -147,4 +192,4 @@ def calibration_tests_of_scores(scores: Mapping[View, ScoreSummary | None], n_cl
         statistic=statistic, n_resamples=n_resamples, random_state=random_state + 1),), level)
 
 
-__all__ = ["FROM_SCORES", "ScoreSummary", "calibration_tests_of_scores"]
+__all__ = ["FROM_SCORES", "ScoreSummary", "calibration_tests_of_scores", "merge_within"]

@@ -233,7 +233,7 @@ def test_the_dask_engine_runs_on_the_scheduler_of_calibdash_dask_scheduler(
         report = json.loads(out.read_text())
         assert report["scheduler"] == cluster.scheduler_address and report["workers"] == 1
         ran = set(cluster.scheduler.task_prefixes)
-        assert {"read_parquet", "summarize_partition"} <= ran, ran
+        assert {"read_parquet", "partition_summaries"} <= ran, ran
         assert main(["recalibrate", logs, "--engine", "dask", "--method", "platt",
                      "--out", str(tmp_path / "corrected")]) == 0
         assert set(cluster.scheduler.task_prefixes) - ran  # the fit and the writing

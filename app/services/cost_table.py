@@ -15,14 +15,14 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "fixed": 1.654,
         "parquet_bytes": 1.08e-06,
     }, 2.34),
-    # 5 runs, load average 20.7-32.3
+    # 6 runs, load average 1.7-4.0
     "heterogeneity": ({
         "fixed": 0,
-        "forest_rows": 1.919e-07,
-        "forest_rows_features": 6.624e-09,
+        "forest_rows": 4.724e-08,
+        "forest_rows_features": 4.98e-09,
         "forests": 0,
-        "rows": 7.799e-05,
-    }, 1.32),
+        "rows": 6.305e-05,
+    }, 2.03),
     # 19 runs, load average 18.2-35.7
     "lce": ({
         "embed_cells": 7.115e-07,
@@ -64,11 +64,11 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "forest": 1.49e-06,
         "rows": 3.51e-05,
     }, 1.46),
-    # 5 runs, load average 20.8-29.4
+    # 6 runs, load average 1.7-4.3
     "variables": ({
-        "fixed": 0,
-        "rows": 5.973e-06,
-        "variable_rows": 4.77e-07,
-        "variables": 0.002817,
-    }, 1.31),
+        "fixed": 0.005846,
+        "rows": 2.335e-06,
+        "variable_rows": 4.42e-07,
+        "variables": 0.001866,
+    }, 1.13),
 }

@@ -10,11 +10,12 @@ from __future__ import annotations
 #: job kind -> (seconds per unit of each term, spread: the largest factor between
 #: a measured run and the fit); :class:`app.services.cost.CostModel` reads it.
 COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
-    # 5 runs, load average 19.9-29.4
+    # 6 runs, load average 0.6-0.9
     "external": ({
-        "fixed": 1.654,
-        "parquet_bytes": 1.08e-06,
-    }, 2.34),
+        "columns": 0.1128,
+        "fixed": 1.106,
+        "parquet_bytes": 1.251e-06,
+    }, 1.54),
     # 6 runs, load average 1.7-4.0
     "heterogeneity": ({
         "fixed": 0,
@@ -36,12 +37,12 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "umap_fits": 1.544,
         "umap_rows": 0.0004373,
     }, 3.71),
-    # 5 runs, load average 19.9-29.4
+    # 6 runs, load average 0.8-0.8
     "metrics": ({
-        "bootstrap_rows": 7.695e-09,
-        "fixed": 0.241,
+        "bootstrap_rows": 1.36e-07,
+        "fixed": 0.2067,
         "rows": 0,
-    }, 1.93),
+    }, 1.22),
     # 15 runs, load average 17.8-33.9
     "recalibration": ({
         "compare_rows": 0,

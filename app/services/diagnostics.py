@@ -22,6 +22,7 @@ from calibcore.data import PredictionSet, View, default_view
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import (
     CUMULATIVE_STATISTICS,
+    ROW_BOOTSTRAP_MAX_ROWS,
     Binning,
     CalibrationTestResult,
     GlobalMeasures,
@@ -353,13 +354,16 @@ def _metrics_key(services: ServiceContext, dataset_id: str, request: MetricsRequ
 def estimate_metrics(services: ServiceContext, dataset_id: str,
                      request: MetricsRequest) -> CostEstimate:
     """Seconds of the measures with bootstrap intervals, before starting: the rows, and
-    the rows times the resamples, times the fitted ``metrics`` model; none when cached."""
+    the rows resampled times the resamples, times the fitted ``metrics`` model; none when
+    cached. Above ``ROW_BOOTSTRAP_MAX_ROWS`` rows the resamples are drawn on a summary of
+    bounded size, so only that many rows count as resampled."""
     if services.store.has_document(_metrics_key(services, dataset_id, request)):
         return CostEstimate(0.0, "computed before with these settings: cached")
     prediction_set = services.datasets.prediction_set(dataset_id)
     n_rows = float(rows_for(prediction_set, request.subset).sum())
     terms = {"fixed": 1.0, "rows": n_rows,
-             "bootstrap_rows": n_rows * request.n_bootstrap * prediction_set.n_classes}
+             "bootstrap_rows": min(n_rows, ROW_BOOTSTRAP_MAX_ROWS) * request.n_bootstrap
+             * prediction_set.n_classes}
     return cost_model("metrics").estimate(
         terms, f"{request.n_bootstrap} bootstrap resamples of {n_rows:,.0f} rows")
 

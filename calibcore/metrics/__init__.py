@@ -28,6 +28,7 @@ The public names of its modules, re-exported here:
 - :mod:`calibcore.metrics.uncertainty`: Bootstrap intervals for global calibration measures.
 """
 
+from calibcore.metrics._resampling import ROW_BOOTSTRAP_MAX_ROWS
 from calibcore.metrics.binning import (
     Binning,
     assign_bins,
@@ -148,6 +149,7 @@ __all__ = [
     "LEVEL",
     "MEASURES",
     "NLL_CLIP",
+    "ROW_BOOTSTRAP_MAX_ROWS",
     "BinnedReliability",
     "Binning",
     "CalibrationTestResult",

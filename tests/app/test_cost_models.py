@@ -141,3 +141,19 @@ def test_a_job_carries_its_estimate_until_its_own_time_left_takes_over() -> None
         assert "about 30 s left" in later and "estimated" not in later
     finally:
         runner.shutdown()
+
+
+def test_an_external_registration_counts_its_bytes_and_columns(tmp_path) -> None:
+    from app.services.external import external_terms
+
+    wide = pd.DataFrame(np.zeros((4, 9)), columns=[f"x{j}" for j in range(9)])
+    for part in range(2):
+        wide.to_parquet(tmp_path / f"part-{part}.parquet")
+    wide.iloc[:, :3].to_csv(tmp_path / "narrow.csv", index=False)
+    terms = external_terms(str(tmp_path / "*.parquet"))
+    size = sum((tmp_path / f"part-{part}.parquet").stat().st_size for part in range(2))
+    assert terms == {"fixed": 1.0, "parquet_bytes": float(size), "csv_bytes": 0.0,
+                     "columns": 9.0}
+    assert external_terms(str(tmp_path / "narrow.csv"))["columns"] == 3.0
+    # a path that lists nothing is Dask's start alone
+    assert external_terms(str(tmp_path / "none-*.parquet"))["columns"] == 0.0

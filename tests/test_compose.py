@@ -493,7 +493,7 @@ def test_the_stack_s_commands_and_health_checks_work_as_local_processes(tmp_path
             ran = client.run_on_scheduler(
                 lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
             assert len(client.scheduler_info()["workers"]) == 1
-        assert {"read_parquet", "summarize_partition"} <= set(ran), ran
+        assert {"read_parquet", "partition_summaries"} <= set(ran), ran
         # without the token: refused; the health check needs none
         headers.pop("Authorization")
         with pytest.raises(urllib.error.HTTPError) as refused:

@@ -93,7 +93,7 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
         with Client(scheduler) as dask_client:
             ran = dask_client.run_on_scheduler(
                 lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-        assert {"read_parquet", "summarize_partition"} <= set(ran), ran
+        assert {"read_parquet", "partition_summaries"} <= set(ran), ran
         fractions = [fraction for fraction, _ in reports]
         assert fractions == sorted(fractions) and fractions[-1] >= 0.95
         for message in ("reading the classes", "summarising every partition",

@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.services.comparison import Candidate, compare
+from app.services.recommendation import score_shape
 from calibcore.recalibration import REGISTRY
 from tests.app.test_api import upload
 
@@ -171,3 +174,29 @@ def test_a_disagreement_within_the_noise_is_not_reported() -> None:
     assert advice["verdict"] == "keep_uncalibrated" and advice["keep_uncalibrated"]
     assert advice["differences"][0]["brier_minus_uncalibrated"][1] < 0 < advice[
         "differences"][0]["brier_minus_uncalibrated"][2]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(n_rows=st.integers(1, 3_000), n_values=st.integers(1, 400),
+       order=st.sampled_from(["drawn", "sorted", "one_value_first"]),
+       seed=st.integers(0, 2**16))
+def test_the_step_shape_is_the_exact_count_rule_whatever_the_row_order(
+        n_rows, n_values, order, seed) -> None:
+    # the count may stop at a leading block; the verdict must be the whole file's, also
+    # when the leading rows repeat one value and the distinct ones come last
+    rng = np.random.default_rng(seed)
+    scores = rng.uniform(size=n_values).round(6)[rng.integers(0, n_values, n_rows)]
+    if order == "sorted":
+        scores = np.sort(scores)
+    elif order == "one_value_first":
+        scores[: n_rows // 2] = scores[0]
+        scores[n_rows // 2:] = rng.uniform(size=n_rows - n_rows // 2).round(6)
+    proba = np.column_stack([1 - scores, scores])
+    exact = np.unique(proba, axis=0).shape[0]
+    limit = max(10, n_rows / 20)
+    shape = score_shape(proba)
+    assert shape["step_shaped"] == (exact <= limit)
+    if shape["step_shaped"]:
+        assert shape["n_distinct"] == exact
+    else:
+        assert limit < shape["n_distinct"] <= exact

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from calibcore.metrics._resampling import cell_columns
@@ -45,6 +45,8 @@ def _scores_by_hand(labels: np.ndarray, proba: np.ndarray, view: str) -> pd.Data
 @given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(1, 300),
        decimals=st.sampled_from([None, 1, 2]), view=st.sampled_from(["positive", "top_label"]),
        cut=st.floats(0.0, 1.0))
+@example(seed=1, n_rows=1, decimals=None, view="positive", cut=1.0)  # an empty second part
+@example(seed=1, n_rows=5, decimals=1, view="top_label", cut=0.0)  # an empty first part
 def test_score_summaries_and_merges_equal_a_group_by(seed: int, n_rows: int,
                                                      decimals: int | None, view: str,
                                                      cut: float) -> None:
@@ -55,7 +57,8 @@ def test_score_summaries_and_merges_equal_a_group_by(seed: int, n_rows: int,
     split = int(cut * n_rows)
     first = ScoreSummary.of(labels[:split], proba[:split], view=view) if split else \
         ScoreSummary.empty(view)
-    second = ScoreSummary.of(labels[split:], proba[split:], view=view)
+    second = ScoreSummary.of(labels[split:], proba[split:], view=view) if split < n_rows \
+        else ScoreSummary.empty(view)
     merged = first.merge(second)
     assert merged.n_rows == n_rows
     pd.testing.assert_frame_equal(merged.sums, expected, check_exact=False, rtol=1e-12)

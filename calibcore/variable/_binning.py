@@ -12,8 +12,9 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 
 VariableKind = Literal["auto", "numeric", "categorical"]
@@ -131,26 +132,99 @@ def qcut_bins(
     return np.asarray(codes, dtype=np.intp), np.asarray(edges, dtype=np.float64)
 
 
-def bin_index(variable: Variable, n_bins: int) -> tuple[NDArray[np.intp], int]:
+def weighted_quantiles(sorted_values: NDArray[np.float64], weights: NDArray[np.float64],
+                       levels: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Quantiles of sorted values whose row i stands for ``weights[i]`` rows (all > 0).
+
+    Integer weights (frequency weights) give numpy's "linear" quantiles of the rows
+    repeated by their weights bit for bit: position ``h = (sum w - 1) q`` of the repeated
+    rows, between the rows holding positions floor(h) and floor(h) + 1, with numpy's
+    lerp. Other weights (survey weights) give the weighted inverted-CDF quantile, the
+    smallest value whose cumulative share of the weight reaches q, which does not change
+    when every weight is scaled (the convention of
+    :func:`calibcore.metrics.binning.sorted_weighted_equal_mass_edges`).
+    """
+    cumulative = np.cumsum(weights, dtype=np.float64)
+    total = cumulative[-1]
+    last = sorted_values.size - 1
+    if not np.array_equal(weights, np.round(weights)):
+        position = np.searchsorted(cumulative, levels * total, side="left")
+        return np.asarray(sorted_values[np.minimum(position, last)], dtype=np.float64)
+    virtual = (total - 1.0) * levels
+    below = np.floor(virtual)
+    above = np.minimum(below + 1.0, total - 1.0)
+    gamma = virtual - below
+    low = sorted_values[np.minimum(np.searchsorted(cumulative, below, side="right"), last)]
+    high = sorted_values[np.minimum(np.searchsorted(cumulative, above, side="right"), last)]
+    difference = high - low  # numpy's _lerp, so the edges equal np.quantile's exactly
+    quantiles = low + difference * gamma
+    np.subtract(high, difference * (1.0 - gamma), out=quantiles, where=gamma >= 0.5)
+    return np.asarray(quantiles, dtype=np.float64)
+
+
+def qcut_levels(n_bins: int) -> NDArray[np.float64]:
+    """The quantile levels of ``pandas.qcut(values, n_bins)``: ``linspace(0, 1, n_bins + 1)``
+    with the levels that are not exact in binary nudged up by one ulp, as pandas does."""
+    levels = np.linspace(0.0, 1.0, n_bins + 1)
+    inexact = n_bins * levels != np.arange(n_bins + 1)
+    return np.where(inexact, np.nextafter(levels, 1.0), levels)
+
+
+def weighted_qcut_bins(
+    values: NDArray[np.float64], weights: NDArray[np.float64], n_bins: int
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """:func:`qcut_bins` with row weights: equal-weight bins.
+
+    The edges are :func:`weighted_quantiles` of the rows of positive weight at
+    :func:`qcut_levels`, duplicates dropped, and the bins right-closed with the first
+    holding its left edge, as ``pandas.qcut`` does; so integer weights give exactly the
+    bins of the rows repeated by their weights. Rows of zero weight weigh nothing; they
+    are put in the bin their value falls in (the nearest end bin outside the edges).
+    """
+    positive = weights > 0
+    kept = values[positive]
+    if kept.size == 0 or kept.min() == kept.max():
+        first = kept[:1] if kept.size else values[:1]
+        return np.zeros(values.size, dtype=np.intp), np.repeat(first, 2)
+    order = np.argsort(kept, kind="stable")
+    edges = np.unique(weighted_quantiles(kept[order], weights[positive][order],
+                                         qcut_levels(n_bins)))
+    index = np.searchsorted(edges, values, side="left")
+    index[values == edges[0]] = 1
+    return np.clip(index - 1, 0, edges.size - 2).astype(np.intp), edges
+
+
+def bin_index(variable: Variable, n_bins: int, weights: NDArray[np.float64] | None = None
+              ) -> tuple[NDArray[np.intp], int]:
     """Bin of each used row and the number of bins.
 
     Numeric bins are right-closed with the first one holding its left edge, as
-    in ``pandas.qcut``; categorical bins are the category codes.
+    in ``pandas.qcut``; categorical bins are the category codes. ``weights`` (of the
+    used rows) make numeric bins of equal weight (:func:`weighted_qcut_bins`).
     """
     if variable.kind == "categorical":
         return variable.values.astype(np.intp), max(variable.categories.size, 1)
-    index, edges = qcut_bins(variable.values, n_bins)
+    index, edges = _numeric_bins(variable.values, n_bins, weights)
     return index, max(edges.size - 1, 1)
 
 
+def _numeric_bins(values: NDArray[np.float64], n_bins: int,
+                  weights: NDArray[np.float64] | None
+                  ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    if weights is None:
+        return qcut_bins(values, n_bins)
+    return weighted_qcut_bins(values, weights, n_bins)
+
+
 def bin_labels(
-    variable: Variable, n_bins: int, filled: NDArray[np.bool_]
+    variable: Variable, n_bins: int, filled: NDArray[np.bool_],
+    weights: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.object_], NDArray[np.float64], NDArray[np.float64]]:
     """Label, left and right edge of each non-empty bin (edges NaN for categories)."""
     if variable.kind == "categorical":
         empty = np.full(int(filled.sum()), np.nan)
         return variable.categories[filled[: variable.categories.size]], empty, empty.copy()
-    edges = qcut_bins(variable.values, n_bins)[1]
+    edges = _numeric_bins(variable.values, n_bins, weights)[1]
     positions = np.flatnonzero(filled)
     left, right = edges[:-1][positions], edges[1:][positions]
     labels = [
@@ -160,13 +234,34 @@ def bin_labels(
     return np.asarray(labels, dtype=object), left, right
 
 
-def binned_vece(index: NDArray[np.intp], size: int, residual: NDArray[np.float64]) -> float:
+def binned_vece(index: NDArray[np.intp], size: int, residual: NDArray[np.float64],
+                weights: NDArray[np.float64] | None = None) -> float:
     """``(1/n) sum_b |sum_{i in b} residual_i|``, residual = predicted error - error.
 
     Equal to ``sum_b (n_b / n) |mean predicted error_b - mean error_b|``, the VECE of
-    Kelly & Smyth 2023, eq. 7.
+    Kelly & Smyth 2023, eq. 7. With row ``weights``: ``(1/W) sum_b |sum_{i in b} w_i
+    residual_i|`` (W the total weight), i.e. ``sum_b (W_b / W) |weighted mean predicted
+    error_b - weighted mean error_b|``.
     """
     if residual.size == 0:
         return float("nan")
-    sums = np.bincount(index, weights=residual, minlength=size)
-    return float(np.abs(sums).sum() / residual.size)
+    if weights is None:
+        sums = np.bincount(index, weights=residual, minlength=size)
+        return float(np.abs(sums).sum() / residual.size)
+    sums = np.bincount(index, weights=weights * residual, minlength=size)
+    return float(np.abs(sums).sum() / weights.sum())
+
+
+def used_weights(sample_weight: ArrayLike | None,
+                 used: NDArray[np.bool_]) -> NDArray[np.float64] | None:
+    """The validated weights of the rows where V is present (None without weights); some
+    must be positive."""
+    weights = check_sample_weight(sample_weight, used.size)
+    if weights is None:
+        return None
+    kept = weights[used]
+    if not (kept > 0).any():
+        raise CalibrationInputError(
+            "every row where v is present has weight 0; the weighted VECE and curves are "
+            "undefined.", code="invalid_weight", column="sample_weight")
+    return kept

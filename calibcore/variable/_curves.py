@@ -20,8 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_predictions
 from calibcore.data.views import score_outcome
 from calibcore.exceptions import CalibrationInputError
-from calibcore.variable._binning import Variable
-from calibcore.variable._loess_windows import _neighbour_count
+from calibcore.variable._binning import Variable, weighted_quantiles
+from calibcore.variable._loess_windows import _neighbour_count, integer_weights, window_mass
 from calibcore.variable.smoothing import MAX_LEVERAGE, LoessFit, loess_many
 
 CurveRange = Literal["5-95", "1-99", "all"]
@@ -124,9 +124,17 @@ class Errors:
 
 
 def curve_points(values: NDArray[np.float64], n_points: int,
-                  curve_range: CurveRange = "5-95") -> NDArray[np.float64]:
-    """``n_points`` equally spaced values between the quantiles of ``curve_range`` of V."""
-    low, high = np.quantile(values, CURVE_RANGES[curve_range])
+                  curve_range: CurveRange = "5-95",
+                  weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``n_points`` equally spaced values between the quantiles of ``curve_range`` of V
+    (weighted quantiles with row ``weights``, all positive: those of the repeated rows for
+    integer weights)."""
+    if weights is None:
+        low, high = np.quantile(values, CURVE_RANGES[curve_range])
+    else:
+        order = np.argsort(values, kind="stable")
+        low, high = weighted_quantiles(values[order], weights[order],
+                                       np.asarray(CURVE_RANGES[curve_range]))
     return np.linspace(float(low), float(high), n_points)
 
 
@@ -153,9 +161,15 @@ def variable_curves(
     n_histogram_bins: int,
     random_state: int | None,
     curve_range: CurveRange = "5-95",
+    weights: NDArray[np.float64] | None = None,
 ) -> LoessCurves:
+    """The curves of a variable; ``weights`` are those of its used rows (None: unweighted).
+    Rows of weight 0 count in ``n`` and the histogram only."""
     values = variable.values
-    x = curve_points(values, n_points, curve_range)
+    positive = None if weights is None else weights > 0
+    weighted_values = values if positive is None else values[positive]
+    positive_weights = None if weights is None else weights[positive]
+    x = curve_points(weighted_values, n_points, curve_range, positive_weights)
     error_fit, predicted_fit = loess_many(
         values,
         np.stack([errors.actual[variable.used], errors.predicted[variable.used]]),
@@ -163,8 +177,13 @@ def variable_curves(
         span=span,
         confidence_level=confidence_level,
         random_state=random_state,
+        sample_weight=weights,
     )
-    supported, gaps = row_support(np.sort(values), x, span)
+    if positive_weights is None:
+        supported, gaps = row_support(np.sort(values), x, span)
+    else:
+        order = np.argsort(weighted_values, kind="stable")
+        supported, gaps = row_support(weighted_values[order], x, span, positive_weights[order])
     error, error_low, error_high, predicted, predicted_low, predicted_high = drawn(
         error_fit, predicted_fit, supported)
     vce_max, v_star = largest_gap(x, np.abs(error - predicted))
@@ -247,8 +266,12 @@ def gap_support(points: NDArray[np.float64], below: NDArray[np.float64],
 
 
 def row_support(sorted_values: NDArray[np.float64], points: NDArray[np.float64],
-                span: float) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """:func:`gap_support` from the rows of V, sorted."""
+                span: float, weights: NDArray[np.float64] | None = None
+                ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """:func:`gap_support` from the rows of V, sorted (with their positive ``weights``:
+    :func:`weighted_row_support`)."""
+    if weights is not None:
+        return weighted_row_support(sorted_values, points, span, weights)
     n = sorted_values.size
     q = max(_neighbour_count(n, span), 1)
     above_index = np.searchsorted(sorted_values, points, side="left")
@@ -266,6 +289,47 @@ def row_support(sorted_values: NDArray[np.float64], points: NDArray[np.float64],
     def reach_up(ends: NDArray[np.float64]) -> NDArray[np.float64]:
         first = np.searchsorted(sorted_values, ends, side="left")
         reach = sorted_values[np.minimum(first + q - 1, n - 1)] - ends
+        after = np.searchsorted(sorted_values, ends, side="right")
+        beyond = np.where(after < n, sorted_values[np.minimum(after, n - 1)] - ends, np.inf)
+        return np.where(reach > 0, reach, beyond / 2.0)
+
+    return gap_support(points, below, above, reach_down, reach_up)
+
+
+def weighted_row_support(sorted_values: NDArray[np.float64], points: NDArray[np.float64],
+                         span: float, weights: NDArray[np.float64]
+                         ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """:func:`row_support` with positive row weights: an edge's reach is to the nearest
+    rows on its side holding the window's weight M (:func:`window_mass`), counting weight as
+    :func:`row_support` counts rows; for integer weights the reach of the rows repeated by
+    their weights."""
+    n = sorted_values.size
+    mass = window_mass(weights, span)
+    if integer_weights(weights):
+        mass = max(mass, 1.0)  # as floor(n * span) is raised to one row
+    cumulative = np.cumsum(weights)
+    before = cumulative - weights
+    above_index = np.searchsorted(sorted_values, points, side="left")
+    below_index = np.searchsorted(sorted_values, points, side="right") - 1
+    above = np.where(above_index < n, sorted_values[np.minimum(above_index, n - 1)], np.inf)
+    below = np.where(below_index >= 0, sorted_values[np.maximum(below_index, 0)], -np.inf)
+
+    def reach_down(ends: NDArray[np.float64]) -> NDArray[np.float64]:
+        # the last row a with weight(a .. rows at or below the end) >= M
+        at_or_below = np.searchsorted(sorted_values, ends, side="right")
+        held = cumulative[np.maximum(at_or_below - 1, 0)]
+        start = np.searchsorted(before, held - mass, side="right") - 1
+        reach = ends - sorted_values[np.maximum(start, 0)]
+        first = np.searchsorted(sorted_values, ends, side="left")
+        beyond = np.where(first > 0, ends - sorted_values[np.maximum(first - 1, 0)], np.inf)
+        return np.where(reach > 0, reach, beyond / 2.0)
+
+    def reach_up(ends: NDArray[np.float64]) -> NDArray[np.float64]:
+        # the first row b with weight(rows from the end .. b) >= M
+        first = np.searchsorted(sorted_values, ends, side="left")
+        start_mass = before[np.minimum(first, n - 1)]
+        stop = np.searchsorted(cumulative, start_mass + mass, side="left")
+        reach = sorted_values[np.minimum(stop, n - 1)] - ends
         after = np.searchsorted(sorted_values, ends, side="right")
         beyond = np.where(after < n, sorted_values[np.minimum(after, n - 1)] - ends, np.inf)
         return np.where(reach > 0, reach, beyond / 2.0)

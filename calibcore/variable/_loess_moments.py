@@ -4,6 +4,12 @@ For large inputs the smoother matrix is never formed: the local quadratic fit
 at a point only needs tricube-weighted power moments of its window. The
 windows hold most rows (span 0.8), so a vectorized (points x rows) weight
 matrix would move about ten times more memory than this single fused pass.
+
+Every kernel takes optional row weights (``sample_weight``, None without them): a row's
+local weight is then tricube x row weight, the power sums of a block are weighted sums, and
+the squared moments behind ``||l(x0)||`` are ``sum tricube^2 x row weight d^k``, those of
+the rows repeated by their weights. Without weights numba compiles the kernels with the
+weight branches pruned (and the row weight 1.0 folded), the same arithmetic as before.
 """
 
 from __future__ import annotations
@@ -31,6 +37,28 @@ Indices = NDArray[np.intp]
 Matrix = NDArray[np.float64]
 
 
+@numba.njit(inline="always", fastmath={"reassoc", "contract"})
+def _tricube_row(
+    x: float, centre: float, scale: float, weight: float, y: float,
+    sums: tuple[float, float, float, float, float, float, float, float],
+) -> tuple[float, float, float, float,
+           tuple[float, float, float, float, float, float, float, float]]:
+    """One row of a window summed row by row: its tricube weight ``k`` at
+    ``d = (x - centre) * scale``, its local weight ``w = k * weight`` (``weight`` the row
+    weight, 1.0 without weights), d, d^2, and ``sums`` = (sum w d^k for k <= 4,
+    sum w y d^k for k <= 2) with the row added."""
+    d = (x - centre) * scale
+    distance = abs(d)
+    inside = max(1.0 - distance * distance * distance, 0.0)
+    kernel = inside * inside * inside
+    w = kernel * weight
+    d2 = d * d
+    m0, m1, m2, m3, m4, a0, a1, a2 = sums
+    wa = w * y
+    return kernel, w, d, d2, (m0 + w, m1 + w * d, m2 + w * d2, m3 + w * d2 * d,
+                              m4 + w * d2 * d2, a0 + wa, a1 + wa * d, a2 + wa * d2)
+
+
 @numba.njit(fastmath={"reassoc", "contract"}, nogil=True, cache=True)
 def window_moments(
     sorted_x: Vector,
@@ -44,53 +72,47 @@ def window_moments(
     first_cross: Matrix,
     second_cross: Matrix,
     squared: Matrix,
+    sample_weight: Vector | None = None,
 ) -> None:
     """Tricube-weighted moments of each window, for two responses at once.
 
     For point e with ``d = (x - x0) * inverse_bandwidth[e]`` over the sorted
     window ``start[e]:stop[e]``: ``moments[e, k] = sum w d^k`` (k <= 4),
-    ``*_cross[e, k] = sum w y d^k`` (k <= 2), ``squared[e, k] = sum w^2 d^k``.
+    ``*_cross[e, k] = sum w y d^k`` (k <= 2), ``squared[e, k] = sum w^2 d^k``
+    (with row weights v: w = tricube x v and ``squared`` sums ``tricube^2 v d^k``).
     The outputs (shapes (m, 5), (m, 3), (m, 3), (m, 5)) are filled in place.
     """
     for e in range(points.size):
         centre = points[e]
         scale = inverse_bandwidth[e]
-        m0 = m1 = m2 = m3 = m4 = 0.0
-        a0 = a1 = a2 = b0 = b1 = b2 = 0.0
+        sums = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        b0 = b1 = b2 = 0.0
         s0 = s1 = s2 = s3 = s4 = 0.0
         for i in range(start[e], stop[e]):
-            d = (sorted_x[i] - centre) * scale
-            distance = abs(d)
-            inside = max(1.0 - distance * distance * distance, 0.0)
-            w = inside * inside * inside
-            d2 = d * d
-            m0 += w
-            m1 += w * d
-            m2 += w * d2
-            m3 += w * d2 * d
-            m4 += w * d2 * d2
-            wa = w * first_y[i]
-            a0 += wa
-            a1 += wa * d
-            a2 += wa * d2
+            if sample_weight is None:
+                weight = 1.0
+            else:
+                weight = sample_weight[i]
+            kernel, w, d, d2, sums = _tricube_row(sorted_x[i], centre, scale, weight,
+                                                  first_y[i], sums)
             wb = w * second_y[i]
             b0 += wb
             b1 += wb * d
             b2 += wb * d2
-            w2 = w * w
+            w2 = w * kernel
             s0 += w2
             s1 += w2 * d
             s2 += w2 * d2
             s3 += w2 * d2 * d
             s4 += w2 * d2 * d2
-        moments[e, 0] = m0
-        moments[e, 1] = m1
-        moments[e, 2] = m2
-        moments[e, 3] = m3
-        moments[e, 4] = m4
-        first_cross[e, 0] = a0
-        first_cross[e, 1] = a1
-        first_cross[e, 2] = a2
+        moments[e, 0] = sums[0]
+        moments[e, 1] = sums[1]
+        moments[e, 2] = sums[2]
+        moments[e, 3] = sums[3]
+        moments[e, 4] = sums[4]
+        first_cross[e, 0] = sums[5]
+        first_cross[e, 1] = sums[6]
+        first_cross[e, 2] = sums[7]
         second_cross[e, 0] = b0
         second_cross[e, 1] = b1
         second_cross[e, 2] = b2
@@ -103,7 +125,7 @@ def window_moments(
 
 @numba.njit(fastmath={"reassoc", "contract"}, nogil=True, cache=True)
 def block_power_sums(
-    sorted_x: Vector, y: Vector
+    sorted_x: Vector, y: Vector, sample_weight: Vector | None = None
 ) -> tuple[Vector, Vector, Matrix, Matrix]:
     """Power sums of each block of :data:`FIT_BLOCK_ROWS` consecutive sorted rows.
 
@@ -111,7 +133,7 @@ def block_power_sums(
     (half its range, 1 when its values are equal); with ``z = (x - c_b) / r_b`` in
     [-1, 1], ``powers[b, q] = sum z^q`` (q <= 13) and ``cross[b, q] = sum y z^q``
     (q <= 11): what :func:`window_fit_moments` needs of a block lying whole on one side
-    of a point.
+    of a point. With row weights v the sums are ``sum v z^q`` and ``sum v y z^q``.
     """
     n = sorted_x.size
     n_blocks = (n + FIT_BLOCK_ROWS - 1) // FIT_BLOCK_ROWS
@@ -131,7 +153,10 @@ def block_power_sums(
         inverse = 1.0 / half
         for i in range(low, high):
             z = (sorted_x[i] - centre) * inverse
-            power = 1.0
+            if sample_weight is None:
+                power = 1.0
+            else:
+                power = sample_weight[i]
             for q in range(_CROSS_POWERS):
                 powers[block, q] += power
                 cross[block, q] += power * y[i]
@@ -153,15 +178,16 @@ def window_fit_moments(
     moments: Matrix,
     cross: Matrix,
     blocks: tuple[Vector, Vector, Matrix, Matrix],
+    sample_weight: Vector | None = None,
 ) -> None:
     """:func:`window_moments` without the squared weights, for one response: what the
     fit alone needs (``moments`` (m, 5) and ``cross`` (m, 3), filled in place).
 
-    ``blocks`` is :func:`block_power_sums` of the same rows. A block lying whole inside
-    a point's window and on one side of it is summed from its power sums, not row by
-    row: there ``d = t + s z`` (``t = (c_b - x0) / h``, ``s = r_b / h``) keeps one sign,
-    so the tricube weight is the polynomial ``(1 - sign d^3)^3`` and
-    ``sum w d^k = sum_j (-sign)^j C(3, j) sum d^(3j + k)``, with
+    ``blocks`` is :func:`block_power_sums` of the same rows (and row weights). A block
+    lying whole inside a point's window and on one side of it is summed from its power
+    sums, not row by row: there ``d = t + s z`` (``t = (c_b - x0) / h``,
+    ``s = r_b / h``) keeps one sign, so the tricube weight is the polynomial
+    ``(1 - sign d^3)^3`` and ``sum w d^k = sum_j (-sign)^j C(3, j) sum d^(3j + k)``, with
     ``sum d^p = sum_q C(p, q) t^(p - q) s^q sum z^q`` (and the same with ``y``). The
     blocks at the window's ends and the one holding the point are summed row by row.
     Both are the same sums up to rounding (|t|, |s z| <= 1 inside the window, so no
@@ -225,21 +251,15 @@ def window_fit_moments(
                 a1 += sums_y[1] - 3.0 * sign * sums_y[4] + 3.0 * sums_y[7] - sign * sums_y[10]
                 a2 += sums_y[2] - 3.0 * sign * sums_y[5] + 3.0 * sums_y[8] - sign * sums_y[11]
             else:
+                running = (m0, m1, m2, m3, m4, a0, a1, a2)
                 for i in range(max(low, block_low), min(high, block_high)):
-                    d = (sorted_x[i] - centre) * scale
-                    distance = abs(d)
-                    inside = max(1.0 - distance * distance * distance, 0.0)
-                    w = inside * inside * inside
-                    d2 = d * d
-                    m0 += w
-                    m1 += w * d
-                    m2 += w * d2
-                    m3 += w * d2 * d
-                    m4 += w * d2 * d2
-                    wa = w * y[i]
-                    a0 += wa
-                    a1 += wa * d
-                    a2 += wa * d2
+                    if sample_weight is None:
+                        weight = 1.0
+                    else:
+                        weight = sample_weight[i]
+                    _, _, _, _, running = _tricube_row(sorted_x[i], centre, scale, weight,
+                                                       y[i], running)
+                m0, m1, m2, m3, m4, a0, a1, a2 = running
             block += 1
         moments[e, 0] = m0
         moments[e, 1] = m1
@@ -267,10 +287,13 @@ def fit_by_moments(
     sorted_y: NDArray[np.float64],
     points: NDArray[np.float64],
     bandwidth: NDArray[np.float64],
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Exact fits (r, m) and ``||l(x0)||`` (m,) at ``points`` from window moments.
 
-    ``sorted_y`` has shape (r, n); ``bandwidth`` is h(x0) of each point.
+    ``sorted_y`` has shape (r, n); ``bandwidth`` is h(x0) of each point; ``sample_weight``
+    (positive row weights, in the same order) gives the weighted fit and the norm of
+    the rows repeated by their weights.
     """
     start = np.searchsorted(sorted_x, points - bandwidth, side="left")
     stop = np.searchsorted(sorted_x, points + bandwidth, side="right")
@@ -292,6 +315,7 @@ def fit_by_moments(
             cross[pair],
             cross[second],
             squared,
+            sample_weight,
         )
     first = intercept_rows(moments)
     fits = np.einsum("mk,rmk->rm", first, cross)
@@ -306,8 +330,10 @@ def fit_only(
     bandwidth: NDArray[np.float64],
     heartbeat: Callable[[float], None],
     points_per_call: int,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """Exact fits (m,) of one response (n,) at ``points``, without the band's statistics.
+    """Exact fits (m,) of one response (n,) at ``points``, without the band's statistics
+    (weighted by ``sample_weight`` when given).
 
     The points are fitted ``points_per_call`` at a time; ``heartbeat(fraction done)`` is
     called between (it may raise to stop).
@@ -317,12 +343,12 @@ def fit_only(
     inverse = 1.0 / bandwidth
     moments = np.empty((points.size, 5))
     cross = np.empty((points.size, 3))
-    blocks = block_power_sums(sorted_x, sorted_y)
+    blocks = block_power_sums(sorted_x, sorted_y, sample_weight)
     for first in range(0, points.size, points_per_call):
         heartbeat(first / points.size)
         chunk = slice(first, first + points_per_call)
         window_fit_moments(sorted_x, sorted_y, points[chunk], inverse[chunk], start[chunk],
-                           stop[chunk], moments[chunk], cross[chunk], blocks)
+                           stop[chunk], moments[chunk], cross[chunk], blocks, sample_weight)
     return np.asarray(np.einsum("mk,mk->m", intercept_rows(moments), cross), dtype=np.float64)
 
 

@@ -7,6 +7,12 @@ a shuffle of the residuals ``predicted error - error`` cut into consecutive
 segments of the bin sizes, and the null distribution depends only on the
 residuals and the bin sizes: variables sharing both (e.g. complete numeric
 columns) share one null, computed once per :class:`NullCache`.
+
+With row weights the null is the same permutation of V against the rows, each row keeping
+its (confidence, error, weight): the weight that lands in each value of V changes, so the
+equal-weight bins of a numeric variable are found again for each permutation
+(:func:`weighted_permuted_vece`); a categorical one keeps its bins' row counts. The null
+then depends on the residuals, the weights and where V ties (its sorted values' runs).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from numba.core.base import BaseContext
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
+from calibcore.variable._binning import qcut_levels, weighted_quantiles
 from calibcore.variable._pcg64 import fill_targets, pcg64_words
 
 #: Relative slack when comparing permuted with observed statistics, so that
@@ -58,7 +65,7 @@ class NullCache:
         self._pool = pool
         self._stop = stop
         self._drawn = drawn
-        self._nulls: dict[tuple[bytes, tuple[int, ...]], Future[NDArray[np.float64]]] = {}
+        self._nulls: dict[tuple[bytes, tuple[object, ...]], Future[NDArray[np.float64]]] = {}
 
     def submit(
         self,
@@ -73,6 +80,32 @@ class NullCache:
         if key not in self._nulls:
             self._nulls[key] = self._pool.submit(
                 permuted_vece, residual, sizes, n_permutations, random_state, self._heartbeat)
+        return self._nulls[key]
+
+    def submit_weighted(
+        self,
+        residual: NDArray[np.float64],
+        weights: NDArray[np.float64],
+        used: NDArray[np.bool_],
+        sorted_values: NDArray[np.float64] | None,
+        sizes: NDArray[np.intp] | None,
+        n_bins: int,
+        n_permutations: int,
+        random_state: int | None,
+    ) -> Future[NDArray[np.float64]]:
+        """Null weighted VECE values (:func:`weighted_permuted_vece`) of the used rows:
+        equal-weight bins over ``sorted_values`` (numeric) or fixed bins of ``sizes``
+        rows (categorical, ``sorted_values`` None)."""
+        if sorted_values is not None:
+            runs = np.flatnonzero(np.diff(sorted_values) > 0)
+            shape: tuple[object, ...] = ("numeric", n_bins, runs.tobytes())
+        else:
+            shape = ("categorical", tuple(int(size) for size in np.asarray(sizes)))
+        key = (np.packbits(used).tobytes(), shape)
+        if key not in self._nulls:
+            self._nulls[key] = self._pool.submit(
+                weighted_permuted_vece, residual, weights, sorted_values, sizes, n_bins,
+                n_permutations, random_state, self._heartbeat)
         return self._nulls[key]
 
     @property
@@ -252,6 +285,52 @@ def _shuffle_segment_sums(
             sums[segment] += value
     if n > 0:
         sums[0] += values[0]
+
+
+def weighted_permuted_vece(
+    residual: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    sorted_values: NDArray[np.float64] | None,
+    sizes: NDArray[np.intp] | None,
+    n_bins: int,
+    n_permutations: int,
+    random_state: int | None,
+    heartbeat: Callable[[], None] | None = None,
+) -> NDArray[np.float64]:
+    """Weighted VECE of ``n_permutations`` random permutations of V against the rows.
+
+    A permutation gives the sorted values of V (``sorted_values``, the used rows' V
+    sorted) to the rows (residual, weight) in a random order. A numeric variable's bins are
+    then the equal-weight bins of that assignment: the edges are the weighted quantiles of
+    V (:func:`calibcore.variable._binning.weighted_quantiles`, as the observed VECE's) and a
+    bin holds the sorted positions whose value lies at or below its edge, so ties stay
+    together. A categorical variable (``sorted_values`` None) keeps its bins of ``sizes``
+    rows. The statistic is ``(1/W) sum_b |sum_{i in b} w_i residual_i|``.
+    """
+    rng = np.random.default_rng(random_state)
+    total = float(weights.sum())
+    levels = qcut_levels(n_bins)
+    null = np.empty(n_permutations)
+    fixed = None
+    if sorted_values is None:
+        fixed = np.concatenate([[0], np.cumsum(np.asarray(sizes))]).astype(np.intp)
+    for draw in range(n_permutations):
+        order = rng.permutation(residual.size)
+        drawn_weights = weights[order]
+        sums = np.concatenate([[0.0], np.cumsum(drawn_weights * residual[order])])
+        if fixed is not None:
+            cuts = fixed
+        else:
+            assert sorted_values is not None
+            positive = drawn_weights > 0
+            edges = np.unique(weighted_quantiles(sorted_values[positive],
+                                                 drawn_weights[positive], levels))
+            inner = np.searchsorted(sorted_values, edges[1:-1], side="right")
+            cuts = np.concatenate([[0], inner, [residual.size]]).astype(np.intp)
+        null[draw] = np.abs(np.diff(sums[cuts])).sum() / total
+        if heartbeat is not None:
+            heartbeat()
+    return null
 
 
 def permutation_p_value(observed: float, null: NDArray[np.float64]) -> float:

@@ -7,6 +7,10 @@ variables' curves on every core at once), and the largest gap is searched only w
 curves are drawn: never inside a wide gap of V
 (:func:`calibcore.variable._curves.gap_support`) nor where the fit is less certain than
 one row.
+
+With row weights each variable's VECE, bins, curves and VCE(v*) are the weighted ones of
+:mod:`calibcore.variable.vece`, and the permutation test permutes V against the rows, each
+keeping its weight (:func:`calibcore.variable._permutation.weighted_permuted_vece`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
+from calibcore.data.weights import check_sample_weight
 from calibcore.variable._binning import (
     Variable,
     bin_index,
@@ -41,6 +46,7 @@ from calibcore.variable._curves import (
     view_errors,
 )
 from calibcore.variable._loess_moments import compile_fit_only
+from calibcore.variable._loess_windows import enough_neighbours
 from calibcore.variable._permutation import NullCache, compile_shuffle, permutation_p_value
 from calibcore.variable.smoothing import (
     MAX_LEVERAGE,
@@ -69,6 +75,7 @@ def rank_variables(
     random_state: int | None = 0,
     progress: Callable[[int, int], None] | None = None,
     view: VariableView = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> pd.DataFrame:
     """Rank variables by VECE, with VCE(v*), v* and a permutation p-value.
 
@@ -104,6 +111,13 @@ def rank_variables(
 
     view : {"top_label", "positive"}, default="top_label"
         The paper's top-label errors, or (binary only) those of P(class 1).
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights: VECE, VCE(v*) and v* are those of
+        :func:`variable_ece` and :func:`loess_curves` with these weights (so integer
+        weights give the ranking of the rows repeated by their weights, p-values aside),
+        and a permutation gives V to the rows in a random order, each row keeping its
+        weight, and bins the result again. A variable whose present rows all weigh 0
+        gets NaN.
 
     Returns
     -------
@@ -129,6 +143,7 @@ def rank_variables(
         random_state=random_state,
     )
     table = feature_table(features, errors.predicted.size)
+    weights = check_sample_weight(sample_weight, errors.predicted.size)
     stop = threading.Event()
     tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
                                                                            table.shape[1]),
@@ -147,7 +162,7 @@ def rank_variables(
         prepared = []
         for position in range(table.shape[1]):
             prepared.append(_prepare_one(table.iloc[:, position], str(table.columns[position]),
-                                         errors, settings, nulls))
+                                         errors, settings, nulls, weights))
             tracker.prepared((position + 1) / table.shape[1])
         tracker.expect_nulls(nulls.n_nulls)
         _wait(compiled, tracker)
@@ -265,6 +280,7 @@ class _Prepared:
     size: int
     row: dict[str, object]
     null: Future[NDArray[np.float64]] | None
+    weights: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -283,8 +299,10 @@ def _prepare_one(
     errors: Errors,
     settings: _RankSettings,
     nulls: NullCache,
+    all_weights: NDArray[np.float64] | None = None,
 ) -> _Prepared:
-    """Validate and bin one variable, compute its VECE and submit its permutation null."""
+    """Validate and bin one variable, compute its VECE and submit its permutation null
+    (weighted by ``all_weights``, the rows' weights, when given)."""
     variable = prepare_variable(column, errors.predicted.size, "auto", name)
     if variable.kind == "numeric" and _few_values(variable.values, settings.max_categories):
         variable = prepare_variable(column, errors.predicted.size, "categorical", name)
@@ -298,11 +316,23 @@ def _prepare_one(
         "n": int(variable.values.size),
         "n_missing": variable.n_missing,
     }
-    if variable.values.size == 0:
+    weights = None if all_weights is None else all_weights[variable.used]
+    if variable.values.size == 0 or (weights is not None and not (weights > 0).any()):
         return _Prepared(variable, np.empty(0, dtype=np.intp), 0, row, None)
-    index, size = bin_index(variable, settings.n_bins)
+    index, size = bin_index(variable, settings.n_bins, weights)
     residual = (errors.predicted - errors.actual)[variable.used]
-    row["vece"] = binned_vece(index, size, residual)
+    row["vece"] = binned_vece(index, size, residual, weights)
+    if weights is not None:
+        null = None
+        if settings.n_permutations > 0:
+            categorical = variable.kind == "categorical"
+            sizes = np.bincount(index, minlength=size)
+            null = nulls.submit_weighted(
+                residual, weights, variable.used,
+                None if categorical else np.sort(variable.values),
+                sizes[sizes > 0] if categorical else None, settings.n_bins,
+                settings.n_permutations, settings.random_state)
+        return _Prepared(variable, index, size, row, null, weights)
     null = None
     if settings.n_permutations > 0:
         sizes = np.bincount(index, minlength=size)
@@ -323,8 +353,9 @@ def _gap_of(
         tracker.curve(position, fraction)
 
     gap: tuple[float, object] = (np.nan, np.nan)
-    if item.variable.values.size:
-        gap = _largest_gap(item.variable, errors, item.index, item.size, settings, curves)
+    if item.index.size:
+        gap = _largest_gap(item.variable, errors, item.index, item.size, settings, curves,
+                           item.weights)
     curves(1.0)
     return gap
 
@@ -365,41 +396,57 @@ def _largest_gap(
     size: int,
     settings: _RankSettings,
     progress: Callable[[float], None],
+    weights: NDArray[np.float64] | None = None,
 ) -> tuple[float, object]:
-    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories.
+    """VCE(v*) and v*: from the LOESS curves (numeric) or over categories (weighted by
+    ``weights``, the used rows', when given).
 
     Large numeric variables fit the gap alone: by linearity the difference of the
     error and predicted-error curves is the LOESS fit of ``error - predicted error``,
     and VCE(v*) needs no band (the bands' statistics would double the cost).
     """
+    residual = (errors.predicted - errors.actual)[variable.used]
     if variable.kind == "categorical":
-        counts = np.bincount(index, minlength=size)
-        residual = (errors.predicted - errors.actual)[variable.used]
-        gaps = np.abs(np.bincount(index, weights=residual, minlength=size)) / np.maximum(counts, 1)
+        if weights is None:
+            counts = np.bincount(index, minlength=size)
+            gaps = (np.abs(np.bincount(index, weights=residual, minlength=size))
+                    / np.maximum(counts, 1))
+        else:
+            mass = np.bincount(index, weights=weights, minlength=size)
+            sums = np.abs(np.bincount(index, weights=weights * residual, minlength=size))
+            gaps = np.divide(sums, mass, out=np.zeros(size), where=mass > 0)
         worst = int(np.argmax(gaps))
         return float(gaps[worst]), variable.categories[worst]
-    if min(variable.values.size, np.floor(variable.values.size * settings.span)) < MIN_NEIGHBOURS:
+    values, used_weights = variable.values, weights
+    if weights is not None:
+        kept = weights > 0  # rows of weight 0 are no rows of the curves
+        values, weights, residual = values[kept], weights[kept], residual[kept]
+    if not enough_neighbours(values.size, settings.span, weights, MIN_NEIGHBOURS):
         return np.nan, np.nan
     if variable.values.size <= N_EXACT:
         curves = variable_curves(
-            variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state
+            variable, errors, settings.span, settings.n_points, 0.95, 1, settings.random_state,
+            weights=used_weights
         )
         return curves.vce_max, curves.v_star
-    order = np.argsort(variable.values, kind="stable")
-    sorted_values = variable.values[order]
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    sorted_weights = None if weights is None else np.ascontiguousarray(weights[order])
     progress(_SORT_SHARE)
-    x = curve_points(sorted_values, settings.n_points)
-    gap = np.abs(loess_fit(sorted_values, (errors.actual - errors.predicted)[variable.used][order],
+    x = curve_points(sorted_values, settings.n_points, weights=sorted_weights)
+    gap = np.abs(loess_fit(sorted_values, np.ascontiguousarray(-residual[order]),
                            x, span=settings.span, progress=lambda fraction: progress(
-                               _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction)))
+                               _SORT_SHARE + (1.0 - _SORT_SHARE) * fraction),
+                           sample_weight=sorted_weights))
     # the largest gap where the curves are drawn: never inside a wide gap of V
     # (row_support), and leverage only at the candidates, largest first (almost always the
     # first is drawn)
-    supported, _ = row_support(sorted_values, x, settings.span)
+    supported, _ = row_support(sorted_values, x, settings.span, sorted_weights)
     ranked = np.flatnonzero(supported)[np.argsort(-gap[supported], kind="stable")]
     for start in range(0, ranked.size, _LEVERAGE_BATCH):
         candidates = ranked[start:start + _LEVERAGE_BATCH]
-        drawn = loess_leverage(sorted_values, x[candidates], span=settings.span) <= MAX_LEVERAGE
+        drawn = loess_leverage(sorted_values, x[candidates], span=settings.span,
+                               sample_weight=sorted_weights) <= MAX_LEVERAGE
         if drawn.any():
             worst = int(candidates[np.argmax(drawn)])
             return float(gap[worst]), float(x[worst])

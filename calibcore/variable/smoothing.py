@@ -15,6 +15,14 @@ iterations, computed directly (no kd-tree interpolation) with exact statistics:
   lookup degrees of freedom ``df = delta_1^2 / delta_2``;
 * the 95% band is ``fit +/- t(0.975, df) * s * ||l(x0)||``.
 
+Row weights (``sample_weight``) say how many rows each row stands for: the local
+weights are tricube x row weight, the window holds the nearest rows making up a share
+``span`` of the total weight W (``floor(W * span)`` for integer weights), RSS is
+``sum w r^2`` and ``||l(x0)||``, delta_1 and delta_2 are those of the rows repeated by
+their weights (:func:`calibcore.variable._loess_windows._deltas`). So integer weights give
+exactly the fit and band of the repeated rows (while both are computed exactly); other
+weights the same formulas. Rows of weight zero are left out.
+
 Ties: a window with fewer than three distinct x values gets the minimum-norm
 quadratic in d (R also falls back to a pseudo-inverse); when every row of a
 window lies at distance h (more than q rows tie at x0, so h = 0, or the window
@@ -54,6 +62,7 @@ from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
 from calibcore._validation import check_in_range, check_positive_int, describe_rows, first_rows
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.variable._loess_moments import fit_by_moments, fit_only
 from calibcore.variable._loess_windows import (
@@ -61,6 +70,8 @@ from calibcore.variable._loess_windows import (
     _deltas,
     _neighbour_count,
     _operator_rows,
+    enough_neighbours,
+    window_mass,
 )
 
 __all__ = [
@@ -167,6 +178,7 @@ def loess(
     confidence_level: float = 0.95,
     n_exact: int = N_EXACT,
     random_state: int | None = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> LoessFit:
     """Local quadratic LOESS of ``y`` on ``x`` at ``x_eval`` with a confidence band.
 
@@ -187,6 +199,9 @@ def loess(
         this size.
     random_state : int or None, default=0
         Seed of the subsample (large inputs only).
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights (see the module docstring); rows of weight 0 are left
+        out, and ``n_exact`` counts the rows left.
 
     Returns
     -------
@@ -200,6 +215,7 @@ def loess(
         confidence_level=confidence_level,
         n_exact=n_exact,
         random_state=random_state,
+        sample_weight=sample_weight,
     )[0]
 
 
@@ -212,6 +228,7 @@ def loess_many(
     confidence_level: float = 0.95,
     n_exact: int = N_EXACT,
     random_state: int | None = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> tuple[LoessFit, ...]:
     """LOESS of several responses on the same ``x`` (the weights are shared).
 
@@ -219,7 +236,7 @@ def loess_many(
     ----------
     ys : array-like of shape (r, n)
         One response per row.
-    x, x_eval, span, confidence_level, n_exact, random_state
+    x, x_eval, span, confidence_level, n_exact, random_state, sample_weight
         As in :func:`loess`.
 
     Returns
@@ -239,20 +256,29 @@ def loess_many(
     span = check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False)
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     n_exact = check_positive_int(n_exact, "n_exact", minimum=3)
+    weights = check_sample_weight(sample_weight, predictor.size)
+    if weights is not None:
+        positive = weights > 0
+        predictor, responses, weights = predictor[positive], responses[:, positive], \
+            weights[positive]
     n = predictor.size
-    if _neighbour_count(n, span) < MIN_NEIGHBOURS:
+    if not enough_neighbours(n, span, weights, MIN_NEIGHBOURS):
+        held = (_neighbour_count(n, span) if weights is None
+                else f"{window_mass(weights, span):g} of weight")
         raise CalibrationInputError(
-            f"span={span:g} gives floor(n * span) = {_neighbour_count(n, span)} neighbours "
-            f"for n={n} rows; a local quadratic needs at least {MIN_NEIGHBOURS} (the farthest "
-            "gets zero weight). Increase span or add rows."
+            f"span={span:g} gives windows of {held} for n={n} rows; a local quadratic "
+            f"needs at least {MIN_NEIGHBOURS} (the farthest gets zero weight). Increase span "
+            "or add rows."
         )
     order = np.argsort(predictor, kind="stable")
     sorted_x = predictor[order]
     sorted_y = np.ascontiguousarray(responses[:, order])
+    sorted_w = None if weights is None else np.ascontiguousarray(weights[order])
     if n <= n_exact:
-        smoothed = _smooth_exact(sorted_x, sorted_y, points, span)
+        smoothed = _smooth_exact(sorted_x, sorted_y, points, span, sorted_w)
     else:
-        smoothed = _smooth_large(sorted_x, sorted_y, points, span, n_exact, random_state)
+        smoothed = _smooth_large(sorted_x, sorted_y, points, span, n_exact, random_state,
+                                 sorted_w)
     return tuple(
         _with_band(points, smoothed, response, span, n, level)
         for response in range(responses.shape[0])
@@ -266,6 +292,7 @@ def loess_fit(
     *,
     span: float,
     progress: Callable[[float], None] | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The LOESS fit alone (no band) at ``points``, from window moments (any n).
 
@@ -287,23 +314,28 @@ def loess_fit(
     progress : callable, optional
         Called with the fraction of points fitted, every few million row operations
         (it may raise to stop).
+    sample_weight : ndarray of shape (n,), optional
+        Positive row weights in the same order (trusted; callers drop rows of weight 0).
 
     Returns
     -------
     ndarray of shape (m,)
     """
-    bandwidth = _bandwidth(sorted_x, points, span)
+    bandwidth = _bandwidth(sorted_x, points, span, sample_weight)
     window = max(_neighbour_count(sorted_x.size, span), 1)
     return fit_only(sorted_x, sorted_y, points, bandwidth, progress or _ignore,
-                    points_per_call=max(1, _ROW_OPERATIONS_PER_CALL // window))
+                    points_per_call=max(1, _ROW_OPERATIONS_PER_CALL // window),
+                    sample_weight=sample_weight)
 
 
 def loess_leverage(sorted_x: NDArray[np.float64], points: NDArray[np.float64], *,
-                   span: float) -> NDArray[np.float64]:
+                   span: float, sample_weight: NDArray[np.float64] | None = None
+                   ) -> NDArray[np.float64]:
     """``||l(x0)||^2`` at ``points`` (:attr:`LoessFit.leverage`) alone, for callers of
-    :func:`loess_fit`; ``sorted_x`` as there."""
-    bandwidth = _bandwidth(sorted_x, points, span)
-    _, norms = fit_by_moments(sorted_x, np.zeros((1, sorted_x.size)), points, bandwidth)
+    :func:`loess_fit`; ``sorted_x`` and ``sample_weight`` as there."""
+    bandwidth = _bandwidth(sorted_x, points, span, sample_weight)
+    _, norms = fit_by_moments(sorted_x, np.zeros((1, sorted_x.size)), points, bandwidth,
+                              sample_weight)
     return norms * norms
 
 
@@ -350,7 +382,10 @@ def _smooth_exact(
     sorted_y: NDArray[np.float64],
     points: NDArray[np.float64],
     span: float,
+    weights: NDArray[np.float64] | None = None,
 ) -> _Smoothed:
+    if weights is not None:
+        return _smooth_exact_weighted(sorted_x, sorted_y, points, span, weights)
     rows = _operator_rows(sorted_x, points, span)
     operator = _operator_rows(sorted_x, sorted_x, span)
     residuals = sorted_y - sorted_y @ operator.T
@@ -365,6 +400,30 @@ def _smooth_exact(
     )
 
 
+def _smooth_exact_weighted(
+    sorted_x: NDArray[np.float64],
+    sorted_y: NDArray[np.float64],
+    points: NDArray[np.float64],
+    span: float,
+    weights: NDArray[np.float64],
+) -> _Smoothed:
+    """:func:`_smooth_exact` with row weights: L's entries are a row's whole weight, so one
+    copy of row j has ``L_ij / w_j``; ``||l||^2 = sum_j w_j (L_j / w_j)^2`` and RSS
+    ``sum w r^2`` are those of the repeated rows, as are the traces (:func:`_deltas`)."""
+    rows = _operator_rows(sorted_x, points, span, weights)
+    operator = _operator_rows(sorted_x, sorted_x, span, weights)
+    residuals = sorted_y - sorted_y @ operator.T
+    delta1, delta2 = _deltas(operator, weights)
+    return _Smoothed(
+        fits=sorted_y @ rows.T,
+        operator_norms=np.sqrt((rows * rows / weights[None, :]).sum(axis=1)),
+        rss=(residuals * residuals * weights[None, :]).sum(axis=1),
+        delta1=delta1,
+        delta2=delta2,
+        exact=True,
+    )
+
+
 def _smooth_large(
     sorted_x: NDArray[np.float64],
     sorted_y: NDArray[np.float64],
@@ -372,10 +431,11 @@ def _smooth_large(
     span: float,
     n_exact: int,
     random_state: int | None,
+    weights: NDArray[np.float64] | None = None,
 ) -> _Smoothed:
     grid = np.unique(np.concatenate([points, _coverage(sorted_x, points)]))
-    bandwidth = _bandwidth(sorted_x, grid, span)
-    grid_fits, grid_norms = fit_by_moments(sorted_x, sorted_y, grid, bandwidth)
+    bandwidth = _bandwidth(sorted_x, grid, span, weights)
+    grid_fits, grid_norms = fit_by_moments(sorted_x, sorted_y, grid, bandwidth, weights)
     # near-coincident knots (a quantile one ulp from an evaluation point) would
     # make the spline amplify rounding noise, so knots closer than this are merged
     separation = _KNOT_SEPARATION * (sorted_x[-1] - sorted_x[0])
@@ -388,14 +448,24 @@ def _smooth_large(
     # the subsample must itself allow a local quadratic (floor(m * span) >= 4)
     size = min(sorted_x.size, max(n_exact, int(np.ceil(MIN_NEIGHBOURS / span))))
     rng = np.random.default_rng(random_state)
-    subsample = np.sort(rng.choice(sorted_x, size=size, replace=False))
-    delta1, delta2 = _deltas(_operator_rows(subsample, subsample, span))
-    extra_rows = sorted_x.size - size
+    if weights is None:
+        subsample = np.sort(rng.choice(sorted_x, size=size, replace=False))
+        delta1, delta2 = _deltas(_operator_rows(subsample, subsample, span))
+        extra_rows = float(sorted_x.size - size)
+        rss = (residuals * residuals).sum(axis=1)
+    else:
+        # rows drawn with their weights; n - delta_k settles as without weights, so the
+        # rows' weight beyond the subsample's adds to each delta (the repeated rows' count)
+        chosen = np.sort(rng.choice(sorted_x.size, size=size, replace=False))
+        delta1, delta2 = _deltas(_operator_rows(sorted_x[chosen], sorted_x[chosen], span,
+                                                weights[chosen]), weights[chosen])
+        extra_rows = float(weights.sum() - weights[chosen].sum())
+        rss = (residuals * residuals * weights[None, :]).sum(axis=1)
     at_points = np.searchsorted(grid, points)
     return _Smoothed(
         fits=grid_fits[:, at_points],
         operator_norms=grid_norms[at_points],
-        rss=(residuals * residuals).sum(axis=1),
+        rss=rss,
         delta1=delta1 + extra_rows,
         delta2=delta2 + extra_rows,
         exact=False,

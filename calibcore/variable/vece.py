@@ -17,6 +17,12 @@ problem at 1/2 and can hide a P(class 1) that runs high (or low) everywhere.
 * The ranking orders variables by VECE, with a permutation p-value (beyond
   the paper) so that signal can be told from noise.
 
+Row weights (``sample_weight``, e.g. survey weights or 1 / rate on the negatives of a log
+that kept a fraction of them) make every quantity that of the weighted rows: each bin's
+weighted means, weighted by its share of the total weight; equal-weight bins; LOESS
+windows that hold a share ``span`` of the weight, with tricube x row weights. Integer weights
+give what the rows repeated by their weights give (see each function).
+
 Missing values of V (NaN, None, +/-inf) are left out: n counts the rows used. The curves
 themselves are drawn by :mod:`calibcore.variable._curves` (shared with the partitioned
 path); their public names are re-exported here.
@@ -35,16 +41,19 @@ from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.proportions import proportion_interval
 from calibcore.variable._binning import (
+    Variable,
     VariableKind,
     bin_index,
     bin_labels,
     binned_vece,
     check_kind,
     prepare_variable,
+    used_weights,
 )
 from calibcore.variable._curves import (
     CURVE_RANGES,
     CurveRange,
+    Errors,
     LoessCurves,
     VariableView,
     variable_curves,
@@ -71,6 +80,7 @@ def variable_ece(
     n_bins: int = 10,
     kind: VariableKind = "auto",
     view: VariableView = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Variable-based expected calibration error, VECE (Kelly & Smyth 2023, eq. 7).
 
@@ -93,6 +103,13 @@ def variable_ece(
 
     view : {"top_label", "positive"}, default="top_label"
         The paper's top-label errors, or (binary only) those of P(class 1).
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights. The bins then hold equal shares of the weight
+        (weighted quantiles of V: for integer weights those of the rows repeated by their
+        weights, bit for bit) and VECE is ``sum_b (W_b / W) |weighted mean predicted
+        error_b - weighted mean error_b|`` with W_b the bin's weight and W the total, so
+        integer weights give the VECE of the repeated rows. Rows whose V is missing are
+        left out with their weight; at least one row left must weigh more than zero.
 
     Returns
     -------
@@ -104,9 +121,10 @@ def variable_ece(
     variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
     if not variable.used.any():
         raise CalibrationInputError("v has no non-missing values; VECE is undefined.", column="v")
-    index, size = bin_index(variable, n_bins)
+    weights = used_weights(sample_weight, variable.used)
+    index, size = bin_index(variable, n_bins, weights)
     residual = (errors.predicted - errors.actual)[variable.used]
-    return binned_vece(index, size, residual)
+    return binned_vece(index, size, residual, weights)
 
 
 def variable_eces(
@@ -116,6 +134,7 @@ def variable_eces(
     *,
     n_bins: int = 10,
     kind: VariableKind = "auto",
+    sample_weight: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
     """VECE of several variables for several sets of probabilities of the same rows.
 
@@ -132,6 +151,8 @@ def variable_eces(
         As in :func:`variable_ece` (``kind`` applies to every variable).
     y_probs : sequence of array-like of shape (n,) or (n, K)
         Probabilities to score (e.g. uncalibrated and recalibrated).
+    sample_weight : array-like of shape (n,), optional
+        Row weights, as in :func:`variable_ece`.
 
     Returns
     -------
@@ -151,8 +172,9 @@ def variable_eces(
         if not variable.used.any():
             raise CalibrationInputError("v has no non-missing values; VECE is undefined.",
                                         column="v")
-        index, size = bin_index(variable, n_bins)
-        table[row] = [binned_vece(index, size, residual[variable.used])
+        weights = used_weights(sample_weight, variable.used)
+        index, size = bin_index(variable, n_bins, weights)
+        table[row] = [binned_vece(index, size, residual[variable.used], weights)
                       for residual in residuals]
     return table
 
@@ -166,6 +188,7 @@ def variable_bins(
     kind: VariableKind = "auto",
     confidence_level: float = 0.95,
     view: VariableView = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> pd.DataFrame:
     """Per-bin (or per-category) error and predicted error, the table behind VECE.
 
@@ -189,11 +212,22 @@ def variable_bins(
         a t interval of its mean ``predicted_error_low``/``predicted_error_high``
         (NaN for a single row), and ``gap = error - predicted_error``
         (positive: over-confident).
+
+        With ``sample_weight`` (as in :func:`variable_ece`) the bins hold equal shares
+        of the weight, ``error`` and ``predicted_error`` are weighted means, and two
+        columns are added: ``weight`` (the bin's total weight) and ``n_eff``, its Kish
+        effective size ``(sum w)^2 / sum w^2`` (Kish 1965), on which the intervals are
+        computed (so weights that add up to many rows do not narrow them); ``n`` still
+        counts rows.
     """
     errors = view_errors(y_true, y_prob, view)
     n_bins = check_positive_int(n_bins, "n_bins")
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     variable = prepare_variable(v, errors.predicted.size, check_kind(kind), "v")
+    weights = (used_weights(sample_weight, variable.used) if sample_weight is not None
+               and variable.used.any() else None)
+    if weights is not None:
+        return _weighted_bins(variable, errors, n_bins, level, weights)
     index, size = bin_index(variable, n_bins)
     counts = np.bincount(index, minlength=size)
     filled = counts > 0
@@ -226,6 +260,50 @@ def variable_bins(
     )
 
 
+def _weighted_bins(variable: Variable, errors: Errors, n_bins: int, level: float,
+                   weights: NDArray[np.float64]) -> pd.DataFrame:
+    """:func:`variable_bins` with row weights: weighted means, Kish-sized intervals."""
+    index, size = bin_index(variable, n_bins, weights)
+    counts = np.bincount(index, minlength=size)
+    mass = np.bincount(index, weights=weights, minlength=size)
+    filled = mass > 0
+    squares = np.bincount(index, weights=weights * weights, minlength=size)[filled]
+    mass, n = mass[filled], counts[filled]
+    n_eff = mass * mass / squares
+    actual = errors.actual[variable.used]
+    predicted = errors.predicted[variable.used]
+    error = np.bincount(index, weights=weights * actual, minlength=size)[filled] / mass
+    mean = np.bincount(index, weights=weights * predicted, minlength=size)[filled] / mass
+    second = np.bincount(index, weights=weights * predicted * predicted,
+                         minlength=size)[filled] / mass
+    error_low, error_high = proportion_interval(error * n_eff, n_eff, confidence_level=level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # the weighted variance with Kish's n_eff in place of n (n_eff / (n_eff - 1) times
+        # the weighted second central moment), the standard error of the mean sd / sqrt(n_eff)
+        spread = np.sqrt(np.maximum(second - mean * mean, 0.0) * n_eff / (n_eff - 1.0))
+        half_width = (student_t.ppf(0.5 + level / 2, np.maximum(n_eff - 1.0, 1.0)) * spread
+                      / np.sqrt(n_eff))
+    half_width = np.where(n_eff > 1.0 + 1e-9, half_width, np.nan)
+    labels, left, right = bin_labels(variable, n_bins, filled, weights)
+    return pd.DataFrame(
+        {
+            "bin": labels,
+            "left": left,
+            "right": right,
+            "n": n.astype(np.int64),
+            "error": error,
+            "error_low": np.asarray(error_low, dtype=np.float64),
+            "error_high": np.asarray(error_high, dtype=np.float64),
+            "predicted_error": mean,
+            "predicted_error_low": mean - half_width,
+            "predicted_error_high": mean + half_width,
+            "gap": error - mean,
+            "weight": mass,
+            "n_eff": n_eff,
+        }
+    )
+
+
 def loess_curves(
     v: ArrayLike,
     y_true: ArrayLike,
@@ -238,6 +316,7 @@ def loess_curves(
     random_state: int | None = 0,
     curve_range: CurveRange = "5-95",
     view: VariableView = "top_label",
+    sample_weight: ArrayLike | None = None,
 ) -> LoessCurves:
     """LOESS curves of error and predicted error against a numeric variable.
 
@@ -284,6 +363,15 @@ def loess_curves(
 
     view : {"top_label", "positive"}, default="top_label"
         The paper's top-label errors, or (binary only) those of P(class 1).
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights. Each local fit is then weighted least squares with
+        weights tricube x row weight, its window the nearest rows holding a share
+        ``span`` of the weight (``floor(W * span)`` for integer weights, W the total, so
+        that they give the curves of the rows repeated by their weights: the fits exactly,
+        and the bands too while both are computed exactly); the range's quantiles are
+        weighted, the band's residual scale and degrees of freedom those of the weighted
+        fit (:func:`calibcore.variable.loess_many`). The gap rule counts weight as it
+        counts rows; the histogram still counts rows.
 
     Returns
     -------
@@ -298,5 +386,6 @@ def loess_curves(
     variable = prepare_variable(v, errors.predicted.size, "numeric", "v")
     if not variable.used.any():
         raise CalibrationInputError("v has no non-missing values; there is nothing to smooth.")
+    weights = used_weights(sample_weight, variable.used)
     return variable_curves(variable, errors, span, n_points, confidence_level, n_histogram_bins,
-                           random_state, curve_range)
+                           random_state, curve_range, weights)

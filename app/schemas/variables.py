@@ -70,6 +70,11 @@ class VariableBins(BaseModel):
     predicted_error_high: list[float | None]
     gap: list[float | None] = Field(description="error - predicted error (positive: "
                                     "over-confident)")
+    weight: list[float] | None = Field(default=None, description="weighted dataset: each "
+                                       "bin's total row weight (the bins hold equal shares)")
+    n_eff: list[float] | None = Field(default=None, description="weighted dataset: each "
+                                      "bin's Kish effective size (sum w)^2 / sum w^2, on which "
+                                      "its intervals are computed")
 
 
 class VariableCurves(BaseModel):

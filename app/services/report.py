@@ -18,11 +18,10 @@ from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import load_table
-from app.services.weighting import mark_unweighted, weighting
+from app.services.weighting import weighting
 from calibcore.data import (
     SPLIT_VALUES,
     ColumnRoles,
-    PredictionSet,
     View,
     build_prediction_set,
     default_view,
@@ -110,7 +109,7 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
         "bin_sensitivity": diagnostics.bin_sensitivity(prediction_set, view=view),
         "reliability": diagnostics.reliability(prediction_set, view=view, n_bins=n_bins,
                                                n_bootstrap=n_bootstrap, interval=interval),
-        "variables": _unweighted_ranking(prediction_set),
+        "variables": variables.ranking_for_report(prediction_set),
         "clinical": clinical_section(prediction_set),
         "decision": decision_document(
             prediction_set, np.ones(prediction_set.n_rows, bool), n_bootstrap=n_bootstrap),
@@ -119,12 +118,6 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
             reference=None, n_bootstrap=n_bootstrap, random_state=0, view=view)}
            if len(prediction_set.roles.models) >= 2 else {}),
     }
-
-
-def _unweighted_ranking(prediction_set: PredictionSet) -> dict[str, Any] | None:
-    """The report's variables ranking, saying it does not take the rows' weights yet."""
-    ranking = variables.ranking_for_report(prediction_set)
-    return None if ranking is None else mark_unweighted(ranking, prediction_set)
 
 
 def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,

@@ -10,6 +10,12 @@ A variable is *categorical* exactly when :func:`calibcore.variable.rank_variable
 treats it so: strings, booleans and categoricals, and numeric columns with at
 most :data:`MAX_CATEGORIES` distinct values. The detail view uses the same rule,
 so a variable's VECE and VCE(v*) agree between the ranking and its plot.
+
+A weighted dataset (a weight column or ``negative_rate``) is measured on its weighted
+rows: equal-weight bins and weighted VECE, LOESS curves whose windows hold a share of
+the weight, and a permutation test that keeps each row's weight with its outcome
+(:mod:`calibcore.variable`); the results carry Kish's effective n like every weighted
+diagnostic (:func:`app.services.weighting.weighting`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from app.services.datasets import DatasetService
 from app.services.diagnostics import Subset, rows_for
 from app.services.jsonable import jsonable
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -53,8 +59,9 @@ SYNC_WORK = 300_000
 #: Significance level used to flag variables (permutation p-value below it).
 SIGNIFICANCE_LEVEL = 0.05
 #: Bumped when the cached ranking's content changes, so old caches are not reused (2: error
-#: intervals always contain the error rate; LOESS windows of only tied rows widened).
-_CACHE_VERSION = 2
+#: intervals always contain the error rate; LOESS windows of only tied rows widened; 3: row
+#: weights).
+_CACHE_VERSION = 3
 
 VariableKind = Literal["numeric", "categorical"]
 
@@ -112,9 +119,14 @@ def variable_kind(values: pd.Series) -> VariableKind:
 
 def _n_present(values: pd.Series, kind: VariableKind) -> int:
     """Rows where the variable is present (finite, for a numeric one)."""
+    return int(_present(values, kind).sum())
+
+
+def _present(values: pd.Series, kind: VariableKind) -> NDArray[np.bool_]:
+    """Where the variable is present (finite, for a numeric one)."""
     if kind == "categorical":
-        return int(values.notna().sum())
-    return int(np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan)).sum())
+        return np.asarray(values.notna().to_numpy(), dtype=bool)
+    return np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan))
 
 
 def _column(prediction_set: PredictionSet, name: str) -> pd.Series:
@@ -157,16 +169,16 @@ def compute_ranking(prediction_set: PredictionSet, params: RankingParams,
         prediction_set.y_true[mask], prediction_set.proba[mask], n_bins=params.n_bins,
         span=params.span, n_points=params.n_points, n_permutations=params.n_permutations,
         max_categories=MAX_CATEGORIES, random_state=params.random_state, progress=report,
-        view=params.view)
+        view=params.view, sample_weight=prediction_set.weights_of(mask))
     rows = jsonable(table.to_dict("records"))
     for row in rows:
         p_value = row["p_value"]
         row["significant"] = None if p_value is None else bool(p_value < SIGNIFICANCE_LEVEL)
-    return mark_unweighted({
+    return {
         **asdict(params), "n": int(mask.sum()), "significance_level": SIGNIFICANCE_LEVEL,
         "min_p_value": (1 / (1 + params.n_permutations) if params.n_permutations else None),
-        "variables": rows,
-    }, prediction_set)
+        "variables": rows, **weighting(prediction_set, mask),
+    }
 
 
 def ranking_is_fast(prediction_set: PredictionSet, params: RankingParams) -> bool:
@@ -255,17 +267,24 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
     mask = rows_for(prediction_set, subset)
     values = values[mask].reset_index(drop=True)
     labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
+    weights = prediction_set.weights_of(mask)
     kind = variable_kind(values)
     n_used = _n_present(values, kind)
     if n_used == 0:
         raise CalibrationInputError(f"variable {name!r} has no non-missing values on the "
                                     f"{subset} rows.", code="empty_variable", column=name)
-    bins = variable_bins(values, labels, proba, n_bins=n_bins, kind=kind, view=view)
+    if weights is not None and not (weights[_present(values, kind)] > 0).any():
+        raise CalibrationInputError(f"variable {name!r} is present only on rows of weight 0 "
+                                    f"on the {subset} rows.", code="empty_variable",
+                                    column=name)
+    bins = variable_bins(values, labels, proba, n_bins=n_bins, kind=kind, view=view,
+                         sample_weight=weights)
     result: dict[str, Any] = {
         "variable": name, "kind": kind, "subset": subset, "view": view, "n": n_used,
         "n_missing": int(values.size - n_used), "n_bins": n_bins, "span": span,
         "curve_range": curve_range,
-        "vece": variable_ece(values, labels, proba, n_bins=n_bins, kind=kind, view=view),
+        "vece": variable_ece(values, labels, proba, n_bins=n_bins, kind=kind, view=view,
+                             sample_weight=weights),
         "bins": bins.to_dict("list"), "curves": None,
     }
     if kind == "categorical":
@@ -274,10 +293,11 @@ def variable_detail(prediction_set: PredictionSet, name: str, *, span: float = 0
         result["v_star"] = bins["bin"].iloc[worst]
     else:
         curves = loess_curves(values, labels, proba, span=span, n_points=n_points,
-                              random_state=random_state, curve_range=curve_range, view=view)
+                              random_state=random_state, curve_range=curve_range, view=view,
+                              sample_weight=weights)
         result["curves"] = curves
         result["vce_max"], result["v_star"] = curves.vce_max, curves.v_star
-    return jsonable(mark_unweighted(result, prediction_set))
+    return jsonable({**result, **weighting(prediction_set, mask)})
 
 
 def vece_for(prediction_set: PredictionSet, name: str, proba: NDArray[np.float64], *,
@@ -300,17 +320,20 @@ def vece_for(prediction_set: PredictionSet, name: str, proba: NDArray[np.float64
     Returns
     -------
     float
-        VECE with the same numeric/categorical rule as the ranking; NaN when
-        the variable has no non-missing value on those rows.
+        VECE with the same numeric/categorical rule as the ranking (weighted on a
+        weighted dataset); NaN when the variable has no non-missing value of positive
+        weight on those rows.
     """
     values = _column(prediction_set, name)
     mask = np.ones(prediction_set.n_rows, dtype=bool) if rows is None else np.asarray(rows)
     values = values[mask].reset_index(drop=True)
     kind = variable_kind(values)
-    if _n_present(values, kind) == 0:
+    weights = prediction_set.weights_of(mask)
+    present = _present(values, kind)
+    if not present.any() or (weights is not None and not (weights[present] > 0).any()):
         return float("nan")
     return variable_ece(values, prediction_set.y_true[mask], np.asarray(proba)[mask],
-                        n_bins=n_bins, kind=kind)
+                        n_bins=n_bins, kind=kind, sample_weight=weights)
 
 
 def ranking_for_report(prediction_set: PredictionSet, *, random_state: int = 0

@@ -146,6 +146,7 @@ def _variables_section(report: dict[str, Any]) -> str:
     ranking = report.get("variables")
     ranking_plot = _figure(ranking_figure(ranking), False) if ranking else ""
     return f"""<h2>Variables ranked by VECE</h2>
+{_weights_line(ranking) if ranking else ""}
 {ranking_plot}
 {_variables_table(report)}
 """

@@ -1,7 +1,8 @@
 """Row weights through REST in the decision curve, the clinical report, the subgroup
-audit, the model comparison and the timeline: on an upload with a ``sample_weight``
-column each says ``weighted: true`` with Kish's n_eff, and its weighted quantities equal
-those of the same file with every row repeated by its (integer) weight."""
+audit, the model comparison, the timeline and the variables ranking and curves: on an
+upload with a ``sample_weight`` column each says ``weighted: true`` with Kish's n_eff, and
+its weighted quantities equal those of the same file with every row repeated by its
+(integer) weight."""
 
 from __future__ import annotations
 
@@ -127,3 +128,45 @@ def test_timeline(client) -> None:  # type: ignore[no-untyped-def]
         assert window["mean_score"] == pytest.approx(rows["y_prob"].mean(), abs=1e-9)
         assert window["gap"] == pytest.approx(rows["residual"].mean(), abs=1e-9)
         assert window["weight"] == len(rows) and window["n_eff"] <= window["n"]
+
+
+def test_variables_ranking_and_curves(client, shared_data) -> None:  # type: ignore[no-untyped-def]
+    from calibcore.variable import loess_curves, rank_variables
+
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(2500)
+    weighted, repeated, n_eff = _pair(client, frame)
+    params = {"n_permutations": 20}
+    ours, theirs = (client.get(f"/api/v1/datasets/{i}/variables", params=params).json()
+                    for i in (weighted, repeated))
+    _weighted(ours, n_eff)
+    assert theirs["weighted"] is False and "weights_note" not in theirs
+    assert [v["variable"] for v in ours["variables"]] == [
+        v["variable"] for v in theirs["variables"]]
+    for mine, copy in zip(ours["variables"], theirs["variables"], strict=True):
+        assert mine["vece"] == pytest.approx(copy["vece"], abs=1e-12), mine["variable"]
+        assert mine["vce_max"] == pytest.approx(copy["vce_max"], abs=1e-9), mine["variable"]
+        assert mine["v_star"] == pytest.approx(copy["v_star"]), mine["variable"]
+    # the REST ranking is the core's with the upload's weights, p-values included
+    weights = np.random.default_rng(7).integers(0, 4, len(frame))
+    weights[:3] = 1
+    core = rank_variables(frame[["student", "balance", "income"]], frame["y_true"],
+                          frame["y_prob"], n_permutations=20, max_categories=10,
+                          sample_weight=weights)
+    assert [v["variable"] for v in ours["variables"]] == core["variable"].tolist()
+    np.testing.assert_allclose([v["vece"] for v in ours["variables"]], core["vece"],
+                               rtol=0, atol=1e-15)
+    np.testing.assert_array_equal([v["p_value"] for v in ours["variables"]], core["p_value"])
+    detail, copy = (client.get(f"/api/v1/datasets/{i}/variables/balance",
+                               params={"n_points": 50}).json() for i in (weighted, repeated))
+    _weighted(detail, n_eff)
+    assert detail["vece"] == pytest.approx(copy["vece"], abs=1e-12)
+    for key in ("x", "error", "predicted_error"):
+        np.testing.assert_allclose(np.asarray(detail["curves"][key], dtype=float),
+                                   np.asarray(copy["curves"][key], dtype=float),
+                                   rtol=0, atol=1e-9, err_msg=key)
+    curves = loess_curves(frame["balance"], frame["y_true"], frame["y_prob"], n_points=50,
+                          sample_weight=weights)
+    np.testing.assert_allclose(np.asarray(detail["curves"]["error"], dtype=float),
+                               curves.error, rtol=0, atol=1e-15)
+    assert detail["bins"]["weight"] == pytest.approx(
+        [float(weights.sum()) / 10] * 10, rel=0.2)  # equal shares of the weight

@@ -31,7 +31,9 @@ def test_report_weight_equals_the_repeated_rows(files, capsys) -> None:  # type:
     assert weighted["weighted"] is True and repeated["weighted"] is False
     for key, value in repeated["metrics"]["metrics"].items():
         assert weighted["metrics"]["metrics"][key] == pytest.approx(value, abs=1e-9), key
-    assert weighted["variables"]["weighted"] is False
+    assert weighted["variables"]["weighted"] is True
+    assert ([v["vece"] for v in weighted["variables"]["variables"]]
+            == pytest.approx([v["vece"] for v in repeated["variables"]["variables"]], abs=1e-12))
     assert "Kish n_eff" in capsys.readouterr().out
 
 

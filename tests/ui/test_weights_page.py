@@ -1,6 +1,6 @@
 """Row weights in headless Chromium against a real server: a sample_weight column is the
-weight role on the roles screen, and the Overview says the measures are weighted, with
-Kish's effective sample size; a page that does not take weights says so."""
+weight role on the roles screen, and the Overview and the Variables page say their results
+are weighted, with Kish's effective sample size."""
 
 from __future__ import annotations
 
@@ -37,5 +37,6 @@ def test_a_weighted_upload_gives_a_weighted_overview(server, browser, tmp_path) 
     wait(browser, 60).until(lambda b: caption in b.find_element(By.ID, "measures-table").text)
     dataset = browser.current_url.split("dataset=")[1]
     browser.get(f"{server}/variables?dataset={dataset}")
-    wait(browser, 90).until(lambda b: "weights are not applied here yet" in b.find_element(
-        By.TAG_NAME, "body").text)
+    wait(browser, 90).until(lambda b: caption in b.find_element(By.TAG_NAME, "body").text)
+    assert "weights are not applied here yet" not in browser.find_element(
+        By.TAG_NAME, "body").text

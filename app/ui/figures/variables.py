@@ -69,6 +69,12 @@ def _band(low: list[float | None], high: list[float | None],
     return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
 
 
+def _weighted(result: dict[str, Any], separator: str = "<br>") -> str:
+    """'weighted (Kish n_eff = ...)' after ``separator`` for a weighted result, else
+    nothing (as the reliability figures say it)."""
+    return f"{separator}{result['weights_note']}" if result.get("weighted") else ""
+
+
 def format_value(value: Any) -> str:
     """A variable's value for labels: whole numbers from 1,000, else 4 significant digits."""
     if isinstance(value, bool) or value is None:
@@ -120,7 +126,8 @@ def ranking_figure(ranking: dict[str, Any], selected: str | None = None) -> go.F
     figure.update_layout(
         title={"text": "VECE by variable",
                "subtitle": {"text": f"{shown}n = {ranking['n']:,} {ranking['subset']} rows; "
-                                    f"{test}; click a bar to plot the variable"}},
+                                    f"{test}; click a bar to plot the variable"
+                                    f"{_weighted(ranking, '; ')}"}},
         xaxis={"title": "VECE (mean |error − predicted error| over bins)",
                "rangemode": "tozero"},
         yaxis={"title": "variable", "categoryorder": "array", "categoryarray": order[::-1],
@@ -193,11 +200,13 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        f"along {name}",
                "subtitle": {"text": f"n = {detail['n']:,} rows, LOESS span "
-                                    f"{curves['span']:.2f}; shaded: 95% pointwise bands{exact}"}},
+                                    f"{curves['span']:.2f}; shaded: 95% pointwise bands{exact}"
+                                    f"{_weighted(detail)}"}},
         legend={"orientation": "h", "y": -0.16}, template="plotly_white", height=580,
         margin={"l": 70, "r": 20, "t": 90, "b": 40}, bargap=0.02, hovermode="x unified")
     figure.update_yaxes(title_text=f"{observed_name.split(' (')[0]} (fraction)", row=1, col=1)
-    figure.update_yaxes(title_text="rows", row=2, col=1)
+    figure.update_yaxes(title_text="rows (unweighted)" if detail.get("weighted") else "rows",
+                        row=2, col=1)
     # integer-aligned histogram bars reach half a unit beyond the curves: show them whole
     figure.update_xaxes(range=[min(x[0], edges[0]), max(x[-1], edges[-1])])
     words = RANGE_WORDS[curves.get("curve_range", "5-95")]
@@ -260,11 +269,13 @@ def categories_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figu
             customdata=np.column_stack([low, high]),
             hovertemplate=f"%{{x}}<br>{label} %{{y:.4f}} (95% {method} CI "
                           "%{customdata[0]:.4f}–%{customdata[1]:.4f})<extra></extra>"))
+    on_kish = ", on each category's Kish n_eff" if detail.get("weighted") else ""
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        "per category",
                "subtitle": {"text": f"n = {detail['n']:,} rows; error bars: 95% intervals "
-                                    "(Wilson for the rate, t for the mean)"}},
+                                    f"(Wilson for the rate, t for the mean{on_kish})"
+                                    f"{_weighted(detail)}"}},
         xaxis={"title": f"{name} (category, rows)", "type": "category"},
         yaxis={"title": f"{observed_name.split(' (')[0]} (fraction)", "rangemode": "tozero"},
         barmode="group", legend={"orientation": "h", "y": -0.22}, template="plotly_white",

@@ -371,7 +371,9 @@ def _ranking_note(ranking: dict[str, Any] | None) -> html.Div | None:
     weights = weights_note(ranking)
     return html.Div([*([weights] if weights else []), info_note(
                      f"{len(rows)} variables ranked on {ranking['n']:,} {ranking['subset']} "
-                     f"rows{cached}; {ranking['n_bins']} equal-mass bins for numeric variables, "
+                     f"rows{cached}; {ranking['n_bins']} "
+                     f"{'equal-weight' if ranking.get('weighted') else 'equal-mass'} bins for "
+                     "numeric variables, "
                      f"{test}. {found} With many variables some small p-values arise by chance; a "
                      "p-value tests whether the gap varies along the variable, so a "
                      "miscalibration the same everywhere (the Overview measures it) gives "
@@ -384,7 +386,8 @@ def _detail_note(detail: dict[str, Any]) -> html.Div:
     missing = (f", {detail['n_missing']:,} rows left out (missing)" if detail["n_missing"]
                else "")
     extra = (f" Curves over the variable's {RANGE_WORDS[detail['curve_range']]} (VCE(v*) is "
-             "the largest gap there); the histogram shows the rows there."
+             "the largest gap there); the histogram shows the rows there"
+             f"{' (counted once, not weighted)' if detail.get('weighted') else ''}."
              if detail["kind"] == "numeric"
              else " Categorical: one bin per category (the span and range do not apply).")
     gap = (f"largest gap VCE(v*) = {detail['vce_max']:.4f} at {where}"

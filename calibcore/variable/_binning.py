@@ -252,11 +252,21 @@ def binned_vece(index: NDArray[np.intp], size: int, residual: NDArray[np.float64
     return float(np.abs(sums).sum() / weights.sum())
 
 
+def plain_weights(sample_weight: ArrayLike | None, n_rows: int,
+                  column: str = "sample_weight") -> NDArray[np.float64] | None:
+    """Validated row weights, None without them or when every weight is 1 (each row
+    repeated once: the unweighted computation, bit for bit)."""
+    weights = check_sample_weight(sample_weight, n_rows, column=column)
+    if weights is None or bool(np.all(weights == 1.0)):
+        return None
+    return weights
+
+
 def used_weights(sample_weight: ArrayLike | None,
                  used: NDArray[np.bool_]) -> NDArray[np.float64] | None:
-    """The validated weights of the rows where V is present (None without weights); some
-    must be positive."""
-    weights = check_sample_weight(sample_weight, used.size)
+    """The validated weights of the rows where V is present (None without weights, or when
+    all are 1); some must be positive."""
+    weights = plain_weights(sample_weight, used.size)
     if weights is None:
         return None
     kept = weights[used]

@@ -2,12 +2,13 @@
 past ties at its edge), the tricube weights, the rows of the smoother matrix and its
 degrees of freedom (Cleveland & Devlin 1988, the delta_1 and delta_2 of the band).
 
-Row weights (every one positive: callers drop rows of zero weight) are read as the number of
-rows each row stands for: a window holds the nearest rows making up a share ``span`` of the
-total weight W (``floor(W * span)`` of it for integer weights, as many as the rows repeated by
-their weights would hold), the local fit's weights are tricube x row weight, and the
-smoother's traces are those of the repeated rows (:func:`_deltas`). So integer weights give
-the fits, ``||l(x0)||`` and traces of the repeated rows."""
+Row weights (every one positive: callers drop rows of zero weight; weights that are not all
+whole numbers are first rescaled to add up to the number of rows, :func:`relative_weights`)
+are read as the number of rows each row stands for: a window holds the nearest rows making
+up a share ``span`` of the total weight W (``floor(W * span)`` of it for integer weights, as
+many as the rows repeated by their weights would hold), the local fit's weights are tricube
+x row weight, and the smoother's traces are those of the repeated rows (:func:`_deltas`).
+So integer weights give the fits, ``||l(x0)||`` and traces of the repeated rows."""
 
 from __future__ import annotations
 
@@ -24,6 +25,16 @@ def _neighbour_count(n: int, span: float) -> int:
 def integer_weights(weights: NDArray[np.float64]) -> bool:
     """Whether every weight is a whole number (frequency weights: rows repeated)."""
     return bool(np.array_equal(weights, np.round(weights)))
+
+
+def relative_weights(weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Integer weights as they are (counts of rows); other weights (survey weights, whose
+    scale means nothing) rescaled to add up to the number of rows, so that the band's
+    ``||l(x0)||`` and traces, and the leverage rule, do not change when every weight is
+    scaled."""
+    if integer_weights(weights):
+        return weights
+    return np.asarray(weights * (weights.size / float(weights.sum())), dtype=np.float64)
 
 
 def window_mass(weights: NDArray[np.float64], span: float) -> float:

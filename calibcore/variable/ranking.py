@@ -29,12 +29,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int
-from calibcore.data.weights import check_sample_weight
 from calibcore.variable._binning import (
     Variable,
     bin_index,
     binned_vece,
     feature_table,
+    plain_weights,
     prepare_variable,
 )
 from calibcore.variable._curves import (
@@ -46,7 +46,7 @@ from calibcore.variable._curves import (
     view_errors,
 )
 from calibcore.variable._loess_moments import compile_fit_only
-from calibcore.variable._loess_windows import enough_neighbours
+from calibcore.variable._loess_windows import enough_neighbours, relative_weights
 from calibcore.variable._permutation import NullCache, compile_shuffle, permutation_p_value
 from calibcore.variable.smoothing import (
     MAX_LEVERAGE,
@@ -143,7 +143,7 @@ def rank_variables(
         random_state=random_state,
     )
     table = feature_table(features, errors.predicted.size)
-    weights = check_sample_weight(sample_weight, errors.predicted.size)
+    weights = plain_weights(sample_weight, errors.predicted.size)
     stop = threading.Event()
     tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
                                                                            table.shape[1]),
@@ -420,7 +420,7 @@ def _largest_gap(
     values, used_weights = variable.values, weights
     if weights is not None:
         kept = weights > 0  # rows of weight 0 are no rows of the curves
-        values, weights, residual = values[kept], weights[kept], residual[kept]
+        values, weights, residual = values[kept], relative_weights(weights[kept]), residual[kept]
     if not enough_neighbours(values.size, settings.span, weights, MIN_NEIGHBOURS):
         return np.nan, np.nan
     if variable.values.size <= N_EXACT:

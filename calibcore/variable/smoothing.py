@@ -21,7 +21,9 @@ weights are tricube x row weight, the window holds the nearest rows making up a 
 ``sum w r^2`` and ``||l(x0)||``, delta_1 and delta_2 are those of the rows repeated by
 their weights (:func:`calibcore.variable._loess_windows._deltas`). So integer weights give
 exactly the fit and band of the repeated rows (while both are computed exactly); other
-weights the same formulas. Rows of weight zero are left out.
+weights (survey weights) are first rescaled to add up to the number of rows, so that the
+band does not change when every weight is scaled. Rows of weight zero are left out; weights
+that are all 1 are no weights (the unweighted computation).
 
 Ties: a window with fewer than three distinct x values gets the minimum-norm
 quadratic in d (R also falls back to a pseudo-inverse); when every row of a
@@ -62,8 +64,8 @@ from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
 from calibcore._validation import check_in_range, check_positive_int, describe_rows, first_rows
-from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
+from calibcore.variable._binning import plain_weights
 from calibcore.variable._loess_moments import fit_by_moments, fit_only
 from calibcore.variable._loess_windows import (
     _bandwidth,
@@ -71,6 +73,7 @@ from calibcore.variable._loess_windows import (
     _neighbour_count,
     _operator_rows,
     enough_neighbours,
+    relative_weights,
     window_mass,
 )
 
@@ -256,11 +259,11 @@ def loess_many(
     span = check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False)
     level = check_in_range(confidence_level, "confidence_level", low=0, high=1, inclusive=False)
     n_exact = check_positive_int(n_exact, "n_exact", minimum=3)
-    weights = check_sample_weight(sample_weight, predictor.size)
+    weights = plain_weights(sample_weight, predictor.size)
     if weights is not None:
         positive = weights > 0
-        predictor, responses, weights = predictor[positive], responses[:, positive], \
-            weights[positive]
+        predictor, responses = predictor[positive], responses[:, positive]
+        weights = relative_weights(weights[positive])
     n = predictor.size
     if not enough_neighbours(n, span, weights, MIN_NEIGHBOURS):
         held = (_neighbour_count(n, span) if weights is None

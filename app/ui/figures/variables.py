@@ -69,10 +69,12 @@ def _band(low: list[float | None], high: list[float | None],
     return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
 
 
-def _weighted(result: dict[str, Any], separator: str = "<br>") -> str:
-    """'weighted (Kish n_eff = ...)' after ``separator`` for a weighted result, else
-    nothing (as the reliability figures say it)."""
-    return f"{separator}{result['weights_note']}" if result.get("weighted") else ""
+def _weighted(result: dict[str, Any]) -> str:
+    """', weighted (Kish n_eff = 1,234)' for a weighted result (after its row count), else
+    nothing."""
+    if not result.get("weighted"):
+        return ""
+    return f", weighted (Kish n_eff = {result['n_eff']:,.0f})"
 
 
 def format_value(value: Any) -> str:
@@ -125,9 +127,10 @@ def ranking_figure(ranking: dict[str, Any], selected: str | None = None) -> go.F
     shown = f"top {len(rows)} of {len(ranked)} variables; " if len(rows) < len(ranked) else ""
     figure.update_layout(
         title={"text": "VECE by variable",
-               "subtitle": {"text": f"{shown}n = {ranking['n']:,} {ranking['subset']} rows; "
-                                    f"{test}; click a bar to plot the variable"
-                                    f"{_weighted(ranking, '; ')}"}},
+               "subtitle": {"text": f"{shown}n = {ranking['n']:,} {ranking['subset']} rows"
+                                    f"{_weighted(ranking)}; {test}"
+                                    f"{'<br>' if ranking.get('weighted') else '; '}click a bar "
+                                    "to plot the variable"}},
         xaxis={"title": "VECE (mean |error − predicted error| over bins)",
                "rangemode": "tozero"},
         yaxis={"title": "variable", "categoryorder": "array", "categoryarray": order[::-1],
@@ -135,7 +138,8 @@ def ranking_figure(ranking: dict[str, Any], selected: str | None = None) -> go.F
         legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
                 "title": {"text": "significance: "}},
         barmode="overlay", template="plotly_white", clickmode="event",
-        height=max(340, 170 + 24 * len(rows)), margin={"l": 60, "r": 20, "t": 80, "b": 90})
+        height=max(340, 170 + 24 * len(rows)),
+        margin={"l": 60, "r": 20, "t": 96 if ranking.get("weighted") else 80, "b": 90})
     return figure
 
 
@@ -199,9 +203,8 @@ def curves_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figure:
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        f"along {name}",
-               "subtitle": {"text": f"n = {detail['n']:,} rows, LOESS span "
-                                    f"{curves['span']:.2f}; shaded: 95% pointwise bands{exact}"
-                                    f"{_weighted(detail)}"}},
+               "subtitle": {"text": f"n = {detail['n']:,} rows{_weighted(detail)}, LOESS span "
+                                    f"{curves['span']:.2f}; shaded: 95% pointwise bands{exact}"}},
         legend={"orientation": "h", "y": -0.16}, template="plotly_white", height=580,
         margin={"l": 70, "r": 20, "t": 90, "b": 40}, bargap=0.02, hovermode="x unified")
     figure.update_yaxes(title_text=f"{observed_name.split(' (')[0]} (fraction)", row=1, col=1)
@@ -273,9 +276,9 @@ def categories_figure(detail: dict[str, Any], scale: Scale = "error") -> go.Figu
     figure.update_layout(
         title={"text": f"{name}: {observed_name} and {predicted_name.split(' (')[0]} "
                        "per category",
-               "subtitle": {"text": f"n = {detail['n']:,} rows; error bars: 95% intervals "
-                                    f"(Wilson for the rate, t for the mean{on_kish})"
-                                    f"{_weighted(detail)}"}},
+               "subtitle": {"text": f"n = {detail['n']:,} rows{_weighted(detail)}; error bars: "
+                                    f"95% intervals (Wilson for the rate, t for the mean{on_kish})"
+                                    }},
         xaxis={"title": f"{name} (category, rows)", "type": "category"},
         yaxis={"title": f"{observed_name.split(' (')[0]} (fraction)", "rangemode": "tozero"},
         barmode="group", legend={"orientation": "h", "y": -0.22}, template="plotly_white",

@@ -407,13 +407,19 @@ def _interval(value: float | None, low: float | None, high: float | None) -> str
 
 
 def _bins_table(detail: dict[str, Any]) -> html.Details | html.Div:
-    """Per-category (or per-bin) sample sizes, rates and intervals behind VECE."""
+    """Per-category (or per-bin) sample sizes, rates and intervals behind VECE (with the
+    bins' weights and Kish effective sizes on a weighted dataset)."""
     bins = detail["bins"]
+    weighted = bins.get("weight") is not None
     header = html.Tr([html.Th("category" if detail["kind"] == "categorical" else "bin of v"),
-                      html.Th("n"), html.Th("error rate (95% Wilson CI)"),
+                      html.Th("n"),
+                      *([html.Th("weight"), html.Th("Kish n_eff")] if weighted else []),
+                      html.Th("error rate (95% Wilson CI)"),
                       html.Th("predicted error (95% t CI)"),
                       html.Th("gap (error − predicted; + over-confident)")])
     rows = [html.Tr([html.Td(format_value(bins["bin"][i])), html.Td(f"{bins['n'][i]:,}"),
+                     *([html.Td(f"{bins['weight'][i]:,.6g}"), html.Td(f"{bins['n_eff'][i]:,.1f}")]
+                       if weighted else []),
                      html.Td(_interval(bins["error"][i], bins["error_low"][i],
                                        bins["error_high"][i])),
                      html.Td(_interval(bins["predicted_error"][i],
@@ -424,5 +430,6 @@ def _bins_table(detail: dict[str, Any]) -> html.Details | html.Div:
     table = html.Table([html.Thead(header), html.Tbody(rows)], className="table")
     if detail["kind"] == "categorical":
         return html.Div([html.H3("Per category"), table], id=VAR_CATEGORIES)
-    return html.Details([html.Summary(f"The {len(rows)} equal-mass bins behind VECE"), table],
+    shares = "equal-weight" if weighted else "equal-mass"
+    return html.Details([html.Summary(f"The {len(rows)} {shares} bins behind VECE"), table],
                         className="variables-bins")

@@ -31,7 +31,7 @@ from numba.core.base import BaseContext
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
-from calibcore.variable._binning import qcut_levels, weighted_quantiles
+from calibcore.variable._binning import qcut_levels
 from calibcore.variable._pcg64 import fill_targets, pcg64_words
 
 #: Relative slack when comparing permuted with observed statistics, so that
@@ -299,38 +299,141 @@ def weighted_permuted_vece(
 ) -> NDArray[np.float64]:
     """Weighted VECE of ``n_permutations`` random permutations of V against the rows.
 
-    A permutation gives the sorted values of V (``sorted_values``, the used rows' V
-    sorted) to the rows (residual, weight) in a random order. A numeric variable's bins are
-    then the equal-weight bins of that assignment: the edges are the weighted quantiles of
-    V (:func:`calibcore.variable._binning.weighted_quantiles`, as the observed VECE's) and a
-    bin holds the sorted positions whose value lies at or below its edge, so ties stay
-    together. A categorical variable (``sorted_values`` None) keeps its bins of ``sizes``
-    rows. The statistic is ``(1/W) sum_b |sum_{i in b} w_i residual_i|``.
+    A permutation gives the sorted values of V (``sorted_values``, the rows' V sorted) to
+    the rows (residual, weight; every weight positive) in a random order. A numeric
+    variable's bins are then the equal-weight bins of that assignment: the edges are the
+    weighted quantiles of V (:func:`calibcore.variable._binning.weighted_quantiles`, as the
+    observed VECE's) and a bin holds the sorted positions whose value lies at or below its
+    edge, so ties stay together. A categorical variable (``sorted_values`` None) keeps its
+    bins of ``sizes`` rows. The statistic is ``(1/W) sum_b |sum_{i in b} w_i residual_i|``.
+    From :data:`PARALLEL_MIN_ROWS` rows the permutations are drawn in chunks of
+    :data:`PARALLEL_CHUNK` on every core, chunk c from the c-th stream spawned from
+    ``random_state`` (as :func:`permuted_vece`).
     """
+    if residual.size < PARALLEL_MIN_ROWS or n_permutations <= PARALLEL_CHUNK:
+        return _weighted_permuted_vece(residual, weights, sorted_values, sizes, n_bins,
+                                       n_permutations, random_state, heartbeat)
+    counts = [min(PARALLEL_CHUNK, n_permutations - start)
+              for start in range(0, n_permutations, PARALLEL_CHUNK)]
+    streams = np.random.SeedSequence(random_state).spawn(len(counts))
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                              thread_name_prefix="calibcore-permutation-chunks")
+    try:
+        chunks = [pool.submit(_weighted_permuted_vece, residual, weights, sorted_values, sizes,
+                              n_bins, count, stream, heartbeat)
+                  for count, stream in zip(counts, streams, strict=True)]
+        return np.concatenate([chunk.result() for chunk in chunks])
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _weighted_permuted_vece(
+    residual: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    sorted_values: NDArray[np.float64] | None,
+    sizes: NDArray[np.intp] | None,
+    n_bins: int,
+    n_permutations: int,
+    random_state: int | np.random.SeedSequence | None,
+    heartbeat: Callable[[], None] | None,
+) -> NDArray[np.float64]:
+    """:func:`weighted_permuted_vece` from one stream."""
     rng = np.random.default_rng(random_state)
-    total = float(weights.sum())
+    weighted = weights * residual
     levels = qcut_levels(n_bins)
-    null = np.empty(n_permutations)
-    fixed = None
+    integer = bool(np.array_equal(weights, np.round(weights)))
     if sorted_values is None:
         fixed = np.concatenate([[0], np.cumsum(np.asarray(sizes))]).astype(np.intp)
+        values = np.empty(0)
+    else:
+        fixed, values = np.empty(0, dtype=np.intp), sorted_values
+    cumulative = np.empty(residual.size)
+    running = np.empty(residual.size)
+    null = np.empty(n_permutations)
+    # the rows' order, shuffled again for each permutation as Generator.shuffle does (the
+    # compiled shuffle of permuted_vece, on row numbers held as floats: exact below 2^53)
+    order = np.arange(residual.size, dtype=np.float64)
+    starts, sums = np.zeros(1, dtype=np.intp), np.empty(1)
+    compiled = residual.size < _MAX_32_BIT_ROWS
+    next_uint32 = rng.bit_generator.ctypes.next_uint32
+    state = rng.bit_generator.ctypes.state_address
+    words = pcg64_words(rng)
+    inline = words is not None
+    if words is None:
+        words = (np.zeros(4, dtype=np.uint64), np.zeros(2, dtype=np.uint32))
     for draw in range(n_permutations):
-        order = rng.permutation(residual.size)
-        drawn_weights = weights[order]
-        sums = np.concatenate([[0.0], np.cumsum(drawn_weights * residual[order])])
-        if fixed is not None:
-            cuts = fixed
+        if compiled:
+            _shuffle_segment_sums(order, starts, sums, next_uint32, state, *words, inline)
         else:
-            assert sorted_values is not None
-            positive = drawn_weights > 0
-            edges = np.unique(weighted_quantiles(sorted_values[positive],
-                                                 drawn_weights[positive], levels))
-            inner = np.searchsorted(sorted_values, edges[1:-1], side="right")
-            cuts = np.concatenate([[0], inner, [residual.size]]).astype(np.intp)
-        null[draw] = np.abs(np.diff(sums[cuts])).sum() / total
+            rng.shuffle(order)
+        null[draw] = _permutation_vece(order, weights, weighted, values, fixed, levels,
+                                       integer, cumulative, running)
         if heartbeat is not None:
             heartbeat()
     return null
+
+
+@numba.njit(nogil=True, cache=True)
+def _permutation_vece(
+    order: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    weighted: NDArray[np.float64],
+    sorted_values: NDArray[np.float64],
+    fixed: NDArray[np.intp],
+    levels: NDArray[np.float64],
+    integer: bool,
+    cumulative: NDArray[np.float64],
+    running: NDArray[np.float64],
+) -> float:
+    """The weighted VECE of one permutation: row ``order[k]`` (a row number; its weight and
+    ``weighted`` = weight x residual) at sorted position k; bins at the positions ``fixed``
+    (categorical) or the equal-weight bins over ``sorted_values`` (numeric, the arithmetic
+    of :func:`calibcore.variable._binning.weighted_quantiles`, numpy's lerp included).
+    ``cumulative`` and ``running`` are work space of one value per row."""
+    n = order.size
+    total = 0.0
+    summed = 0.0
+    for k in range(n):
+        row = int(order[k])
+        total += weights[row]
+        summed += weighted[row]
+        cumulative[k] = total
+        running[k] = summed
+    if fixed.size > 0:
+        cuts = fixed
+    else:
+        last = n - 1
+        edges = np.empty(levels.size)
+        for j in range(levels.size):
+            if integer:
+                virtual = (total - 1.0) * levels[j]
+                below = np.floor(virtual)
+                above = min(below + 1.0, total - 1.0)
+                gamma = virtual - below
+                low = sorted_values[min(np.searchsorted(cumulative, below, side="right"), last)]
+                high = sorted_values[min(np.searchsorted(cumulative, above, side="right"),
+                                         last)]
+                difference = high - low
+                if gamma >= 0.5:
+                    edges[j] = high - difference * (1.0 - gamma)
+                else:
+                    edges[j] = low + difference * gamma
+            else:
+                position = np.searchsorted(cumulative, levels[j] * total, side="left")
+                edges[j] = sorted_values[min(position, last)]
+        distinct = np.unique(edges)
+        cuts = np.empty(max(distinct.size, 2), dtype=np.intp)
+        cuts[0] = 0
+        for j in range(1, distinct.size - 1):
+            cuts[j] = np.searchsorted(sorted_values, distinct[j], side="right")
+        cuts[cuts.size - 1] = n
+    statistic = 0.0
+    previous = 0.0
+    for j in range(1, cuts.size):
+        here = running[cuts[j] - 1] if cuts[j] > 0 else 0.0
+        statistic += abs(here - previous)
+        previous = here
+    return statistic / total
 
 
 def permutation_p_value(observed: float, null: NDArray[np.float64]) -> float:

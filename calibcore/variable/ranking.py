@@ -325,11 +325,16 @@ def _prepare_one(
     if weights is not None:
         null = None
         if settings.n_permutations > 0:
+            # V is permuted among the rows of positive weight (rows of weight 0 are none of
+            # the weighted population), each keeping its residual and weight
+            positive = weights > 0
+            rows = variable.used.copy()
+            rows[variable.used] = positive
             categorical = variable.kind == "categorical"
-            sizes = np.bincount(index, minlength=size)
+            sizes = np.bincount(index[positive], minlength=size)
             null = nulls.submit_weighted(
-                residual, weights, variable.used,
-                None if categorical else np.sort(variable.values),
+                residual[positive], weights[positive], rows,
+                None if categorical else np.sort(variable.values[positive]),
                 sizes[sizes > 0] if categorical else None, settings.n_bins,
                 settings.n_permutations, settings.random_state)
         return _Prepared(variable, index, size, row, null, weights)

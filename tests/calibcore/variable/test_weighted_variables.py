@@ -284,3 +284,35 @@ def test_the_weighted_null_permutes_v_against_rows_that_keep_their_weights() -> 
     np.testing.assert_array_equal(null, weighted_permuted_vece(residual, weights, values,
                                                                None, 4, 300, 0))
     assert 0 < permutation_p_value(float(np.median(null)), null) <= 1
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_unpermuted_statistic_is_the_observed_vece(integer: bool) -> None:
+    # the null's statistic (compiled) at the rows' own order equals variable_ece: the same
+    # equal-weight bins, ties kept together
+    from calibcore.variable._binning import qcut_levels
+    from calibcore.variable._permutation import _permutation_vece
+
+    rng = np.random.default_rng(15)
+    n = 300
+    v = np.round(rng.normal(size=n), 1)
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.random(n) < p).astype(int)
+    w = rng.integers(1, 5, n).astype(float) if integer else rng.uniform(0.1, 4.0, n)
+    residual = (1.0 - np.maximum(p, 1.0 - p)) - (y != (p > 0.5)).astype(float)
+    order = np.argsort(v, kind="stable")
+    identity = order.astype(np.float64)  # position k holds row order[k]: V sorted
+    work = (np.empty(n), np.empty(n))
+    for n_bins in (3, 10):
+        statistic = _permutation_vece(identity, w, w * residual, v[order],
+                                      np.empty(0, dtype=np.intp), qcut_levels(n_bins),
+                                      integer, *work)
+        assert statistic == pytest.approx(variable_ece(v, y, p, n_bins=n_bins,
+                                                       sample_weight=w), abs=1e-12)
+    categories = (np.abs(v * 10) % 3).astype(int)
+    order = np.argsort(categories, kind="stable")
+    cuts = np.concatenate([[0], np.cumsum(np.bincount(categories))]).astype(np.intp)
+    statistic = _permutation_vece(order.astype(np.float64), w, w * residual, np.empty(0), cuts,
+                                  qcut_levels(10), integer, *work)
+    assert statistic == pytest.approx(variable_ece(categories.astype(str), y, p,
+                                                   sample_weight=w), abs=1e-12)

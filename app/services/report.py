@@ -150,7 +150,11 @@ def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *
     if view is not None:
         check_summary_view(view, 2)  # before any pass; the classes are checked later
     frame = read_partitioned(uri)
-    roles = partitioned_roles(frame, overrides or RoleOverrides())
+    overrides = overrides or RoleOverrides()
+    if overrides.weight is not None and overrides.weight not in frame.columns:
+        raise CalibrationInputError(f"--weight: no column named {overrides.weight!r}.",
+                                    code="column_not_found", column=overrides.weight)
+    roles = partitioned_roles(frame, overrides)
     with dask_client(scheduler) as client:
         report = partitioned_report(frame, roles, view=view, n_bins=n_bins,
                                     n_bootstrap=n_bootstrap, interval=interval,

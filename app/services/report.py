@@ -213,11 +213,10 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     view = view or default_view(len(classes))
     check_summary_view(view, len(classes))
     views: list[View] = ["positive", "top_label"] if len(classes) == 2 else ["top_label"]
-    weights = {"weight": roles.weight, "negative_rate": negative_rate}
     summary, cells, scores = partitioned_summaries(
         frame, label, probabilities, classes, views=views, n_bins=n_bins, progress=stage(
             0.1, 0.45, "summarising every partition (counts and sums per bin, resampling "
-                       "cells)"), **weights)
+                       "cells)"), weight=roles.weight, negative_rate=negative_rate)
     weighted = summary.weighted
     equal_mass = partitioned_equal_mass(
         frame, label, probabilities, classes, n_bins=n_bins,
@@ -229,7 +228,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
                                                              "checking the split column")))
         test_summaries = partitioned_summaries(
             frame[names == "test"], label, probabilities, classes, views=views,
-            n_bins=n_bins, progress=stage(0.82, 0.85, "summarising the test rows"), **weights)
+            n_bins=n_bins, progress=stage(0.82, 0.85, "summarising the test rows"),
+            weight=roles.weight, negative_rate=negative_rate)
     ranking = None
     if roles.features:
         ranking = _partitioned_ranking(frame, roles, classes, stage(

@@ -30,8 +30,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
-from calibcore.data.weights import check_sample_weight
 from calibcore.data.views import View, top_class
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import ResamplingPlan, cell_columns
 from calibcore.metrics._weighted_measures import MeasureName, WeightedMeasures, row_losses

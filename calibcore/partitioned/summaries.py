@@ -233,10 +233,11 @@ def _weighted_bins(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
     shape (5, bins)."""
     index = assign_bins(scores, edges)
     size = edges.size - 1
-    return np.concatenate([bin_sums(scores, outcomes, edges, weights),
-                           np.stack([np.bincount(index, minlength=size).astype(np.float64),
-                                     np.bincount(index, weights=np.square(weights),
-                                                 minlength=size)])])
+    return np.stack([np.bincount(index, weights=weights, minlength=size),
+                     np.bincount(index, weights=weights * scores, minlength=size),
+                     np.bincount(index, weights=weights * outcomes, minlength=size),
+                     np.bincount(index, minlength=size).astype(np.float64),
+                     np.bincount(index, weights=np.square(weights), minlength=size)])
 
 
 def check_summary_view(view: str, n_classes: int) -> None:

@@ -14,12 +14,13 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics import binned_reliability, global_measures
+from calibcore.metrics import binned_reliability, calibration_tests_by_view, global_measures
 from calibcore.partitioned import (
     FROM_SCORES,
     BinnedSummary,
     CellSummary,
     ScoreSummary,
+    calibration_tests_of_scores,
     measures_with_intervals,
     merge_all,
     partitioned_summaries,
@@ -47,7 +48,7 @@ def summaries(labels: np.ndarray, proba: np.ndarray, weights: np.ndarray | None,
     def of(index: np.ndarray) -> tuple[BinnedSummary, ScoreSummary, CellSummary]:
         w = None if weights is None else weights[index]
         if index.size == 0:
-            k = proba.shape[1]
+            k = proba.shape[1] if proba.ndim == 2 else 2
             return (BinnedSummary.empty(k, weighted=w is not None),
                     ScoreSummary.empty(view, weighted=w is not None),  # type: ignore[arg-type]
                     CellSummary.empty(k, weighted=w is not None))
@@ -241,3 +242,25 @@ def test_bad_weights_and_mixed_summaries_are_refused(table) -> None:  # type: ig
     with pytest.raises(CalibrationInputError, match="weighted and unweighted"):
         ScoreSummary.of(labels, proba).merge(ScoreSummary.of(labels, proba,
                                                              sample_weight=np.ones(10)))
+
+
+@pytest.mark.parametrize("kind", ["per_label", "fractional"])
+def test_the_weighted_test_is_the_in_memory_one_above_the_sorting_size(kind: str) -> None:
+    """Above 8,192 rows the in-memory weighted test pools rows into cells of the score on
+    their Kish sizes; the merged weighted score sums give the same groups, hence the same
+    statistic and p-values for the same seeds (headline and top-label check)."""
+    rng = np.random.default_rng(1)
+    n = 12_000
+    positive = np.round(rng.beta(2, 2, n), 3)
+    labels = (rng.random(n) < positive**1.1).astype(int)
+    weights = np.where(labels == 0, 4.0, 1.0) if kind == "per_label" else rng.gamma(1.0, 1.0, n)
+    parts = np.split(np.arange(n), [0, 5_000, 9_000])
+    scores = {view: summaries(labels, positive, weights, parts, view)[1]
+              for view in ("positive", "top_label")}
+    got = calibration_tests_of_scores(scores, 2, n_resamples=50)  # type: ignore[arg-type]
+    expected = calibration_tests_by_view(labels, positive, n_resamples=50,
+                                         sample_weight=weights)
+    assert not isinstance(got, str)
+    assert got.headline.statistic == pytest.approx(expected.headline.statistic, rel=1e-12)
+    assert got.headline.p_value == expected.headline.p_value
+    assert got.others[0].p_value == expected.others[0].p_value

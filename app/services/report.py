@@ -193,8 +193,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     ``roles.weight`` (a column of row weights) and ``negative_rate`` (negatives weigh 1 /
     rate) weigh the rows as :func:`build_report` weighs them: the measures, intervals,
     diagrams and test come from weight sums merged from the partitions, with Kish's
-    effective n in ``n_eff`` and ``weights_note``; the equal-mass ECE and the variables
-    ranking do not take the weights yet and say so."""
+    effective n in ``n_eff`` and ``weights_note``, the equal-mass ECE at the weighted
+    quantiles; the variables ranking does not take the weights yet and says so."""
     label, probabilities = roles.label, list(roles.probabilities)
     if label is None:
         raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
@@ -220,7 +220,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     weighted = summary.weighted
     equal_mass = partitioned_equal_mass(
         frame, label, probabilities, classes, n_bins=n_bins,
-        progress=stage(0.45, 0.8, "equal-mass bins: exact quantiles of every score"))
+        progress=stage(0.45, 0.8, "equal-mass bins: exact quantiles of every score"),
+        weight=roles.weight, negative_rate=negative_rate)
     test_summaries = None
     if roles.split is not None:
         names = frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
@@ -249,8 +250,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
         metrics["all"]["equal_mass"] = {
             **equal_mass["views"][shown], "classwise_ece": equal_mass["classwise_ece"],
             "note": "bins at numpy's quantiles of all the scores, found exactly in two "
-                    "passes; no interval" + (f"; {NOT_WEIGHTED_NOTE}" if weighted else ""),
-            **({"weighted": False} if weighted else {})}
+                    "passes" + ("; weighted quantiles, weighted sums" if weighted else "")
+                    + "; no interval"}
         by_view[shown] = {"metrics_by_subset": metrics,
                           "reliability": _partitioned_reliability(
                               summary, cells, shown, classes, n_bins, n_bootstrap, interval)}

@@ -311,7 +311,8 @@ def merge_scores(first: ScoreSummary | None,
 
 def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                            classes: Sequence[Any] | None = None, *, n_bins: int = 15,
-                           progress: Callable[[float], None] | None = None
+                           progress: Callable[[float], None] | None = None,
+                           weight: str | None = None, negative_rate: float | None = None
                            ) -> dict[str, Any]:
     """ECE, MCE and classwise ECE with equal-mass bins, exactly, in three Dask passes.
 
@@ -325,14 +326,22 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     positive view's, P(class 1), for two classes).
     ``progress(fraction)`` is called as each partition of each pass is done (a third of
     the fraction a pass).
+
+    ``weight`` and ``negative_rate`` weigh the rows as in :func:`partitioned_summaries`:
+    the passes sum weights where they counted rows, so the bins are at the weighted
+    quantiles :func:`calibcore.metrics.binning.weighted_equal_mass_edges` gives (integer
+    weights: the quantiles of the repeated rows) and the values equal
+    :mod:`calibcore.metrics` with ``sample_weight``; ``n_rows`` is then the total weight.
     """
     import dask
 
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
-    parts = frame[[label, *probabilities]].to_delayed()
+    classes, columns = _checked_roles(frame, label, probabilities, classes,
+                                      () if weight is None else (weight,))
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    parts = frame[[label, *probabilities, *weighting.columns]].to_delayed()
 
     def reduce(merge: Any, function: Any, *args: Any) -> Any:
-        leaves = _each_partition(parts, function, label, columns, classes, *args)
+        leaves = _each_partition(parts, function, label, columns, classes, *args, weighting)
         index = (_problem_counts, _problem_values, _problem_sums).index(function)
         (merged,) = compute_reporting([dask.delayed(merge)(leaves)], leaves,
                                       within(progress, index / 3, (index + 1) / 3))
@@ -344,10 +353,10 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     edges = [merged_equal_mass_edges(problem, problem_values, n_bins)
              for problem, problem_values in zip(counts, values, strict=True)]
     sums = reduce(_added, _problem_sums, edges)
-    n_rows = int(counts[0].sum())
+    n_rows = float(counts[0].sum()) if weighting.weighted else int(counts[0].sum())
     top, per_class = sums[0], sums[1:]
-    if n_rows == 0:
-        raise CalibrationInputError("no rows were summarized.")
+    if n_rows <= 0:
+        raise CalibrationInputError("no rows (or no weight) were summarized.")
     views = {"top_label": _binned_errors(top, n_rows, edges[0])}
     if len(per_class) == 2:
         views["positive"] = _binned_errors(per_class[1], n_rows, edges[2])
@@ -357,7 +366,7 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
             "n_rows": n_rows, "edges": [e.tolist() for e in edges], "views": views}
 
 
-def _binned_errors(bins: NDArray[np.float64], n_rows: int,
+def _binned_errors(bins: NDArray[np.float64], n_rows: float,
                    edges: NDArray[np.float64]) -> dict[str, Any]:
     """ECE and MCE of one problem's bin sums (rows, scores, outcomes), with its edges."""
     filled = bins[0] > 0
@@ -366,29 +375,38 @@ def _binned_errors(bins: NDArray[np.float64], n_rows: int,
             "mce": float((gaps[filled] / bins[0][filled]).max()), "edges": edges.tolist()}
 
 
+_Problem = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]
+
+
 def _problems(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-              classes: Sequence[str]) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """(scores, outcomes) of the top-label problem, then of each class's."""
+              classes: Sequence[str], weighting: _Weighting) -> list[_Problem]:
+    """(scores, outcomes, row weights or None) of the top-label problem, then of each
+    class's."""
     if part.shape[0] == 0:
         empty = np.empty(0)
-        return [(empty, empty)] * (1 + max(len(probabilities), 2))
+        return [(empty, empty, empty if weighting.weighted else None)] * (
+            1 + max(len(probabilities), 2))
     labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    weights = weighting.of(part, labels)
     top, each_class = score_outcome(labels, proba, "top_label"), score_outcome(
         labels, proba, "classwise")
-    return [(top.scores[0], top.outcomes[0]),
-            *zip(each_class.scores, each_class.outcomes, strict=True)]
+    return [(top.scores[0], top.outcomes[0], weights),
+            *((scores, outcomes, weights) for scores, outcomes
+              in zip(each_class.scores, each_class.outcomes, strict=True))]
 
 
 def _problem_counts(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str]) -> NDArray[np.int64]:
-    return np.stack([cell_counts(scores)
-                     for scores, _ in _problems(part, label, probabilities, classes)])
+                    classes: Sequence[str], weighting: _Weighting) -> NDArray[Any]:
+    return np.stack([cell_counts(scores, weights) for scores, _, weights
+                     in _problems(part, label, probabilities, classes, weighting)])
 
 
 def _problem_values(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str], targets: list[NDArray[np.int64]]) -> list[pd.Series]:
-    return [cell_values(scores, cells) for (scores, _), cells in
-            zip(_problems(part, label, probabilities, classes), targets, strict=True)]
+                    classes: Sequence[str], targets: list[NDArray[np.int64]],
+                    weighting: _Weighting) -> list[pd.Series]:
+    return [cell_values(scores, cells, weights) for (scores, _, weights), cells in
+            zip(_problems(part, label, probabilities, classes, weighting), targets,
+                strict=True)]
 
 
 def _merged_values(parts: list[list[pd.Series]]) -> list[pd.Series]:
@@ -396,10 +414,12 @@ def _merged_values(parts: list[list[pd.Series]]) -> list[pd.Series]:
 
 
 def _problem_sums(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                  classes: Sequence[str], edges: list[NDArray[np.float64]]
-                  ) -> list[NDArray[np.float64]]:
-    return [bin_sums(scores, outcomes, problem_edges) for (scores, outcomes), problem_edges
-            in zip(_problems(part, label, probabilities, classes), edges, strict=True)]
+                  classes: Sequence[str], edges: list[NDArray[np.float64]],
+                  weighting: _Weighting) -> list[NDArray[np.float64]]:
+    return [bin_sums(scores, outcomes, problem_edges, weights)
+            for (scores, outcomes, weights), problem_edges
+            in zip(_problems(part, label, probabilities, classes, weighting), edges,
+                   strict=True)]
 
 
 def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:

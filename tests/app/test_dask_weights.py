@@ -15,6 +15,7 @@ from dask.distributed import LocalCluster
 
 from app.cli import main
 from app.services.weighting import NOT_WEIGHTED_NOTE
+from calibcore.metrics import global_measures
 
 N_ROWS = 2_000
 #: The measures both reports compute exactly from the same weighted rows.
@@ -96,7 +97,13 @@ def test_the_dask_weighted_report_is_the_in_memory_weighted_report(
     # what is not weighted says so; the HTML shows the caption
     assert dask_report["variables"]["weighted"] is False
     assert dask_report["variables"]["weights_note"] == NOT_WEIGHTED_NOTE
-    assert NOT_WEIGHTED_NOTE in dask_report["metrics"]["equal_mass"]["note"]
+    # the equal-mass ECE at the weighted quantiles of every row
+    equal_mass = global_measures(frame["y_true"], frame["y_prob"], view="positive",
+                                 binning="equal_mass", n_bootstrap=0, sample_weight=applied,
+                                 measures=["ece", "mce", "classwise_ece"])
+    for key in ("ece", "mce", "classwise_ece"):
+        assert dask_report["metrics"]["equal_mass"][key] == pytest.approx(
+            equal_mass[key].value, abs=1e-9), key
     page = (tmp_path / "dask.html").read_text()
     assert f"Row weights: {dask_report['weights_note']}." in page
     assert "Kish n_eff" in capsys.readouterr().out

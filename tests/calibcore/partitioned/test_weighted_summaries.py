@@ -23,6 +23,7 @@ from calibcore.partitioned import (
     calibration_tests_of_scores,
     measures_with_intervals,
     merge_all,
+    partitioned_equal_mass,
     partitioned_summaries,
 )
 
@@ -264,3 +265,45 @@ def test_the_weighted_test_is_the_in_memory_one_above_the_sorting_size(kind: str
     assert got.headline.statistic == pytest.approx(expected.headline.statistic, rel=1e-12)
     assert got.headline.p_value == expected.headline.p_value
     assert got.others[0].p_value == expected.others[0].p_value
+
+
+@pytest.mark.parametrize(("n_classes", "kind"),
+                         [(2, "integer"), (2, "fractional"), (3, "integer"), (3, "fractional")])
+def test_weighted_equal_mass_bins_are_at_the_weighted_quantiles(n_classes: int,
+                                                                kind: str) -> None:
+    """The three passes sum weights where they counted rows: ECE, MCE and classwise ECE
+    at the weighted quantiles of every row equal global_measures(binning="equal_mass",
+    sample_weight=...), and integer weights give the repeated rows' bins."""
+    rng = np.random.default_rng(17)
+    n = 3_000
+    labels, proba = rows(n, n_classes, rng)
+    weights = (rng.integers(0, 4, n).astype(float) if kind == "integer"
+               else rng.gamma(0.7, 2.0, n))
+    columns = [f"p{k}" for k in range(n_classes)] if n_classes > 2 else ["p1"]
+    values = proba if n_classes > 2 else proba[:, 1:]
+    frame = pd.DataFrame({"y": labels, **dict(zip(columns, values.T, strict=True)),
+                          "w": weights})
+    classes = [str(k) for k in range(n_classes)]
+    keys = ["ece", "mce", "classwise_ece"]
+    with dask.config.set(scheduler="sync"):
+        got = partitioned_equal_mass(dd.from_pandas(frame, npartitions=4), "y", columns,
+                                     classes, weight="w")
+        if kind == "integer":
+            repeated = frame.loc[frame.index.repeat(weights.astype(int))].drop(columns="w")
+            plain = partitioned_equal_mass(dd.from_pandas(repeated, npartitions=3), "y",
+                                           columns, classes)
+            for key in keys:
+                assert got[key] == pytest.approx(plain[key], abs=1e-12), key
+            assert got["edges"] == plain["edges"]
+    expected = global_measures(labels, proba, binning="equal_mass", n_bootstrap=0,
+                               sample_weight=weights, measures=keys)  # type: ignore[arg-type]
+    for key in keys:
+        assert got[key] == pytest.approx(expected[key].value, abs=1e-9), key
+    assert got["n_rows"] == pytest.approx(weights.sum(), rel=1e-12)
+    if n_classes == 2:
+        positive = global_measures(labels, proba, view="positive", binning="equal_mass",
+                                   n_bootstrap=0, sample_weight=weights,
+                                   measures=["ece", "mce"])
+        for key in ("ece", "mce"):
+            assert got["views"]["positive"][key] == pytest.approx(positive[key].value,
+                                                                  abs=1e-9), key

@@ -54,14 +54,19 @@ MAX_CELLS = 2_000_000
 
 
 def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                        classes: Sequence[str], n_bins: int) -> BinnedSummary:
+                        classes: Sequence[str], n_bins: int,
+                        weighting: _Weighting | None = None) -> BinnedSummary:
     """The summary of one partition. Labels are named as uploads name them
     (:func:`calibcore.data.label_value_names`) and mapped to ``classes`` (the class of
-    each probability column); a single column holds P(``classes[1]``)."""
+    each probability column); a single column holds P(``classes[1]``). ``weighting``
+    (:func:`partitioned_summary`'s ``weight`` and ``negative_rate``) weighs its rows."""
+    weighting = weighting or _Weighting()
     if part.shape[0] == 0:
-        return BinnedSummary.empty(max(len(probabilities), 2), n_bins)
-    return BinnedSummary.of(*_partition_rows(part, label, probabilities, classes),
-                            n_bins=n_bins)
+        return BinnedSummary.empty(max(len(probabilities), 2), n_bins,
+                                   weighted=weighting.weighted)
+    labels, proba = _partition_rows(part, label, probabilities, classes)
+    return BinnedSummary.of(labels, proba, n_bins=n_bins,
+                            sample_weight=weighting.of(part, labels))
 
 
 def partition_cells(part: pd.DataFrame, label: str, probabilities: Sequence[str],
@@ -428,7 +433,9 @@ def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:
 
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                         classes: Sequence[Any] | None = None, *, n_bins: int = 15,
-                        progress: Callable[[float], None] | None = None) -> BinnedSummary:
+                        progress: Callable[[float], None] | None = None,
+                        weight: str | None = None,
+                        negative_rate: float | None = None) -> BinnedSummary:
     """The merged summary of every partition of ``frame`` (computed by Dask).
 
     Parameters
@@ -446,10 +453,19 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     progress : callable, optional
         ``progress(fraction)``, called as each partition is summarized; it may raise to
         stop the pass (what is left of it is cancelled).
+    weight : str, optional
+        A column of non-negative row weights: the summary of the weighted rows
+        (:class:`BinnedSummary`; not read when not given).
+    negative_rate : float, optional
+        Two classes: the fraction of negatives a sampled log kept; they weigh 1 / rate
+        (times ``weight``).
     """
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
-    parts = frame[[label, *columns]].to_delayed()
-    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
+    classes, columns = _checked_roles(frame, label, probabilities, classes,
+                                      () if weight is None else (weight,))
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    parts = frame[[label, *columns, *weighting.columns]].to_delayed()
+    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins,
+                                weighting)
     (summary,) = compute_reporting([_tree(BinnedSummary.merge, summaries)], summaries,
                                    progress)
     return summary

@@ -25,6 +25,7 @@ from calibcore.partitioned import (
     merge_all,
     partitioned_equal_mass,
     partitioned_summaries,
+    partitioned_summary,
 )
 
 #: Measures a weighted BinnedSummary gives, exact up to the order of additions.
@@ -200,6 +201,10 @@ def test_dask_summaries_take_the_weight_column_and_the_negative_rate(table) -> N
                 assert result[key].value == pytest.approx(expected[key].value,
                                                           abs=1e-9), (rate, key)
             assert result.n_eff == pytest.approx(expected.n_eff, rel=1e-12)
+            alone = partitioned_summary(parts, "y", ["p"], ["0", "1"], weight="w",
+                                        negative_rate=rate)
+            assert alone.measures("positive") == pytest.approx(summary.measures("positive"),
+                                                               abs=1e-12)
         plain, _, _ = partitioned_summaries(parts, "y", ["p"], ["0", "1"])
     assert plain.weights is None
 

@@ -48,10 +48,6 @@ def _report(args: argparse.Namespace) -> int:
         if args.drop_missing:
             raise CalibrationInputError("--drop-missing goes with --engine memory (the "
                                         "default).")
-        if args.weight or args.negative_rate is not None:
-            raise CalibrationInputError("--weight and --negative-rate go with --engine memory "
-                                        "(the default): the Dask engine does not take row "
-                                        "weights yet.")
         if args.view == "classwise":
             raise CalibrationInputError("--view classwise is not available with --engine "
                                         "dask: choose positive (two classes) or top_label "
@@ -59,11 +55,13 @@ def _report(args: argparse.Namespace) -> int:
                                         "every report).")
         overrides = RoleOverrides(label=args.label,
                                   probabilities=_column_list(args.probabilities),
-                                  features=_column_list(args.features), split=args.split)
+                                  features=_column_list(args.features), split=args.split,
+                                  weight=args.weight)
         report = build_partitioned_report(args.file, overrides, view=args.view,
                                           scheduler=_scheduler(args), n_bins=args.n_bins,
                                           n_bootstrap=args.n_bootstrap,
-                                          interval=args.interval)
+                                          interval=args.interval,
+                                          negative_rate=args.negative_rate)
     else:
         if args.label or args.probabilities or args.features or args.split or args.scheduler:
             raise CalibrationInputError("--label, --probabilities, --features, --split and "

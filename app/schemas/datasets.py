@@ -66,6 +66,17 @@ class ExternalDatasetRequest(BaseModel):
     time: str | None = None
     logits: bool = False
     renormalize: bool = False
+    weight: str | None = Field(default=None, max_length=1000, description=(
+        "row weights (survey, importance or downsampling weights): non-negative numbers, "
+        "not all zero; omitted: a column named weight, weights, sample_weight or "
+        "sample_weights, if any. The exact report sums weights instead of counting rows"))
+    no_weight: bool = Field(default=False, description="no weight column, even if one is "
+                            "inferred")
+    negative_rate: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None, description=(
+            "the fraction of negatives a sampled log kept (every positive kept): its "
+            "negatives weigh 1 / negative_rate (times the weight column, if any); binary "
+            "labels only"))
     name: str | None = Field(default=None, max_length=200)
     sample_rows: Annotated[int, Field(ge=1_000, le=5_000_000), WHOLE_NUMBER] | None = Field(
         default=None, description="rows of the seeded uniform sample the per-row diagnostics "

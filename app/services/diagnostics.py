@@ -411,14 +411,17 @@ def _exact_report(services: ServiceContext, dataset_id: str,
                   request: MetricsRequest) -> dict[str, Any] | None:
     """The exact report of every row of an external dataset in ``request``'s view when
     it answers ``request`` (a view it holds: top label, and positive for two classes;
-    equal-width bins, its bin count), else None; None for a weighted dataset (the Dask
-    engine does not take weights yet: its measures are the weighted sample's)."""
+    equal-width bins, its bin count), else None; None for a weighted dataset whose report
+    was stored unweighted (before the Dask engine took weights: the weighted sample's
+    measures are then shown)."""
     meta = services.datasets.record(dataset_id).meta
-    if not meta.get("external") or meta.get("weighted"):
+    if not meta.get("external"):
         return None
     report = services.datasets.document(dataset_id, EXTERNAL_REPORT)
     if report is None or (request.binning, request.n_bins) != ("equal_width",
                                                                report["n_bins"]):
+        return None
+    if bool(meta.get("weighted")) != bool(report.get("weighted")):
         return None
     # a report stored before it held views is the top label's
     views = report.get("views") or {"top_label": report}
@@ -439,8 +442,8 @@ def _external_metrics(services: ServiceContext, dataset_id: str,
     fields = ("name", "value", "low", "high", "plug_in", "consistent", "meaning", "note")
     measures = {key: {field: item[field] for field in fields}
                 for key, item in result["measures"].items()}
-    return {"view": request.view, "subset": request.subset, "n": result["n"],
-            "n_classes": len(report["classes"]), "n_bins": request.n_bins,
+    return {**_weights_of(result), "view": request.view, "subset": request.subset,
+            "n": result["n"], "n_classes": len(report["classes"]), "n_bins": request.n_bins,
             "binning": "equal_width", "n_bootstrap": request.n_bootstrap,
             "confidence_level": 0.95, "interval": result["interval"],
             "resampling": result["resampling"],
@@ -452,6 +455,13 @@ def _external_metrics(services: ServiceContext, dataset_id: str,
             # gather) the test runs on the stored sample and says so
             **({"calibration_test": result["calibration_test"]}
                if result.get("calibration_test") is not None else {})}
+
+
+def _weights_of(section: dict[str, Any]) -> dict[str, Any]:
+    """The weighting fields (``weighted``, ``n_eff``, ``weights_note``) of a section of an
+    exact report (a report stored before it held them: none)."""
+    return {key: section[key] for key in ("weighted", "n_eff", "weights_note")
+            if key in section}
 
 
 def reliability_for(services: ServiceContext, dataset_id: str, request: MetricsRequest,
@@ -473,7 +483,7 @@ def reliability_for(services: ServiceContext, dataset_id: str, request: MetricsR
             exact = report["reliability"]
             result.update(diagrams=[diagram_with_interval(diagram, interval)
                                     for diagram in exact["diagrams"]],
-                          n_binned=report["n_rows"])
+                          n_binned=report["n_rows"], **_weights_of(exact))
             if "smooth" in exact:
                 result["smooth"] = exact["smooth"]
                 result.pop("sample_note", None)

@@ -103,6 +103,7 @@ def register_external(datasets: DatasetService, request: ExternalRequest, *,
     with dask_client(scheduler):
         report = partitioned_report(
             frame, roles, n_bootstrap=n_bootstrap,
+            negative_rate=request.overrides.negative_rate,
             progress=lambda done, message: progress.update(0.85 * done, message))
         n_rows = int(report["n_rows"])
         drawing = (f"drawing a seeded sample of {min(sample_rows, n_rows):,} of {n_rows:,} "
@@ -124,7 +125,9 @@ def register_external(datasets: DatasetService, request: ExternalRequest, *,
                           features=roles.features, split=roles.split, id=roles.id,
                           no_split=roles.split is None, no_id=roles.id is None,
                           time=roles.time, no_time=roles.time is None, models=roles.models,
-                          logits=roles.logits, renormalize=request.overrides.renormalize)
+                          logits=roles.logits, renormalize=request.overrides.renormalize,
+                          weight=roles.weight, no_weight=roles.weight is None,
+                          negative_rate=request.overrides.negative_rate)
     name = request.name or "/".join(PurePosixPath(request.uri.split("://", 1)[-1]).parts[-2:])
     return datasets.create_from_frame(sample, fixed, name, request.uri,
                                       extra_meta={"external": external},

@@ -18,7 +18,11 @@ from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import load_table
-from app.services.weighting import weighting
+from app.services.weighting import (
+    NOT_WEIGHTED_NOTE,
+    weighted_caption,
+    weighting,
+)
 from calibcore.data import (
     SPLIT_VALUES,
     ColumnRoles,
@@ -123,7 +127,8 @@ def build_report(path: Path, *, view: View | None = None, n_bins: int = 15,
 def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *,
                              view: View | None = None, scheduler: str | None = None,
                              n_bins: int = 15, n_bootstrap: int = 200,
-                             interval: IntervalMethod = "wilson") -> dict[str, Any]:
+                             interval: IntervalMethod = "wilson",
+                             negative_rate: float | None = None) -> dict[str, Any]:
     """The exact measures and diagrams of files of any size on Dask.
 
     ``uri`` is a path, glob or fsspec URL of Parquet (``.parquet``/``.pq``) or CSV files,
@@ -131,15 +136,21 @@ def build_partitioned_report(uri: str, overrides: RoleOverrides | None = None, *
     Roles not given in ``overrides`` are inferred from the first rows as for an upload.
     ``view`` is that of the measures and diagrams shown first (:func:`partitioned_report`).
     Runs on the scheduler at ``scheduler`` or on a local in-process cluster sized to the
-    machine.
+    machine. The weight role (``overrides.weight``, or a column named as a weight column
+    is) and ``negative_rate`` weigh the rows, as :func:`build_report` does.
     """
     if view is not None:
         check_summary_view(view, 2)  # before any pass; the classes are checked later
     frame = read_partitioned(uri)
-    roles = partitioned_roles(frame, overrides or RoleOverrides())
+    overrides = overrides or RoleOverrides()
+    if overrides.weight is not None and overrides.weight not in frame.columns:
+        raise CalibrationInputError(f"--weight: no column named {overrides.weight!r}.",
+                                    code="column_not_found", column=overrides.weight)
+    roles = partitioned_roles(frame, overrides)
     with dask_client(scheduler) as client:
         report = partitioned_report(frame, roles, view=view, n_bins=n_bins,
-                                    n_bootstrap=n_bootstrap, interval=interval)
+                                    n_bootstrap=n_bootstrap, interval=interval,
+                                    negative_rate=negative_rate)
         workers = len(client.scheduler_info().get("workers", {}))
     return {"file": uri, "engine": "dask", "scheduler": scheduler or "local (in-process)",
             "workers": workers, **report}
@@ -155,7 +166,8 @@ def partitioned_roles(frame: dd.DataFrame, overrides: RoleOverrides) -> ColumnRo
 def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | None = None,
                        n_bins: int = 15, n_bootstrap: int = 200,
                        progress: Callable[[float, str], None] | None = None,
-                       interval: IntervalMethod = "wilson") -> dict[str, Any]:
+                       interval: IntervalMethod = "wilson",
+                       negative_rate: float | None = None) -> dict[str, Any]:
     """The report's exact parts of ``frame`` on the Dask client in use: the measures with
     intervals on all rows (and on the test rows with a split column), equal-mass ECE,
     the binned and smooth reliability diagrams, and the test of calibration checked in
@@ -168,7 +180,13 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     for two classes, from the same passes. ``progress(fraction, message)`` is called as
     the partitions of each pass are done (it may raise to stop; the pass's outstanding
     tasks are then cancelled). ``interval`` is the binned diagrams' per-bin interval
-    (Wilson's, or Clopper-Pearson's made from the merged counts)."""
+    (Wilson's, or Clopper-Pearson's made from the merged counts).
+
+    ``roles.weight`` (a column of row weights) and ``negative_rate`` (negatives weigh 1 /
+    rate) weigh the rows as :func:`build_report` weighs them: the measures, intervals,
+    diagrams and test come from weight sums merged from the partitions, with Kish's
+    effective n in ``n_eff`` and ``weights_note``, the equal-mass ECE at the weighted
+    quantiles; the variables ranking does not take the weights yet and says so."""
     label, probabilities = roles.label, list(roles.probabilities)
     if label is None:
         raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
@@ -190,10 +208,12 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     summary, cells, scores = partitioned_summaries(
         frame, label, probabilities, classes, views=views, n_bins=n_bins, progress=stage(
             0.1, 0.45, "summarising every partition (counts and sums per bin, resampling "
-                       "cells)"))
+                       "cells)"), weight=roles.weight, negative_rate=negative_rate)
+    weighted = summary.weighted
     equal_mass = partitioned_equal_mass(
         frame, label, probabilities, classes, n_bins=n_bins,
-        progress=stage(0.45, 0.8, "equal-mass bins: exact quantiles of every score"))
+        progress=stage(0.45, 0.8, "equal-mass bins: exact quantiles of every score"),
+        weight=roles.weight, negative_rate=negative_rate)
     test_summaries = None
     if roles.split is not None:
         names = frame[roles.split].map_partitions(_split_names, meta=(roles.split, object))
@@ -201,11 +221,14 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
                                                              "checking the split column")))
         test_summaries = partitioned_summaries(
             frame[names == "test"], label, probabilities, classes, views=views,
-            n_bins=n_bins, progress=stage(0.82, 0.85, "summarising the test rows"))
+            n_bins=n_bins, progress=stage(0.82, 0.85, "summarising the test rows"),
+            weight=roles.weight, negative_rate=negative_rate)
     ranking = None
     if roles.features:
         ranking = _partitioned_ranking(frame, roles, classes, stage(
             0.85, 0.95, f"VECE and LOESS curves of {len(roles.features)} variables"))
+        if weighted:
+            ranking = {**ranking, "weighted": False, "weights_note": NOT_WEIGHTED_NOTE}
     step(0.95, "intervals and the test of calibration")
     subsets = {"all": (summary, cells, scores)}
     if test_summaries is not None:
@@ -219,7 +242,8 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
         metrics["all"]["equal_mass"] = {
             **equal_mass["views"][shown], "classwise_ece": equal_mass["classwise_ece"],
             "note": "bins at numpy's quantiles of all the scores, found exactly in two "
-                    "passes; no interval"}
+                    "passes" + ("; weighted quantiles, weighted sums" if weighted else "")
+                    + "; no interval"}
         by_view[shown] = {"metrics_by_subset": metrics,
                           "reliability": _partitioned_reliability(
                               summary, cells, shown, classes, n_bins, n_bootstrap, interval)}
@@ -229,15 +253,22 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
                       "features": list(roles.features), "split": roles.split,
                       "id": roles.id,
                       "models": [[name, list(group)] for name, group in roles.models],
-                      "weight": None},  # the Dask engine does not take weights yet
-            "weighted": False,
-            **({"weights_note": f"column {roles.weight!r} holds row weights, which the Dask "
-                                "engine does not apply yet: every row counts once"}
-               if roles.weight else {}),
+                      "weight": roles.weight},
+            "negative_rate": negative_rate,
+            **_summary_weighting(summary),
             "metrics": by_view[view]["metrics_by_subset"]["all"],
             "metrics_by_subset": by_view[view]["metrics_by_subset"],
             "reliability": by_view[view]["reliability"], "views": by_view,
             "variables": ranking}
+
+
+def _summary_weighting(summary: BinnedSummary) -> dict[str, Any]:
+    """:func:`app.services.weighting.weighting`'s fields from a merged summary: Kish's
+    effective n from its sums of weights and of squared weights."""
+    if not summary.weighted:
+        return {"weighted": False}
+    return {"weighted": True, "n_eff": summary.n_eff,
+            "weights_note": weighted_caption(summary.n_eff, summary.n_rows)}
 
 
 def _partitioned_reliability(summary: BinnedSummary, cells: CellSummary | None, view: View,
@@ -247,7 +278,7 @@ def _partitioned_reliability(summary: BinnedSummary, cells: CellSummary | None, 
     from its merged counts), and ``view``'s smooth one."""
     return jsonable({
         "view": view, "n": summary.n_rows, "n_bins": n_bins, "binning": "equal_width",
-        "interval": interval,
+        "interval": interval, **_summary_weighting(summary),
         "diagrams": [with_interval(d, interval) for d in summary.diagrams(view=view)],
         "classwise": [with_interval(d, interval) for d in summary.diagrams(
             classwise=True, class_names=classes)],
@@ -309,7 +340,7 @@ def _partitioned_metrics(summary: BinnedSummary, cells: CellSummary | None,
                          n_bootstrap: int) -> dict[str, Any]:
     result = measures_with_intervals(summary, cells, scores[view], view=view,
                                      n_bootstrap=n_bootstrap)
-    return {"view": view, "n": result.n, "n_bins": n_bins,
+    return {**_summary_weighting(summary), "view": view, "n": result.n, "n_bins": n_bins,
             "n_bootstrap": n_bootstrap, "interval": diagnostics.INTERVAL_NOTE,
             "resampling": result.resampling,
             "note": "values exact, merged from per-partition summaries; " + (

@@ -133,6 +133,7 @@ def _global_section(report: dict[str, Any]) -> str:
         figures.append(bin_sensitivity_figure(report["bin_sensitivity"], metrics["n_bins"]))
     plots = "".join(_figure(figure, number == 0) for number, figure in enumerate(figures))
     return f"""<h2>Global measures</h2>
+{_weights_line(metrics)}
 {_calibration_test(metrics)}
 {_measures_table(metrics)}
 <p class="muted">n = {metrics['n']:,}. Estimates: {html.escape(metrics['interval'])},
@@ -146,7 +147,7 @@ def _variables_section(report: dict[str, Any]) -> str:
     ranking = report.get("variables")
     ranking_plot = _figure(ranking_figure(ranking), False) if ranking else ""
     return f"""<h2>Variables ranked by VECE</h2>
-{_weights_line(ranking) if ranking else ""}
+{_weights_line(ranking or {})}
 {ranking_plot}
 {_variables_table(report)}
 """

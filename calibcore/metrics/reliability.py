@@ -423,6 +423,7 @@ def smooth_reliability_of_groups(
     n_bootstrap: int = 200,
     confidence_level: float = 0.95,
     random_state: int | np.random.Generator | None = 0,
+    sample_weight: ArrayLike | None = None,
 ) -> SmoothReliability:
     """The smooth reliability diagram of rows given as groups (e.g. the resampling cells of
     :class:`calibcore.partitioned.CellSummary`): ``counts[i]`` rows at score ``scores[i]``,
@@ -433,6 +434,11 @@ def smooth_reliability_of_groups(
     resampling cells), which moves the curve by far less than the band (the tests hold
     it within :data:`calibcore.partitioned.CELL_ERROR_BOUND`). The band resamples rows, as
     :func:`smooth_reliability`'s does.
+
+    With ``sample_weight`` (each group's mean row weight), ``outcome_rates`` are the
+    groups' weighted rates and every row carries its group's mean weight: the curve is
+    :func:`smooth_reliability`'s with those row weights, and the band resamples rows,
+    each carrying its weight.
     """
     scores = np.asarray(scores, dtype=np.float64)
     rates = np.asarray(outcome_rates, dtype=np.float64)
@@ -453,12 +459,20 @@ def smooth_reliability_of_groups(
     both = np.concatenate([order, order])
     outcomes = np.repeat(np.array([1, 0], dtype=np.intp), order.size)
     weights = np.concatenate([counts[order] * rates[order], counts[order] * (1 - rates[order])])
+    unit = None
+    if sample_weight is not None:
+        unit = np.asarray(sample_weight, dtype=np.float64)
+        if unit.shape != counts.shape or not np.all(np.isfinite(unit) & (unit >= 0)):
+            raise CalibrationInputError("sample_weight must hold a non-negative weight per "
+                                        "group.")
+        unit = np.concatenate([unit[order], unit[order]])
     keep = weights > 0
     position = np.argsort(scores[both][keep], kind="stable")
     return _weighted_smooth_diagram(
         label, scores[both][keep][position], outcomes[keep][position],
         weights[keep][position], np.linspace(0.0, 1.0, n_points), None, n_bootstrap, level,
-        np.random.default_rng(random_state))
+        np.random.default_rng(random_state),
+        None if unit is None else unit[keep][position])
 
 
 def _one_smooth_diagram(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,8 +50,11 @@ def cell_of(scores: NDArray[np.float64]) -> NDArray[np.int64]:
     return np.minimum((scores * CELLS).astype(np.int64), CELLS - 1)
 
 
-def cell_counts(scores: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Scores per cell (pass one)."""
+def cell_counts(scores: NDArray[np.float64],
+                weights: NDArray[np.float64] | None = None) -> NDArray[Any]:
+    """Scores per cell (pass one); with row ``weights``, their weight per cell (floats)."""
+    if weights is not None:
+        return np.bincount(cell_of(scores), weights=weights, minlength=CELLS)
     return np.bincount(cell_of(scores), minlength=CELLS).astype(np.int64)
 
 
@@ -62,8 +66,25 @@ def _ranks(total: int, n_bins: int) -> NDArray[np.int64]:
     return np.unique(np.concatenate([below, np.minimum(below + 1, total - 1)]))
 
 
-def target_cells(counts: NDArray[np.int64], n_bins: int) -> NDArray[np.int64]:
-    """The cells holding the order statistics the quantiles need (from merged counts)."""
+def target_cells(counts: NDArray[Any], n_bins: int) -> NDArray[np.int64]:
+    """The cells holding the order statistics the quantiles need (from merged counts).
+
+    Weights per cell (floats, :func:`cell_counts` with weights) are read as
+    :func:`calibcore.metrics.binning.sorted_weighted_equal_mass_edges` reads row
+    weights: whole numbers as frequencies (the cells of the repeated rows' order
+    statistics), others as the cells where the cumulative share of the weight first
+    reaches each level."""
+    if counts.dtype.kind == "f":
+        total_weight = float(counts.sum())
+        if total_weight <= 0:
+            return np.empty(0, dtype=np.int64)
+        cumulative_weight = np.cumsum(counts, dtype=np.float64)
+        if np.array_equal(counts, np.round(counts)):
+            ranks = _ranks(round(total_weight), n_bins)
+            return np.unique(np.searchsorted(cumulative_weight, ranks, side="right"))
+        levels = np.linspace(0.0, 1.0, n_bins + 1) * cumulative_weight[-1]
+        return np.unique(np.minimum(np.searchsorted(cumulative_weight, levels, side="left"),
+                                    counts.size - 1))
     total = int(counts.sum())
     if total == 0:
         return np.empty(0, dtype=np.int64)
@@ -71,9 +92,13 @@ def target_cells(counts: NDArray[np.int64], n_bins: int) -> NDArray[np.int64]:
     return np.unique(np.searchsorted(cumulative, _ranks(total, n_bins), side="right"))
 
 
-def cell_values(scores: NDArray[np.float64], cells: NDArray[np.int64]) -> pd.Series:
-    """Counts of each distinct score lying in ``cells`` (pass two), indexed by score."""
+def cell_values(scores: NDArray[np.float64], cells: NDArray[np.int64],
+                weights: NDArray[np.float64] | None = None) -> pd.Series:
+    """Counts of each distinct score lying in ``cells`` (pass two), indexed by score; with
+    row ``weights``, their weight at each."""
     inside = np.isin(cell_of(scores), cells)
+    if weights is not None:
+        return pd.Series(weights[inside]).groupby(scores[inside], sort=False).sum()
     return pd.Series(scores[inside]).value_counts(sort=False)
 
 
@@ -85,14 +110,15 @@ def merge_values(parts: list[pd.Series]) -> pd.Series:
     return merged.groupby(level=0, sort=True).sum()
 
 
-def merged_equal_mass_edges(counts: NDArray[np.int64], values: pd.Series,
+def merged_equal_mass_edges(counts: NDArray[Any], values: pd.Series,
                             n_bins: int) -> NDArray[np.float64]:
     """``equal_mass_edges`` of all the scores, from the merged cell counts and the merged
-    values of the target cells."""
+    values of the target cells (of weighted scores: weights per cell and per value, the
+    weighted edges of :func:`calibcore.metrics.binning.weighted_equal_mass_edges`)."""
     targets = target_cells(counts, n_bins)
     others = np.setdiff1d(np.flatnonzero(counts), targets)
     scores = np.concatenate([values.index.to_numpy(dtype=np.float64), others / CELLS])
-    weights = np.concatenate([values.to_numpy(dtype=np.int64), counts[others]])
+    weights = np.concatenate([values.to_numpy(dtype=counts.dtype), counts[others]])
     order = np.argsort(scores, kind="stable")
     return sorted_weighted_equal_mass_edges(scores[order], weights[order], n_bins)
 

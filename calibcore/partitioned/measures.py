@@ -16,6 +16,7 @@ are not given reports nothing: give them (as the report does) to follow every pa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from numpy.typing import NDArray
 from calibcore._validation import check_predictions
 from calibcore.data.tables import ColumnRoles, class_names_of, label_value_names
 from calibcore.data.views import View, score_outcome
+from calibcore.data.weights import check_sample_weight, negative_rate_weights
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.binning import bin_sums
 from calibcore.metrics.uncertainty import MEASURES, GlobalMeasures, measure_estimates
@@ -52,14 +54,19 @@ MAX_CELLS = 2_000_000
 
 
 def summarize_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                        classes: Sequence[str], n_bins: int) -> BinnedSummary:
+                        classes: Sequence[str], n_bins: int,
+                        weighting: _Weighting | None = None) -> BinnedSummary:
     """The summary of one partition. Labels are named as uploads name them
     (:func:`calibcore.data.label_value_names`) and mapped to ``classes`` (the class of
-    each probability column); a single column holds P(``classes[1]``)."""
+    each probability column); a single column holds P(``classes[1]``). ``weighting``
+    (:func:`partitioned_summary`'s ``weight`` and ``negative_rate``) weighs its rows."""
+    weighting = weighting or _Weighting()
     if part.shape[0] == 0:
-        return BinnedSummary.empty(max(len(probabilities), 2), n_bins)
-    return BinnedSummary.of(*_partition_rows(part, label, probabilities, classes),
-                            n_bins=n_bins)
+        return BinnedSummary.empty(max(len(probabilities), 2), n_bins,
+                                   weighted=weighting.weighted)
+    labels, proba = _partition_rows(part, label, probabilities, classes)
+    return BinnedSummary.of(labels, proba, n_bins=n_bins,
+                            sample_weight=weighting.of(part, labels))
 
 
 def partition_cells(part: pd.DataFrame, label: str, probabilities: Sequence[str],
@@ -133,13 +140,16 @@ def _distinct(parts: list[pd.Series]) -> pd.Series:
 def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                          classes: Sequence[Any] | None = None, *, view: View = "top_label",
                          n_bins: int = 15, n_bootstrap: int = 200, random_state: int = 0,
-                         progress: Callable[[float], None] | None = None) -> GlobalMeasures:
+                         progress: Callable[[float], None] | None = None,
+                         weight: str | None = None,
+                         negative_rate: float | None = None) -> GlobalMeasures:
     """The measures of ``view`` ("top_label", or "positive" for two classes) on every
     partition of ``frame`` with their 95% intervals (:func:`partitioned_summaries`, with
-    ``progress``, then :func:`measures_with_intervals`)."""
+    ``progress``, ``weight`` and ``negative_rate``, then :func:`measures_with_intervals`)."""
     summary, cells, scores = partitioned_summaries(frame, label, probabilities, classes,
                                                    views=(view,), n_bins=n_bins,
-                                                   progress=progress)
+                                                   progress=progress, weight=weight,
+                                                   negative_rate=negative_rate)
     return measures_with_intervals(summary, cells, scores[view], view=view,
                                    n_bootstrap=n_bootstrap, random_state=random_state)
 
@@ -147,7 +157,8 @@ def partitioned_measures(frame: dd.DataFrame, label: str, probabilities: Sequenc
 def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                           classes: Sequence[Any] | None = None, *,
                           views: Sequence[View] = ("top_label",), n_bins: int = 15,
-                          progress: Callable[[float], None] | None = None
+                          progress: Callable[[float], None] | None = None,
+                          weight: str | None = None, negative_rate: float | None = None
                           ) -> tuple[BinnedSummary, CellSummary | None,
                                      dict[View, ScoreSummary | None]]:
     """The merged bin sums, resampling cells and, for each of ``views``, distinct-score
@@ -155,15 +166,24 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
     to all of them where it lies); cells or a view's scores are None above
     :data:`MAX_CELLS`. The bin sums and cells serve both views; ``views`` name the score
     summaries wanted ("top_label", "positive" for two classes). ``progress(fraction)``
-    is called as each partition's summaries are done."""
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    is called as each partition's summaries are done.
+
+    ``weight`` names a column of non-negative row weights and ``negative_rate`` (two
+    classes) weighs the negatives by 1 / rate, times those weights: every summary then
+    holds weight sums instead of row counts (:class:`BinnedSummary`), so the measures
+    are the weighted ones of :mod:`calibcore.metrics` on all rows, and integer weights
+    give what the rows repeated by them give. Without either, the weight column is not
+    read."""
+    classes, columns = _checked_roles(frame, label, probabilities, classes,
+                                      () if weight is None else (weight,))
     views = list(dict.fromkeys(views))
     for view in views:
         check_summary_view(view, len(classes))
-    parts = frame[[label, *columns]].to_delayed()
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    parts = frame[[label, *columns, *weighting.columns]].to_delayed()
     # one task a partition: its rows are read and checked once for every summary
     leaves = _each_partition(parts, _partition_summaries, label, columns, classes, n_bins,
-                             tuple(views))
+                             tuple(views), weighting)
     merges = [BinnedSummary.merge, merge_cells, *(merge_scores for _ in views)]
     summary, merged, *merged_scores = compute_reporting(
         [_tree(merge, [leaf[i] for leaf in leaves]) for i, merge in enumerate(merges)],
@@ -171,19 +191,74 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
     return summary, merged, dict(zip(views, merged_scores, strict=True))
 
 
+@dataclass(frozen=True)
+class _Weighting:
+    """Where a partition's row weights come from: a weight column, the negatives'
+    1 / rate, both (multiplied) or neither."""
+
+    column: str | None = None
+    negative_rate: float | None = None
+
+    @property
+    def weighted(self) -> bool:
+        return self.column is not None or self.negative_rate is not None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return () if self.column is None else (self.column,)
+
+    def of(self, part: pd.DataFrame, labels: NDArray[np.intp]) -> NDArray[np.float64] | None:
+        """The weights of a partition's rows (checked as an upload checks its weight
+        column; a partition of weight zero is allowed), or None when unweighted."""
+        weights = None
+        if self.column is not None:
+            values = part[self.column]
+            numbers = pd.to_numeric(values, errors="coerce")
+            text = (numbers.isna() & values.notna()).to_numpy()
+            if text.any() or pd.api.types.is_bool_dtype(values):
+                raise CalibrationInputError(
+                    f"column {self.column!r} (weight) has non-numeric values; weights must "
+                    "be non-negative numbers.", code="invalid_weight", column=self.column)
+            weights = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+            if not np.all(np.isfinite(weights) & (weights >= 0)):
+                check_sample_weight(weights, weights.size, column=self.column)  # raises
+        if self.negative_rate is not None:
+            rate_weights = negative_rate_weights(labels, self.negative_rate)
+            weights = rate_weights if weights is None else weights * rate_weights
+        return weights
+
+
+def _checked_rate(negative_rate: float | None, classes: Sequence[str]) -> float | None:
+    """``negative_rate``, refused unless the problem is binary and the rate in (0, 1]."""
+    if negative_rate is None:
+        return None
+    if len(classes) != 2:
+        raise CalibrationInputError(
+            f"negative_rate weights the negatives of a binary problem; this one has "
+            f"{len(classes)} classes. Give a weight column instead.",
+            code="invalid_negative_rate")
+    negative_rate_weights(np.zeros(0, dtype=np.intp), negative_rate)  # checks the rate
+    return float(negative_rate)
+
+
 def _partition_summaries(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                         classes: Sequence[str], n_bins: int, views: tuple[View, ...]
-                         ) -> tuple[Any, ...]:
+                         classes: Sequence[str], n_bins: int, views: tuple[View, ...],
+                         weighting: _Weighting = _Weighting()) -> tuple[Any, ...]:
     """:func:`summarize_partition`, :func:`partition_cells` and :func:`partition_scores`
-    of each of ``views`` on one partition, its rows read once."""
+    of each of ``views`` on one partition, its rows read once (weighted by
+    ``weighting``)."""
+    weighted = weighting.weighted
     if part.shape[0] == 0:
         n_classes = max(len(probabilities), 2)
-        return (BinnedSummary.empty(n_classes, n_bins), CellSummary.empty(n_classes, n_bins),
-                *(ScoreSummary.empty(view) for view in views))
+        return (BinnedSummary.empty(n_classes, n_bins, weighted=weighted),
+                CellSummary.empty(n_classes, n_bins, weighted=weighted),
+                *(ScoreSummary.empty(view, weighted=weighted) for view in views))
     labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
-    cells = CellSummary.of(labels, proba, n_bins=n_bins)
-    scores = [ScoreSummary.of(labels, proba, view=view) for view in views]
-    return (BinnedSummary.of(labels, proba, n_bins=n_bins),
+    weights = weighting.of(part, labels)
+    cells = CellSummary.of(labels, proba, n_bins=n_bins, sample_weight=weights)
+    scores = [ScoreSummary.of(labels, proba, view=view, sample_weight=weights)
+              for view in views]
+    return (BinnedSummary.of(labels, proba, n_bins=n_bins, sample_weight=weights),
             cells if cells.sums.shape[0] <= MAX_CELLS else None,
             *(score if score.sums.shape[0] <= MAX_CELLS else None for score in scores))
 
@@ -217,7 +292,8 @@ def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None,
     estimates = measure_estimates(keys, values, {}, 0.95, "hybrid", missing="",
                                   unresampled=note)
     return GlobalMeasures(estimates, view, summary.n_rows, summary.classwise.shape[0],
-                          summary.n_bins, "equal_width", 0, 0.95, note)
+                          summary.n_bins, "equal_width", 0, 0.95, note,
+                          summary.n_eff if summary.weighted else None)
 
 
 def partition_scores(part: pd.DataFrame, label: str, probabilities: Sequence[str],
@@ -240,7 +316,8 @@ def merge_scores(first: ScoreSummary | None,
 
 def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                            classes: Sequence[Any] | None = None, *, n_bins: int = 15,
-                           progress: Callable[[float], None] | None = None
+                           progress: Callable[[float], None] | None = None,
+                           weight: str | None = None, negative_rate: float | None = None
                            ) -> dict[str, Any]:
     """ECE, MCE and classwise ECE with equal-mass bins, exactly, in three Dask passes.
 
@@ -254,14 +331,22 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     positive view's, P(class 1), for two classes).
     ``progress(fraction)`` is called as each partition of each pass is done (a third of
     the fraction a pass).
+
+    ``weight`` and ``negative_rate`` weigh the rows as in :func:`partitioned_summaries`:
+    the passes sum weights where they counted rows, so the bins are at the weighted
+    quantiles :func:`calibcore.metrics.binning.weighted_equal_mass_edges` gives (integer
+    weights: the quantiles of the repeated rows) and the values equal
+    :mod:`calibcore.metrics` with ``sample_weight``; ``n_rows`` is then the total weight.
     """
     import dask
 
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
-    parts = frame[[label, *probabilities]].to_delayed()
+    classes, columns = _checked_roles(frame, label, probabilities, classes,
+                                      () if weight is None else (weight,))
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    parts = frame[[label, *probabilities, *weighting.columns]].to_delayed()
 
     def reduce(merge: Any, function: Any, *args: Any) -> Any:
-        leaves = _each_partition(parts, function, label, columns, classes, *args)
+        leaves = _each_partition(parts, function, label, columns, classes, *args, weighting)
         index = (_problem_counts, _problem_values, _problem_sums).index(function)
         (merged,) = compute_reporting([dask.delayed(merge)(leaves)], leaves,
                                       within(progress, index / 3, (index + 1) / 3))
@@ -273,10 +358,10 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
     edges = [merged_equal_mass_edges(problem, problem_values, n_bins)
              for problem, problem_values in zip(counts, values, strict=True)]
     sums = reduce(_added, _problem_sums, edges)
-    n_rows = int(counts[0].sum())
+    n_rows = float(counts[0].sum()) if weighting.weighted else int(counts[0].sum())
     top, per_class = sums[0], sums[1:]
-    if n_rows == 0:
-        raise CalibrationInputError("no rows were summarized.")
+    if n_rows <= 0:
+        raise CalibrationInputError("no rows (or no weight) were summarized.")
     views = {"top_label": _binned_errors(top, n_rows, edges[0])}
     if len(per_class) == 2:
         views["positive"] = _binned_errors(per_class[1], n_rows, edges[2])
@@ -286,7 +371,7 @@ def partitioned_equal_mass(frame: dd.DataFrame, label: str, probabilities: Seque
             "n_rows": n_rows, "edges": [e.tolist() for e in edges], "views": views}
 
 
-def _binned_errors(bins: NDArray[np.float64], n_rows: int,
+def _binned_errors(bins: NDArray[np.float64], n_rows: float,
                    edges: NDArray[np.float64]) -> dict[str, Any]:
     """ECE and MCE of one problem's bin sums (rows, scores, outcomes), with its edges."""
     filled = bins[0] > 0
@@ -295,29 +380,38 @@ def _binned_errors(bins: NDArray[np.float64], n_rows: int,
             "mce": float((gaps[filled] / bins[0][filled]).max()), "edges": edges.tolist()}
 
 
+_Problem = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]
+
+
 def _problems(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-              classes: Sequence[str]) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """(scores, outcomes) of the top-label problem, then of each class's."""
+              classes: Sequence[str], weighting: _Weighting) -> list[_Problem]:
+    """(scores, outcomes, row weights or None) of the top-label problem, then of each
+    class's."""
     if part.shape[0] == 0:
         empty = np.empty(0)
-        return [(empty, empty)] * (1 + max(len(probabilities), 2))
+        return [(empty, empty, empty if weighting.weighted else None)] * (
+            1 + max(len(probabilities), 2))
     labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    weights = weighting.of(part, labels)
     top, each_class = score_outcome(labels, proba, "top_label"), score_outcome(
         labels, proba, "classwise")
-    return [(top.scores[0], top.outcomes[0]),
-            *zip(each_class.scores, each_class.outcomes, strict=True)]
+    return [(top.scores[0], top.outcomes[0], weights),
+            *((scores, outcomes, weights) for scores, outcomes
+              in zip(each_class.scores, each_class.outcomes, strict=True))]
 
 
 def _problem_counts(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str]) -> NDArray[np.int64]:
-    return np.stack([cell_counts(scores)
-                     for scores, _ in _problems(part, label, probabilities, classes)])
+                    classes: Sequence[str], weighting: _Weighting) -> NDArray[Any]:
+    return np.stack([cell_counts(scores, weights) for scores, _, weights
+                     in _problems(part, label, probabilities, classes, weighting)])
 
 
 def _problem_values(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str], targets: list[NDArray[np.int64]]) -> list[pd.Series]:
-    return [cell_values(scores, cells) for (scores, _), cells in
-            zip(_problems(part, label, probabilities, classes), targets, strict=True)]
+                    classes: Sequence[str], targets: list[NDArray[np.int64]],
+                    weighting: _Weighting) -> list[pd.Series]:
+    return [cell_values(scores, cells, weights) for (scores, _, weights), cells in
+            zip(_problems(part, label, probabilities, classes, weighting), targets,
+                strict=True)]
 
 
 def _merged_values(parts: list[list[pd.Series]]) -> list[pd.Series]:
@@ -325,10 +419,12 @@ def _merged_values(parts: list[list[pd.Series]]) -> list[pd.Series]:
 
 
 def _problem_sums(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                  classes: Sequence[str], edges: list[NDArray[np.float64]]
-                  ) -> list[NDArray[np.float64]]:
-    return [bin_sums(scores, outcomes, problem_edges) for (scores, outcomes), problem_edges
-            in zip(_problems(part, label, probabilities, classes), edges, strict=True)]
+                  classes: Sequence[str], edges: list[NDArray[np.float64]],
+                  weighting: _Weighting) -> list[NDArray[np.float64]]:
+    return [bin_sums(scores, outcomes, problem_edges, weights)
+            for (scores, outcomes, weights), problem_edges
+            in zip(_problems(part, label, probabilities, classes, weighting), edges,
+                   strict=True)]
 
 
 def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:
@@ -337,7 +433,9 @@ def _added(parts: list[list[NDArray[np.float64]]]) -> list[NDArray[np.float64]]:
 
 def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
                         classes: Sequence[Any] | None = None, *, n_bins: int = 15,
-                        progress: Callable[[float], None] | None = None) -> BinnedSummary:
+                        progress: Callable[[float], None] | None = None,
+                        weight: str | None = None,
+                        negative_rate: float | None = None) -> BinnedSummary:
     """The merged summary of every partition of ``frame`` (computed by Dask).
 
     Parameters
@@ -355,10 +453,19 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
     progress : callable, optional
         ``progress(fraction)``, called as each partition is summarized; it may raise to
         stop the pass (what is left of it is cancelled).
+    weight : str, optional
+        A column of non-negative row weights: the summary of the weighted rows
+        (:class:`BinnedSummary`; not read when not given).
+    negative_rate : float, optional
+        Two classes: the fraction of negatives a sampled log kept; they weigh 1 / rate
+        (times ``weight``).
     """
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
-    parts = frame[[label, *columns]].to_delayed()
-    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins)
+    classes, columns = _checked_roles(frame, label, probabilities, classes,
+                                      () if weight is None else (weight,))
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    parts = frame[[label, *columns, *weighting.columns]].to_delayed()
+    summaries = _each_partition(parts, summarize_partition, label, columns, classes, n_bins,
+                                weighting)
     (summary,) = compute_reporting([_tree(BinnedSummary.merge, summaries)], summaries,
                                    progress)
     return summary
@@ -374,10 +481,12 @@ def _each_partition(parts: list[Any], function: Any, label: str, columns: list[s
 
 
 def _checked_roles(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
-                   classes: Sequence[Any] | None) -> tuple[list[str], list[str]]:
+                   classes: Sequence[Any] | None, others: Sequence[str] = ()
+                   ) -> tuple[list[str], list[str]]:
     """The classes (found as an upload finds them when not given) and the probability
-    columns, after checking that the columns exist and match the classes."""
-    missing = [c for c in (label, *probabilities) if c not in frame.columns]
+    columns, after checking that the columns (and ``others``) exist and match the
+    classes."""
+    missing = [c for c in (label, *probabilities, *others) if c not in frame.columns]
     if missing:
         raise CalibrationInputError(
             f"no column named {', '.join(map(repr, missing))}; the columns are "

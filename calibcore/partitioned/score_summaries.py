@@ -17,7 +17,10 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._weighted_measures import MeasureName
 from calibcore.metrics.calibration_test import (
     LEVEL,
+    POOLING_CELLS,
+    SAME_SCORE_TOLERANCE,
     CalibrationTestResult,
+    ScoreGroups,
     Statistic,
     grouped_scores_test,
     pooled_groups,
@@ -51,7 +54,9 @@ class ScoreSummary:
     n_rows : int
     sums : pandas.DataFrame
         Indexed by score (sorted): ``rows``, ``residual`` (their sum) and ``positives``
-        (rows with outcome 1).
+        (rows with outcome 1). Of weighted rows: ``rows`` is their weight, ``residual``
+        and ``positives`` weighted sums, and ``count`` (their number) and ``squares``
+        (their sum of squared weights) follow.
     view : {"top_label", "positive"}
     """
 
@@ -60,24 +65,34 @@ class ScoreSummary:
     view: View = "top_label"
 
     @classmethod
-    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *,
-           view: View = "top_label") -> ScoreSummary:
-        """The distinct scores of these rows in ``view``."""
+    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, view: View = "top_label",
+           sample_weight: ArrayLike | None = None) -> ScoreSummary:
+        """The distinct scores of these rows in ``view``; with ``sample_weight`` (row
+        weights), the weight, weighted residual and outcome sums at each."""
         labels, proba = check_predictions(y_true, y_prob)
         check_summary_view(view, proba.shape[1])
         problem = score_outcome(labels, proba, view)
         scores, outcomes = problem.scores[0], problem.outcomes[0]
         order = np.argsort(scores, kind="stable")  # rows of a score keep their order
         sorted_scores = scores[order]
+        if sample_weight is None:
+            return cls(int(labels.size), _sums_at_scores(
+                sorted_scores, np.ones(scores.size), sorted_scores - outcomes[order],
+                outcomes[order]), view)
+        weights = np.asarray(sample_weight, dtype=np.float64)[order]
         return cls(int(labels.size), _sums_at_scores(
-            sorted_scores, np.ones(scores.size), sorted_scores - outcomes[order],
-            outcomes[order]), view)
+            sorted_scores, weights, weights * (sorted_scores - outcomes[order]),
+            weights * outcomes[order], np.ones(scores.size), np.square(weights)), view)
 
     @classmethod
-    def empty(cls, view: View = "top_label") -> ScoreSummary:
-        return cls(0, pd.DataFrame({"rows": np.empty(0), "residual": np.empty(0),
-                                    "positives": np.empty(0)},
+    def empty(cls, view: View = "top_label", *, weighted: bool = False) -> ScoreSummary:
+        names = _WEIGHTED_SUMS if weighted else _SUMS
+        return cls(0, pd.DataFrame({name: np.empty(0) for name in names},
                                    index=pd.Index(np.empty(0), dtype=np.float64)), view)
+
+    @property
+    def weighted(self) -> bool:
+        return "count" in self.sums.columns
 
     def merge(self, other: ScoreSummary) -> ScoreSummary:
         merged = merge_within(self, other, None)
@@ -93,7 +108,13 @@ class ScoreSummary:
     def measures(self) -> dict[MeasureName, float]:
         """intCE, kCE and smooth ECE of the summarized rows (in the summary's view)."""
         scores, counts = self._columns()
-        residuals = self.sums["residual"].to_numpy() / counts
+        residuals = self.sums["residual"].to_numpy()
+        if self.weighted:  # scores of weight zero weigh nothing
+            keep = counts > 0
+            scores, counts, residuals = scores[keep], counts[keep], residuals[keep]
+            if counts.size == 0:
+                raise CalibrationInputError("every summarized row has weight zero.")
+        residuals = residuals / counts
         weights = counts[None, :]
         return {"interval_calibration_error": float(interval_rows(scores, residuals,
                                                                   weights)[0]),
@@ -106,10 +127,19 @@ class ScoreSummary:
         """The consistency-resampling test of calibration in the summary's view
         (:func:`calibcore.metrics.consistency_resampling_test`, Bröcker & Smith 2007) on
         the summarized rows: the same groups of scores, hence the same resamples and
-        p-value as in memory for the same seed."""
+        p-value as in memory for the same seed.
+
+        Of weighted rows, the scores are pooled into the cells the in-memory test pools
+        a table of more than 8,192 weighted rows into, each cell's weight W spread over
+        its Kish effective size m = round(W^2 / sum w^2) of rows of weight W / m (the
+        in-memory test's groups above that size; below it, the in-memory test groups
+        rows by score and weight, which a partition's sums do not keep)."""
         scores, counts = self._columns()
         n_resamples = check_positive_int(n_resamples, "n_resamples")
-        groups = pooled_groups(scores, counts, np.round(self.sums["positives"].to_numpy()))
+        if self.weighted:
+            groups = _pooled_weighted_groups(scores, self.sums)
+        else:
+            groups = pooled_groups(scores, counts, np.round(self.sums["positives"].to_numpy()))
         return grouped_scores_test(groups, self.n_rows, view=self.view, statistic=statistic,
                                    n_resamples=n_resamples, random_state=random_state)
 
@@ -123,6 +153,9 @@ def merge_within(first: ScoreSummary, second: ScoreSummary,
     if second.view != first.view:
         raise CalibrationInputError(f"score summaries of the {first.view} and "
                                     f"{second.view} views cannot merge.")
+    if second.weighted != first.weighted:
+        raise CalibrationInputError("weighted and unweighted score summaries cannot merge.")
+    names = _WEIGHTED_SUMS if first.weighted else _SUMS
     keys = np.concatenate([first.sums.index.to_numpy(dtype=np.float64),
                            second.sums.index.to_numpy(dtype=np.float64)])
     # both halves are sorted: the stable sort merges two runs, and the rows at a score
@@ -133,13 +166,15 @@ def merge_within(first: ScoreSummary, second: ScoreSummary,
         return None
     columns = [np.concatenate([first.sums[name].to_numpy(dtype=np.float64),
                                second.sums[name].to_numpy(dtype=np.float64)])[order]
-               for name in _SUMS]
+               for name in names]
     return ScoreSummary(first.n_rows + second.n_rows, _sums_at_scores(keys, *columns),
                         first.view)
 
 
 #: The sums a score summary keeps at each score.
 _SUMS = ("rows", "residual", "positives")
+#: Those of a weighted one: weight, weighted residual and outcome sums, rows, squared weights.
+_WEIGHTED_SUMS = (*_SUMS, "count", "squares")
 
 
 def _n_distinct(keys: NDArray[np.float64]) -> int:
@@ -148,17 +183,54 @@ def _n_distinct(keys: NDArray[np.float64]) -> int:
 
 
 def _sums_at_scores(keys: NDArray[np.float64], *columns: NDArray[np.float64]) -> pd.DataFrame:
-    """The sums of ``columns`` (named :data:`_SUMS`) at each distinct value of the sorted
-    ``keys``, indexed by it: a group-by of sorted keys as cuts, no hashing."""
+    """The sums of ``columns`` (named :data:`_SUMS`, or :data:`_WEIGHTED_SUMS`) at each
+    distinct value of the sorted ``keys``, indexed by it: a group-by of sorted keys as
+    cuts, no hashing."""
+    names = _SUMS if len(columns) == len(_SUMS) else _WEIGHTED_SUMS
     if keys.size == 0:
-        return ScoreSummary.empty().sums
+        return ScoreSummary.empty(weighted=names == _WEIGHTED_SUMS).sums
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    sums = np.empty((len(_SUMS), starts.size))
+    sums = np.empty((len(names), starts.size))
     for row, column in zip(sums, columns, strict=True):
         np.add.reduceat(column, starts, out=row)
     # one block, not copied again into the frame
     return pd.DataFrame(sums.T, index=pd.Index(keys[starts], dtype=np.float64),
-                        columns=list(_SUMS), copy=False)
+                        columns=list(names), copy=False)
+
+
+def _pooled_weighted_groups(scores: NDArray[np.float64], sums: pd.DataFrame) -> ScoreGroups:
+    """:func:`calibcore.metrics.calibration_test.group_weighted_scores`' pooling of a
+    large table, from the weight, squared weight, rows and weighted hits at each distinct
+    score: each cell's weighted mean score, its Kish effective size m (at least 1) and
+    rows of weight W / m; pooled when a cell holds several scores or unequal weights."""
+    mass_at, rows_at = sums["rows"].to_numpy(), sums["count"].to_numpy()
+    cell = np.minimum((scores * POOLING_CELLS).astype(np.intp), POOLING_CELLS - 1)
+    rows = np.bincount(cell, weights=rows_at, minlength=POOLING_CELLS)
+    filled = np.flatnonzero(rows)
+    mass = np.bincount(cell, weights=mass_at, minlength=POOLING_CELLS)[filled]
+    squares = np.bincount(cell, weights=sums["squares"].to_numpy(),
+                          minlength=POOLING_CELLS)[filled]
+    plain = np.bincount(cell, weights=scores * rows_at, minlength=POOLING_CELLS)[filled] \
+        / rows[filled]
+    score_mass = np.bincount(cell, weights=scores * mass_at, minlength=POOLING_CELLS)[filled]
+    means = np.clip(np.divide(score_mass, mass, out=plain, where=mass > 0), 0.0, 1.0)
+    full = np.zeros(POOLING_CELLS)
+    full[filled] = means
+    deviation = np.bincount(cell, weights=rows_at * np.abs(scores - full[cell]),
+                            minlength=POOLING_CELLS)[filled]
+    # equal weights in a cell: rows x sum w^2 = (sum w)^2 (Cauchy-Schwarz, equality iff equal)
+    same_weight = bool(np.all(rows[filled] * squares
+                              <= np.square(mass) * (1.0 + 1e-9) + 1e-300))
+    pooled = bool(np.any(deviation > SAME_SCORE_TOLERANCE * rows[filled])) or not same_weight
+    effective = np.maximum(np.rint(np.divide(np.square(mass), squares, out=rows[filled].copy(),
+                                             where=squares > 0)), 1.0)
+    unit = mass / effective
+    hits = np.bincount(cell, weights=sums["positives"].to_numpy(),
+                       minlength=POOLING_CELLS)[filled]
+    positives = np.divide(hits, unit, out=np.zeros_like(hits), where=unit > 0)
+    order = np.argsort(means, kind="stable")
+    return ScoreGroups(means[order], effective[order].astype(np.int64), positives[order],
+                       pooled, unit[order])
 
 
 def calibration_tests_of_scores(scores: Mapping[View, ScoreSummary | None], n_classes: int, *,

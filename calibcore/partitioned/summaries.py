@@ -31,10 +31,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View, top_class
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import ResamplingPlan, cell_columns
 from calibcore.metrics._weighted_measures import MeasureName, WeightedMeasures, row_losses
-from calibcore.metrics.binning import bin_sums, equal_width_edges
+from calibcore.metrics.binning import assign_bins, bin_sums, equal_width_edges
 from calibcore.metrics.consistent import view_problems
 from calibcore.metrics.reliability import (
     BinnedReliability,
@@ -68,6 +69,12 @@ class BinnedSummary:
         Rows, confidence sums and correct-prediction counts per bin of the confidence.
     classwise : ndarray of shape (K, 3, n_bins)
         The same for each class k: rows, sums of P(class k) and of 1[y = k] per bin.
+    weights : ndarray of shape (2,) or None
+        With row weights: their sum and the sum of their squares (Kish's effective n is
+        the first squared over the second). The losses and bin sums are then weighted
+        sums, the first row of each bin array the bins' weight, and two rows follow the
+        three above: each bin's rows and its sum of squared weights (shape (5, n_bins)).
+        None for unweighted rows.
     """
 
     n_rows: int
@@ -75,30 +82,63 @@ class BinnedSummary:
     losses: NDArray[np.float64]
     top_label: NDArray[np.float64]
     classwise: NDArray[np.float64]
+    weights: NDArray[np.float64] | None = None
 
     @classmethod
-    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15) -> BinnedSummary:
+    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15,
+           sample_weight: ArrayLike | None = None) -> BinnedSummary:
         """The summary of these rows (validated as the measures validate them); no rows
         (an empty partition) give the empty summary of the classes ``y_prob`` has
-        (two when it is 1-D)."""
+        (two when it is 1-D). ``sample_weight`` (non-negative row weights) gives the
+        weighted summary: integer weights sum what the rows repeated by them sum."""
         n_bins = check_positive_int(n_bins, "n_bins")
         shape = np.shape(y_prob)
+        weighted = sample_weight is not None
         if len(shape) in (1, 2) and shape[0] == 0 and np.size(y_true) == 0:
-            return cls.empty(2 if len(shape) == 1 else shape[1], n_bins)
+            return cls.empty(2 if len(shape) == 1 else shape[1], n_bins, weighted=weighted)
         labels, proba = check_predictions(y_true, y_prob)
+        weights = _row_weights(sample_weight, labels.size)
         edges = equal_width_edges(n_bins)
         per_row = row_losses(labels, proba)
-        losses = np.array([per_row[key].sum() if key in per_row else 0.0 for key in LOSSES])
-        classwise = np.stack([bin_sums(proba[:, k], (labels == k).astype(np.float64), edges)
-                              for k in range(proba.shape[1])])
+        if weights is None:
+            losses = np.array([per_row[key].sum() if key in per_row else 0.0
+                               for key in LOSSES])
+            classwise = np.stack([bin_sums(proba[:, k], (labels == k).astype(np.float64),
+                                           edges) for k in range(proba.shape[1])])
+            return cls(int(labels.size), n_bins, losses,
+                       bin_sums(top_class(proba)[1], per_row["accuracy"], edges), classwise)
+        losses = np.array([per_row[key] @ weights if key in per_row else 0.0
+                           for key in LOSSES])
+        classwise = np.stack([_weighted_bins(proba[:, k], (labels == k).astype(np.float64),
+                                             edges, weights) for k in range(proba.shape[1])])
         return cls(int(labels.size), n_bins, losses,
-                   bin_sums(top_class(proba)[1], per_row["accuracy"], edges), classwise)
+                   _weighted_bins(top_class(proba)[1], per_row["accuracy"], edges, weights),
+                   classwise, np.array([weights.sum(), weights @ weights]))
 
     @classmethod
-    def empty(cls, n_classes: int, n_bins: int = 15) -> BinnedSummary:
-        """The summary of no rows (the identity of :meth:`merge`)."""
-        return cls(0, n_bins, np.zeros(len(LOSSES)), np.zeros((3, n_bins)),
-                   np.zeros((n_classes, 3, n_bins)))
+    def empty(cls, n_classes: int, n_bins: int = 15, *,
+              weighted: bool = False) -> BinnedSummary:
+        """The summary of no rows (the identity of :meth:`merge`), weighted or not."""
+        rows = 5 if weighted else 3
+        return cls(0, n_bins, np.zeros(len(LOSSES)), np.zeros((rows, n_bins)),
+                   np.zeros((n_classes, rows, n_bins)), np.zeros(2) if weighted else None)
+
+    @property
+    def weighted(self) -> bool:
+        return self.weights is not None
+
+    @property
+    def total(self) -> float:
+        """The rows, or their total weight: what the means divide by."""
+        return float(self.n_rows) if self.weights is None else float(self.weights[0])
+
+    @property
+    def n_eff(self) -> float:
+        """Kish's effective sample size, (sum w)^2 / sum w^2 (Kish 1965): the rows when
+        unweighted."""
+        if self.weights is None:
+            return float(self.n_rows)
+        return float(self.weights[0] ** 2 / self.weights[1]) if self.weights[1] > 0 else 0.0
 
     def merge(self, other: BinnedSummary) -> BinnedSummary:
         """The summary of both sets of rows."""
@@ -106,10 +146,13 @@ class BinnedSummary:
             raise CalibrationInputError(
                 f"summaries with {self.classwise.shape[0]} classes and {self.n_bins} bins "
                 f"cannot merge with {other.classwise.shape[0]} classes and {other.n_bins} "
-                "bins.")
+                "bins" + (", or weighted with unweighted ones." if self.weighted
+                          != other.weighted else "."))
+        weights = (None if self.weights is None or other.weights is None
+                   else self.weights + other.weights)
         return BinnedSummary(self.n_rows + other.n_rows, self.n_bins,
                              self.losses + other.losses, self.top_label + other.top_label,
-                             self.classwise + other.classwise)
+                             self.classwise + other.classwise, weights)
 
     def measures(self, view: View = "top_label") -> dict[str, float]:
         """The measures of the summarized rows, keyed as :data:`calibcore.metrics.MEASURES`:
@@ -119,9 +162,9 @@ class BinnedSummary:
         ``binary_brier`` and ``positive_ece`` (the positive view's ECE, whatever the
         view) only for two classes.
         """
-        if self.n_rows == 0:
-            raise CalibrationInputError("no rows were summarized.")
-        n, n_classes = self.n_rows, self.classwise.shape[0]
+        if self.n_rows == 0 or self.total <= 0:
+            raise CalibrationInputError("no rows (or no weight) were summarized.")
+        n, n_classes = self.total, self.classwise.shape[0]
         nll, brier, correct, binary_brier = self.losses / n
         bins = self.view_bins(view)
         ece = _ece(bins, n)
@@ -135,23 +178,33 @@ class BinnedSummary:
         return out
 
     def view_bins(self, view: View) -> NDArray[np.float64]:
-        """Rows, score sums and outcome sums per bin of ``view``'s problem, shape (3, n_bins)."""
+        """Rows (their weight, when weighted), score sums and outcome sums per bin of
+        ``view``'s problem, shape (3, n_bins)."""
         check_summary_view(view, self.classwise.shape[0])
-        return self.top_label if view == "top_label" else self.classwise[1]
+        return (self.top_label if view == "top_label" else self.classwise[1])[:3]
 
     def diagrams(self, *, classwise: bool = False, view: View = "top_label",
                  class_names: Sequence[str] | None = None) -> list[BinnedReliability]:
         """The binned reliability diagrams with Wilson 95% intervals (equal-width bins):
         ``view``'s ("top label", or "class 1" for the positive view), or with
         ``classwise`` one per class; equal to :func:`calibcore.metrics.binned_reliability`
-        on the summarized rows."""
+        on the summarized rows (with its ``sample_weight`` when weighted: weighted means,
+        each bin's interval on its Kish effective size)."""
         edges = equal_width_edges(self.n_bins)
         if not classwise:
-            bins = self.view_bins(view)
-            return [diagram_of_sums(_VIEW_LABELS[view], edges, *bins)]
+            check_summary_view(view, self.classwise.shape[0])
+            bins = self.top_label if view == "top_label" else self.classwise[1]
+            return [self._diagram(_VIEW_LABELS[view], edges, bins)]
         names = class_names or [str(k) for k in range(self.classwise.shape[0])]
-        return [diagram_of_sums(f"class {name}", edges, *bins)
+        return [self._diagram(f"class {name}", edges, bins)
                 for name, bins in zip(names, self.classwise, strict=True)]
+
+    def _diagram(self, label: str, edges: NDArray[np.float64],
+                 bins: NDArray[np.float64]) -> BinnedReliability:
+        if self.weights is None:
+            return diagram_of_sums(label, edges, *bins)
+        return diagram_of_sums(label, edges, bins[3], bins[1], bins[2], weight=bins[0],
+                               square_weight=bins[4])
 
 
 #: The views a summary serves, and the label of each one's problem (as
@@ -160,6 +213,31 @@ _VIEW_LABELS: dict[str, str] = {"top_label": "top label", "positive": "class 1"}
 #: Where a cell summary keeps each view's problem: the top label's, or class 1's (P(class
 #: 1) against 1[y = 1] is the positive view's problem).
 _VIEW_COLUMNS: dict[str, str] = {"top_label": "view:0", "positive": "classwise:1"}
+
+
+def _row_weights(sample_weight: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
+    """Validated row weights (:func:`calibcore.data.check_sample_weight`), zero total
+    allowed (a partition may hold only rows of weight zero)."""
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.shape != (n_rows,) or not np.all(np.isfinite(weights) & (weights >= 0)):
+        return check_sample_weight(weights, n_rows)  # raises, naming the bad rows
+    return weights
+
+
+def _weighted_bins(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                   edges: NDArray[np.float64], weights: NDArray[np.float64]
+                   ) -> NDArray[np.float64]:
+    """Weight, weighted score and outcome sums, rows and squared weights per bin,
+    shape (5, bins)."""
+    index = assign_bins(scores, edges)
+    size = edges.size - 1
+    return np.stack([np.bincount(index, weights=weights, minlength=size),
+                     np.bincount(index, weights=weights * scores, minlength=size),
+                     np.bincount(index, weights=weights * outcomes, minlength=size),
+                     np.bincount(index, minlength=size).astype(np.float64),
+                     np.bincount(index, weights=np.square(weights), minlength=size)])
 
 
 def check_summary_view(view: str, n_classes: int) -> None:
@@ -216,14 +294,19 @@ class CellSummary:
     sums: pd.DataFrame
 
     @classmethod
-    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15) -> CellSummary:
+    def of(cls, y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15,
+           sample_weight: ArrayLike | None = None) -> CellSummary:
         """The cells of these rows, with the quantities of the top-label view and of every
-        class (the positive view's are class 1's); no rows give the empty summary."""
+        class (the positive view's are class 1's); no rows give the empty summary.
+        ``sample_weight`` (row weights) adds each cell's weight (``"weight"``) and sum
+        of squared weights (``"weight2"``), and its quantities are weighted sums."""
         n_bins = check_positive_int(n_bins, "n_bins")
         shape = np.shape(y_prob)
+        weighted = sample_weight is not None
         if len(shape) in (1, 2) and shape[0] == 0 and np.size(y_true) == 0:
-            return cls.empty(2 if len(shape) == 1 else shape[1], n_bins)
+            return cls.empty(2 if len(shape) == 1 else shape[1], n_bins, weighted=weighted)
         labels, proba = check_predictions(y_true, y_prob)
+        weights = _row_weights(sample_weight, labels.size)
         columns, sizes = cell_columns(labels, proba, n_bins)
         # the quantities in row order: the top-label problem unsorted (of_rows sorts it
         # for the bin-free measures, and quantities() would put it back in row order)
@@ -231,7 +314,13 @@ class CellSummary:
             row_losses(labels, proba), view_problems(labels, proba, "top_label", sort=False),
             view_problems(labels, proba, "classwise", sort=False), n_bins,
             "equal_width").quantities()
-        frame = pd.DataFrame({"rows": np.ones(labels.size), **quantities})
+        if weights is None:
+            frame = pd.DataFrame({"rows": np.ones(labels.size), **quantities})
+        else:
+            frame = pd.DataFrame({"rows": np.ones(labels.size), "weight": weights,
+                                  "weight2": np.square(weights),
+                                  **{name: values * weights
+                                     for name, values in quantities.items()}})
         names = _coordinates(proba.shape[1])
         if np.sum(np.log2(sizes)) >= 62:  # the coordinates do not fit one int64 key
             frame.index = pd.MultiIndex.from_arrays(columns, names=names)
@@ -246,9 +335,10 @@ class CellSummary:
         return cls(int(labels.size), n_bins, sums)
 
     @classmethod
-    def empty(cls, n_classes: int, n_bins: int = 15) -> CellSummary:
-        """The summary of no rows (the identity of :meth:`merge`)."""
-        names = ["rows", *_template(n_classes, n_bins).quantities()]
+    def empty(cls, n_classes: int, n_bins: int = 15, *, weighted: bool = False) -> CellSummary:
+        """The summary of no rows (the identity of :meth:`merge`), weighted or not."""
+        names = ["rows", *(_WEIGHT_SUMS if weighted else ()),
+                 *_template(n_classes, n_bins).quantities()]
         index = pd.MultiIndex.from_arrays([np.empty(0, np.int64)] * (n_classes + 2),
                                           names=_coordinates(n_classes))
         return cls(0, n_bins, pd.DataFrame(np.empty((0, len(names))), index=index,
@@ -267,6 +357,26 @@ class CellSummary:
     def n_classes(self) -> int:
         return int(self.sums.index.nlevels - 2)
 
+    @property
+    def weighted(self) -> bool:
+        return "weight" in self.sums.columns
+
+    def _means(self) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]],
+                              NDArray[np.float64] | None]:
+        """Rows per cell, each quantity's (weighted) mean per cell and, when weighted,
+        each cell's mean weight (a cell of weight zero gets means of zero: it weighs
+        nothing in any measure or resample)."""
+        counts = self.sums["rows"].to_numpy()
+        if counts.size == 0:
+            raise CalibrationInputError("no rows were summarized.")
+        names = [name for name in self.sums.columns if name not in ("rows", *_WEIGHT_SUMS)]
+        if not self.weighted:
+            return counts, {name: self.sums[name].to_numpy() / counts for name in names}, None
+        mass = self.sums["weight"].to_numpy()
+        means = {name: np.divide(self.sums[name].to_numpy(), mass,
+                                 out=np.zeros(mass.size), where=mass > 0) for name in names}
+        return counts, means, mass / counts
+
     def smooth_diagram(self, *, view: View = "top_label", n_bootstrap: int = 200,
                        random_state: int = 0) -> SmoothReliability:
         """``view``'s smooth reliability diagram (top label, or class 1 for the positive
@@ -276,15 +386,14 @@ class CellSummary:
         (:func:`calibcore.metrics.smooth_reliability_of_groups`).
         """
         check_summary_view(view, self.n_classes)
-        counts = self.sums["rows"].to_numpy()
-        if counts.size == 0:
-            raise CalibrationInputError("no rows were summarized.")
+        counts, means, unit = self._means()
         column = _VIEW_COLUMNS[view]
-        scores = self.sums[f"{column}:score"].to_numpy() / counts
-        rates = scores - self.sums[f"{column}:residual"].to_numpy() / counts
+        scores = means[f"{column}:score"]
+        rates = scores - means[f"{column}:residual"]
         return smooth_reliability_of_groups(np.clip(scores, 0.0, 1.0), np.clip(rates, 0.0, 1.0),
                                             counts, label=_VIEW_LABELS[view],
-                                            n_bootstrap=n_bootstrap, random_state=random_state)
+                                            n_bootstrap=n_bootstrap, random_state=random_state,
+                                            sample_weight=unit)
 
     def measures(self, values: dict[MeasureName, float], keys: Sequence[MeasureName], *,
                  view: View = "top_label", n_bootstrap: int = 200,
@@ -305,18 +414,23 @@ class CellSummary:
                                inclusive=False)
         n_classes = self.n_classes
         check_summary_view(view, n_classes)
-        counts = self.sums["rows"].to_numpy()
-        means = {name: self.sums[name].to_numpy() / counts for name in self.sums.columns[1:]}
+        counts, means, unit = self._means()
         for part in ("score", "residual"):  # the view's problem: the top label's, or class 1's
             means[f"view:0:{part}"] = means[f"{_VIEW_COLUMNS[view]}:{part}"]
         cells = _template(n_classes, self.n_bins, view).with_quantities(means)
+        mass = counts if unit is None else counts * unit
         approximate = [key for key in keys if key in FROM_CELLS and key not in values]
         values = {**values, **{key: float(value[0]) for key, value in cells.rows(
-            approximate, counts[None, :], True).items() if key in approximate}}
+            approximate, mass[None, :], True).items() if key in approximate}}
         known = [key for key in keys if key in values]
         samples: dict[MeasureName, list[NDArray[np.float64]]] = {key: [] for key in known}
         plan = ResamplingPlan("cells", self.n_rows, None, counts)
-        base = {key: value for key, value in cells.rows(known, counts[None, :], True).items()
+        if unit is not None:  # as calibcore.metrics._resampling.resampling_plan weighs cells
+            squares = self.sums["weight2"].to_numpy()
+            spread = np.sqrt(np.maximum(squares / counts - np.square(unit), 0.0))
+            same = bool(np.all(spread <= 1e-12 * np.maximum(unit, 1e-300)))
+            plan = replace(plan, unit_weights=unit, unit_spread=None if same else spread)
+        base = {key: value for key, value in cells.rows(known, mass[None, :], True).items()
                 if key in samples}
         resample(plan, cells, base, {key: np.array([values[key]]) for key in known}, known,
                  samples, n_bootstrap, random_state)
@@ -327,9 +441,18 @@ class CellSummary:
                      "the tests)")
         estimates = tuple(replace(e, note=cell_note) if e.key in approximate else e
                           for e in estimates)
+        n_eff = None
+        if unit is not None:
+            total, squares_total = mass.sum(), self.sums["weight2"].to_numpy().sum()
+            n_eff = float(total ** 2 / squares_total) if squares_total > 0 else 0.0
         return GlobalMeasures(estimates, view, self.n_rows, n_classes, self.n_bins,
                               "equal_width", n_bootstrap, level,
-                              plan.note if n_bootstrap else "")
+                              plan.note if n_bootstrap else "", n_eff)
+
+
+#: The columns a weighted cell summary adds after ``"rows"``: the cell's weight and sum of
+#: squared weights.
+_WEIGHT_SUMS = ("weight", "weight2")
 
 
 def _coordinates(n_classes: int) -> list[str]:
@@ -344,7 +467,7 @@ def _template(n_classes: int, n_bins: int, view: View = "top_label") -> Weighted
                                     n_bins, "equal_width")
 
 
-def _ece(bins: NDArray[np.float64], n_rows: int) -> float:
+def _ece(bins: NDArray[np.float64], n_rows: float) -> float:
     """sum_b (n_b / n) |mean score - mean outcome| = sum_b |S_b - O_b| / n."""
     return float(np.abs(bins[1] - bins[2]).sum() / n_rows)
 

@@ -296,3 +296,45 @@ def test_folders_are_checked_against_the_roots_as_files_are(settings_factory,
         assert_error(client.post("/api/v1/datasets/external", json={
             "uri": str(tmp_path / "logs")}), 403, "not_allowed")
         assert client.get("/api/v1/datasets").json() == []
+
+
+def test_a_weight_column_is_registered_and_measured_on_every_weighted_row(
+        settings_factory, scheduler, tmp_path) -> None:
+    """The weight role is given as an upload gives it: the exact report of every row sums
+    the weights (measures equal to the in-memory weighted ones, Kish's n of all rows),
+    the stored sample keeps its weights, and a bad rate is a 422 before any job."""
+    frame = logs(tmp_path / "logs", n_rows=6_000, n_files=4, names=("y_true", "y_prob"))
+    weights = np.random.default_rng(6).integers(0, 5, 6_000).astype(float)
+    for number, rows in enumerate(np.array_split(np.arange(6_000), 4)):
+        frame.iloc[rows].assign(w=weights[rows]).to_parquet(
+            tmp_path / "logs" / f"part-{number}.parquet", index=False)
+    settings = settings_factory(external_roots=str(tmp_path), dask_scheduler=scheduler,
+                                external_sample_rows=2_000)
+    uri = str(tmp_path / "logs" / "part-*.parquet")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        assert_error(client.post("/api/v1/datasets/external", json={
+            "uri": uri, "weight": "w", "negative_rate": 0}), 422)
+        job = finished(client, client.post("/api/v1/datasets/external", json={
+            "uri": uri, "weight": "w", "features": []}))
+        assert job["status"] == "succeeded", job["error"]
+        dataset = job["result"]
+        assert dataset["roles"]["weight"] == "w" and dataset["weighted"] is True
+        n_eff = weights.sum() ** 2 / np.sum(weights**2)
+        labels, positive = frame["y_true"].to_numpy(), frame["y_prob"].to_numpy()
+        body = client.get(f"/api/v1/datasets/{dataset['id']}/metrics",
+                          params={"view": "positive"}).json()
+        assert body["n"] == 6_000 and "exact_note" in body  # every row, not the sample
+        assert body["weighted"] is True and body["n_eff"] == pytest.approx(n_eff, rel=1e-12)
+        assert body["weights_note"] == f"weighted (Kish n_eff = {n_eff:,.0f} of 6,000 rows)"
+        expected = global_measures(labels, positive, view="positive", n_bootstrap=0,
+                                   sample_weight=weights)
+        for key in ("ece", "brier", "nll", "accuracy", "interval_calibration_error",
+                    "laplace_kernel_calibration_error", "smooth_ece"):
+            assert body["measures"][key]["plug_in"] == pytest.approx(
+                expected[key].value, abs=1e-9), key
+        diagram = client.get(f"/api/v1/datasets/{dataset['id']}/reliability",
+                             params={"view": "positive"}).json()
+        assert sum(diagram["diagrams"][0]["count"]) == 6_000
+        assert diagram["weighted"] is True and diagram["n_eff"] == pytest.approx(n_eff)
+        stored = pd.read_parquet(settings.data_dir / "tables" / f"{dataset['id']}.parquet")
+        assert "w" in stored.columns and len(stored) < 6_000

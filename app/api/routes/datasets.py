@@ -85,7 +85,8 @@ def create_external_dataset(services: ServicesDep,
         label=request.label, probabilities=tuple(request.probabilities or ()) or None,
         features=None if request.features is None else tuple(request.features),
         split=request.split, id=request.id, logits=request.logits,
-        renormalize=request.renormalize, time=request.time), request.name)
+        renormalize=request.renormalize, time=request.time, weight=request.weight,
+        no_weight=request.no_weight, negative_rate=request.negative_rate), request.name)
 
     def work(progress: Progress) -> dict[str, Any]:
         return register_external(

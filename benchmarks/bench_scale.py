@@ -70,8 +70,11 @@ def _report(folder: Path, out: Path, *extra: str) -> tuple[float, float, dict]:
             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
             "print(time.perf_counter() - began, "
             "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
-    timed = subprocess.run([sys.executable, "-c", code, *command], check=True,
+    timed = subprocess.run([sys.executable, "-c", code, *command],
                            capture_output=True, text=True)
+    if timed.returncode != 0:  # the report's own error, not only its exit status
+        raise RuntimeError(f"{' '.join(command)} exited {timed.returncode}:\n"
+                           f"{timed.stderr[-4000:]}")
     seconds, peak = map(float, timed.stdout.split())
     return seconds, peak, json.loads(out.read_text())
 

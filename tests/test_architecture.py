@@ -8,11 +8,14 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import calibcore
 
 WEB_STACK = ("fastapi", "starlette", "dash", "plotly", "uvicorn", "flask")
 
 
+@pytest.mark.slow
 def test_calibcore_imports_no_web_or_plotting_library() -> None:
     modules = [m.name for m in pkgutil.walk_packages(calibcore.__path__, "calibcore.")]
     code = (

@@ -98,6 +98,7 @@ def test_no_citation_a_reader_cannot_follow(page: Path) -> None:
     assert not found, f"{page.relative_to(REPO)}: " + "; ".join(found)
 
 
+@pytest.mark.slow
 def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     """Broken links, missing anchors, pages left out of the nav and docstring warnings fail
     the build (``--strict``); about 4 s."""

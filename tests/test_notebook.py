@@ -127,6 +127,7 @@ def test_an_unknown_mode_is_refused_before_a_server_starts(temporary_dirs: Path)
     assert list(temporary_dirs.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_auto_outside_jupyter_opens_a_browser_tab(monkeypatch: pytest.MonkeyPatch,
                                                   temporary_dirs: Path) -> None:
     opened: list[str] = []

@@ -288,6 +288,7 @@ def test_a_guess_nobody_confirmed_is_said_on_the_dataset(client) -> None:
     assert not any(w.startswith("guessed") for w in confirmed["warnings"])
 
 
+@pytest.mark.slow
 def test_dataset_survives_restart(settings_factory, default_nb) -> None:
     settings = settings_factory()
     with TestClient(create_app(settings)) as first:
@@ -306,6 +307,7 @@ def test_example_dataset_loads_into_an_empty_store(settings_factory) -> None:
         assert len(listed) == 1 and listed[0]["n_rows"] == 7000
 
 
+@pytest.mark.slow
 def test_dash_ui_and_openapi_are_served(client) -> None:
     page = client.get("/")
     assert page.status_code == 200 and "_dash-config" in page.text

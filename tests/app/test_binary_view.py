@@ -66,6 +66,7 @@ def finished(client, job_id: str) -> dict:  # type: ignore[no-untyped-def]
     return job["result"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mirror", MIRRORS)
 def test_the_overview_finds_planted_miscalibration_by_default(client, mirror: bool) -> None:
     frame = planted_frame(mirror)
@@ -96,6 +97,7 @@ def test_the_overview_finds_planted_miscalibration_by_default(client, mirror: bo
     assert diagram["view"] == "positive"
 
 
+@pytest.mark.slow
 def test_the_folded_view_disagrees_and_the_summary_says_why(client) -> None:
     """A seed at which the top-label test finds nothing: the headline still rejects and
     says why the views differ."""
@@ -125,6 +127,7 @@ def test_a_multiclass_file_keeps_the_top_label_view_with_classwise_beside(
     assert 0 < other["p_value"] <= 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mirror", MIRRORS)
 def test_subgroups_and_timeline_find_the_planted_gap_by_default(client, mirror: bool) -> None:
     frame = planted_frame(mirror)
@@ -157,6 +160,7 @@ def test_subgroups_and_timeline_find_the_planted_gap_by_default(client, mirror: 
     assert abs(np.mean([w["gap"] for w in folded["windows"]])) < 0.02
 
 
+@pytest.mark.slow
 def test_compare_defaults_to_the_positive_view_for_two_classes(client) -> None:
     frame = planted_frame(False)
     frame = frame.rename(columns={"y_prob": "gbm_prob"}).assign(

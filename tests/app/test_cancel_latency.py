@@ -93,6 +93,7 @@ def assert_stopped_promptly(latency: float, job: dict[str, Any]) -> None:
     assert latency < LIMIT_SECONDS, f"cancel took {latency:.2f} s ({job['message']})"
 
 
+@pytest.mark.slow
 def test_hidden_heterogeneity_stops_within_2_s(client, shared_data) -> None:
     # HH of all 3,474 test rows of default_nb: 850 local forests, 30 s to minutes.
     dataset = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]
@@ -122,6 +123,7 @@ def test_lece_cross_validation_stops_within_2_s(client) -> None:
     assert_stopped_promptly(latency, job)
 
 
+@pytest.mark.slow
 def test_swc_forest_stops_within_2_s(client, big_binary) -> None:
     # SWC's 100-tree proximity forest on 20,000 rows: 25-45 s in one scikit-learn call,
     # now grown tree by tree.
@@ -163,6 +165,7 @@ def test_support_stops_within_2_s(client, big_binary) -> None:
     assert_stopped_promptly(latency, job)
 
 
+@pytest.mark.slow
 def test_recalibration_comparison_stops_within_2_s(client, big_binary) -> None:
     # After two quick fits, the held-out comparison with 2,000 bootstrap resamples of
     # 20,000 rows and MLCE: well over 5 s.

@@ -14,6 +14,7 @@ from calibcore.partitioned import CELL_ERROR_BOUND
 from tests.calibcore.metrics.test_metrics import brute_force_ece
 
 
+@pytest.mark.slow
 def test_report_writes_json_with_global_measures(shared_data, tmp_path, capsys) -> None:
     out = tmp_path / "report.json"
     assert main(["report", str(shared_data / "default_nb.csv"), "--out", str(out)]) == 0
@@ -73,6 +74,7 @@ def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None
     assert "The model&#x27;s band lies above treat all and treat none at" in text
 
 
+@pytest.mark.slow
 def test_report_with_the_dask_engine_reads_many_files_and_equals_the_in_memory_one(
         shared_data, tmp_path, capsys) -> None:
     """default_nb split into three Parquet files and pointed at by a glob: roles inferred as

@@ -63,6 +63,7 @@ def test_one_model_or_an_unknown_reference_is_refused(client, shared_data) -> No
                             params={"reference": "svm"}), 409, "unknown_model")
 
 
+@pytest.mark.slow
 def test_report_compares_the_models_of_a_file(tmp_path) -> None:
     """calibdash report on a file of three models: the comparison in the JSON (equal to
     the core's) and in the HTML page."""

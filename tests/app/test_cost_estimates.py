@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from app.services import local
 from app.services.cost import CostEstimate, duration
 from app.services.heterogeneity import HeterogeneityParams, estimate_heterogeneity
@@ -13,6 +15,7 @@ from app.ui.job_panel import cost_note
 from tests.app.test_api import upload
 
 
+@pytest.mark.slow
 def test_hh_estimate_grows_with_the_rows_and_a_cached_result_is_free(client, shared_data) -> None:
     services = client.app.state.services
     dataset = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]

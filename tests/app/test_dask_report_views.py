@@ -39,6 +39,7 @@ def report_of(files: str, out: Path, *extra: str) -> dict:  # type: ignore[type-
     return dict(json.loads(out.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("power", "seed"), [(1.3, 3), (1 / 1.3, 2)], ids=["high", "low"])
 def test_a_binary_file_is_reported_in_the_positive_view_and_its_miscalibration_found(
         tmp_path, capsys, power: float, seed: int) -> None:

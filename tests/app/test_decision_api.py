@@ -55,6 +55,7 @@ def test_default_grid_and_no_band(client, dataset) -> None:
     assert body["prevalence"] > 0.9  # class 0 of default_nb: most people do not default
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("thresholds", [
     "0.1,abc", "0.1,1.5", "0,0.5", "1", "0.0", ",".join(["0.5"] * 201), "0.1;;0.2"])
 def test_malformed_thresholds_are_422_with_a_message(client, dataset, thresholds: str) -> None:

@@ -59,6 +59,7 @@ def finished(client: TestClient, response) -> dict:  # type: ignore[no-untyped-d
     return job
 
 
+@pytest.mark.slow
 def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
         settings_factory, scheduler, tmp_path, monkeypatch) -> None:
     """Registered by a glob under an allowed root: the overview's measures equal the
@@ -162,6 +163,7 @@ def test_external_files_are_measured_exactly_and_sampled_for_the_pages(
     assert (tmp_path / "logs" / "part-0.parquet").exists()  # nothing of the input touched
 
 
+@pytest.mark.slow
 def test_the_sample_is_the_stored_rows_and_roles_are_inferred(
         settings_factory, scheduler, tmp_path) -> None:
     """Without roles they are inferred from the first rows as for an upload; the sample is
@@ -232,6 +234,7 @@ def test_the_split_check_and_the_sample_give_what_compute_gives(scheduler) -> No
     assert len(fractions) == 16 and fractions.count(1.0) == 2
 
 
+@pytest.mark.slow
 def test_a_hive_folder_is_registered_with_its_partitions_as_columns(
         settings_factory, scheduler, tmp_path) -> None:
     """A folder named as the uri: its ``date=…`` partitions are read as a column, which

@@ -107,6 +107,7 @@ def test_hh_job_equals_the_core_on_the_same_rows(client, moons) -> None:
     assert np.array_equal(saved.to_numpy()[rows], expected)
 
 
+@pytest.mark.slow
 def test_hh_on_a_calibration_sample_with_shared_forests_equals_the_core(client, moons) -> None:
     """calibration_sample draws the forests' rows (seeded, as the test rows are drawn) and
     grid shares forests; both are said in the notes and equal the core on those rows."""
@@ -168,6 +169,7 @@ def test_hh_all_rows_without_split_uses_a_half_split(client) -> None:
     assert "seeded half split" in result["scheme"]
 
 
+@pytest.mark.slow
 def test_support_job_equals_the_core_and_flags_a_shifted_batch(client, moons) -> None:
     dataset_id, frame = moons
     same = upload(client, csv_bytes(moons_frame(seed=7)), "same.csv").json()["id"]
@@ -241,6 +243,7 @@ def test_categorical_and_missing_features_are_encoded_and_said(client) -> None:
     {"features": []}, {"unknown": 1}, {"calibration_sample": 0}, {"grid": 0},
     {"grid": 2}, {"grid": "coarse"}, {"grid": True}, {"grid": 0.2, "radius": 0.1},
 ])
+@pytest.mark.slow
 def test_bad_heterogeneity_params_are_422(client, moons, body) -> None:
     dataset_id, _ = moons
     assert_error(client.post(f"/api/v1/datasets/{dataset_id}/heterogeneity", json=body), 422,
@@ -267,6 +270,7 @@ def test_bad_references_are_4xx_with_the_reason(client, moons) -> None:
         assert_error(client.post(support, json=body), 422, "invalid_request")
 
 
+@pytest.mark.slow
 def test_a_running_hh_job_can_be_cancelled(client, shared_data) -> None:
     dataset_id = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]
     response = client.post(f"/api/v1/datasets/{dataset_id}/heterogeneity",

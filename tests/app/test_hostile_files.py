@@ -198,6 +198,7 @@ def _damaged_gzips() -> dict[str, bytes]:
             "bad header": b"\x1f\x8b" + b"junk" * 10, "bad checksum": good[:-8] + b"\0" * 8}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(_damaged_gzips()))
 def test_damaged_gzip_is_422_on_upload_and_apply(client, recalibration, kind) -> None:
     content = _damaged_gzips()[kind]
@@ -239,6 +240,7 @@ def nested_parquet() -> bytes:
         "meta", pa.array([{"source": "a", "weight": 1.0}] * n_rows)))
 
 
+@pytest.mark.slow
 def test_nested_parquet_columns_are_dropped_with_a_warning(client) -> None:
     staged = stage(client, nested_parquet(), "nested.parquet")
     assert staged.status_code == 201, staged.text

@@ -109,6 +109,7 @@ def test_the_time_so_far_moves_through_a_stage_that_reports_nothing() -> None:
     assert job.snapshot()["elapsed_seconds"] is None
 
 
+@pytest.mark.slow
 def test_a_running_job_reports_a_moving_fraction_and_a_time_left(client, shared_data) -> None:
     # HH of all 3,474 test rows of default_nb: hundreds of local forests, well over 10 s.
     dataset = upload(client, (shared_data / "default_nb.csv").read_bytes()).json()["id"]

@@ -71,6 +71,7 @@ def report(args: list[str], out: Path) -> dict:
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_a_spark_folder_reports_what_the_glob_of_its_part_files_reports(tmp_path,
                                                                         capsys) -> None:
     """Bookkeeping files (``_SUCCESS``, ``.crc``, ``_temporary/``) are skipped; the
@@ -95,6 +96,7 @@ def test_a_spark_folder_reports_what_the_glob_of_its_part_files_reports(tmp_path
     assert len(written) == len(frame) and "calibrated_proba_1" in written
 
 
+@pytest.mark.slow
 def test_a_hive_folder_gives_its_partitions_as_columns(tmp_path) -> None:
     """``date=…/region=eu/`` levels become plain columns (text, as pyarrow reads them);
     a ``key=value`` folder above the one named is not one. The date is the time role and

@@ -123,6 +123,7 @@ def test_display_is_decimated_and_one_bin_can_be_asked_for(client, digits) -> No
     assert top["rows"]["n_shown"] == top["bins"][14]["count"] == top["rows"]["n_selected"]
 
 
+@pytest.mark.slow
 def test_curve_equals_mlce_curve_with_its_limits(client, digits, digits_frame) -> None:
     gammas = [0.01, 0.2, 5.0]
     curve = wait_for_job(client, client.post(f"/api/v1/datasets/{digits}/lce/curve",
@@ -147,6 +148,7 @@ def test_curve_equals_mlce_curve_with_its_limits(client, digits, digits_frame) -
         embedding.coordinates, labels, proba, gammas=[1.0]).mlce[0], atol=1e-12)
 
 
+@pytest.mark.slow
 def test_results_are_cached_and_the_embedding_apart_from_gamma(client, digits) -> None:
     first = landscape(client, digits, reducer="pca", n_components=3)
     again = landscape(client, digits, reducer="pca", n_components=3)
@@ -218,6 +220,7 @@ def test_embedding_columns_are_used_as_given(client, digits, digits_frame) -> No
     ({"sample_size": 3}, "invalid_request"),
     ({"gamma": 0.2, "bogus": 1}, "invalid_request"),
 ])
+@pytest.mark.slow
 def test_bad_parameters_are_4xx(client, digits, body, code) -> None:
     """A bad parameter is a 422; a feature this dataset lacks, a 409 (the same request
     suits a dataset that has it)."""

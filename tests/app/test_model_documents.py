@@ -85,6 +85,7 @@ HOSTILE: dict[str, tuple[Any, str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HOSTILE)
 def test_each_hostile_document_is_a_quick_422_naming_the_field_with_bounded_memory(
         client, name) -> None:
@@ -116,6 +117,7 @@ def test_the_reported_attack_is_a_few_hundred_bytes(client) -> None:
     assert "'<f8', '<f4', '<i8', '<i4' or '|b1'" in error["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", [b"{oops", b"[" * 100_000 + b"]" * 100_000, b"\xff\xfe"])
 def test_unreadable_json_is_a_422_invalid_model(client, body) -> None:
     error = assert_error(client.post("/api/v1/models", content=body, headers=JSON), 422,
@@ -147,6 +149,7 @@ def count_values(value: Any) -> int:
     return 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(REGISTRY))
 def test_every_exported_method_imports(client, small, method) -> None:
     document = exported(client, small, method)

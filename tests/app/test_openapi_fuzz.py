@@ -196,6 +196,7 @@ def test_with_the_token_no_request_gets_a_server_error(label, apps, sessions) ->
         session=sessions["guarded"], headers=headers, checks=[not_a_server_error]), False)
 
 
+@pytest.mark.slow
 def test_the_tests_are_collected_for_every_operation_of_both_apps(apps) -> None:
     """The labels read from the document at collection are schemathesis's operations of
     either app, path parameters included: no operation goes unchecked."""
@@ -211,6 +212,7 @@ def test_every_operation_with_an_id_runs_with_a_real_one(apps) -> None:
     assert names - {"name"} <= set(apps.real_ids)  # a variable's name is a string of its own
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", LABELS, ids=LABELS)
 def test_with_a_token_nothing_answers_without_it(label, apps, sessions) -> None:
     def check(case: Any) -> None:

@@ -149,6 +149,7 @@ def test_a_two_row_file_of_both_classes_warns_about_rows_only(client, default_nb
     ("recalibrations", {"method": "platt"}, (6, 3), (6, 4),
      "recalibration with cross-fitting (10 rows)"),
 ])
+@pytest.mark.slow
 def test_the_stated_minimums_are_the_ones_the_diagnostics_enforce(
         client, default_nb, path, body, short, enough, needed) -> None:
     dataset, warnings = warnings_of(client, first_rows(default_nb, *short))

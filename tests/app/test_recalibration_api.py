@@ -102,6 +102,7 @@ def wait_for_job(client, job_id: str, seconds: float = 120) -> dict[str, Any]:  
     raise AssertionError(f"job {job_id} still running after {seconds} s")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(REGISTRY))
 def test_every_method_on_digits_is_on_the_simplex_and_round_trips(
         client, digits, digits_frame, method) -> None:
@@ -135,6 +136,7 @@ def test_every_method_on_the_binary_example_is_on_the_simplex(client, binary, me
     assert_on_simplex(frame[["calibrated_proba_0", "calibrated_proba_1"]].to_numpy())
 
 
+@pytest.mark.slow
 def test_comparison_job_of_three_methods_reports_each_and_marks_the_best(client, digits) -> None:
     response = client.post(f"/api/v1/datasets/{digits}/recalibrations", json={
         "async": True, "methods": [
@@ -210,6 +212,7 @@ def test_paired_intervals_of_many_rows_have_the_spread_of_a_mean() -> None:
         assert estimate - low == pytest.approx(half_width, rel=0.15)
 
 
+@pytest.mark.slow
 def test_methods_need_valid_features(client, digits, binary) -> None:
     url = f"/api/v1/datasets/{digits}/recalibrations"
     error = assert_error(client.post(url, json={"method": "variable_tree"}), 422,
@@ -230,6 +233,7 @@ def test_methods_need_valid_features(client, digits, binary) -> None:
     assert any("seeded sample of 300 of the" in note for note in sampled["feature_notes"])
 
 
+@pytest.mark.slow
 def test_composition_steps_by_name(client, digits) -> None:
     result = fit(client, digits, method="composed", params={"steps": [
         "temperature", {"method": "lece", "params": {"neighborhood_size": 0.1, "threshold": 0}}]})
@@ -248,6 +252,7 @@ def _new_file(frame: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, features", [("temperature", None),
                                               ("variable_tree", ["px10"]),
                                               ("swc", ["px10", "px20", "px30", "px42"])])

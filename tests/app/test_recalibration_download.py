@@ -67,6 +67,7 @@ def from_json(document: dict[str, Any], frame: pd.DataFrame) -> np.ndarray:
         proba, features=recorded_features(document, frame))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, features", [("platt", None), ("isotonic", None),
                                               ("variable_tree", ["balance"])])
 def test_default_download_is_the_exported_model_on_every_row(
@@ -102,6 +103,7 @@ def test_default_download_is_the_exported_model_on_every_row(
         assert outputs.max() == 1 and frame["y_prob"].duplicated().sum() > 3000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["platt", "isotonic"])
 def test_cross_fitted_download_is_what_the_comparison_scored(
         client, no_split, method) -> None:
@@ -136,6 +138,7 @@ def test_cross_fitted_download_is_what_the_comparison_scored(
         random_state=services.settings.random_state), rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_with_a_split_the_model_is_the_download_and_there_is_no_cross_fitted_one(
         client, shared_data) -> None:
     content = (shared_data / "digits_svm.csv").read_bytes()
@@ -154,6 +157,7 @@ def test_with_a_split_the_model_is_the_download_and_there_is_no_cross_fitted_one
                             params={"scores": "both"}), 422)
 
 
+@pytest.mark.slow
 def test_downloads_are_named_after_the_dataset_and_method(client, no_split) -> None:
     dataset = upload(client, no_split, "default_nb.csv").json()["id"]
     result = fit(client, dataset, method="temperature")
@@ -179,6 +183,7 @@ def test_downloads_are_named_after_the_dataset_and_method(client, no_split) -> N
     ("x" * 500, "x" * 60, None),
     ("...", "dataset", None),
 ])
+@pytest.mark.slow
 def test_hostile_dataset_names_give_a_safe_header(client, no_split, name, plain, utf8) -> None:
     dataset = upload(client, no_split, "d.csv", name=name).json()
     assert dataset["name"] == name
@@ -225,6 +230,7 @@ def test_a_cross_fitted_recalibration_stored_before_keeps_its_model_download(
     ("データ.csv", "attachment; filename=\"calibrated.csv\"; "
                    "filename*=UTF-8''%E3%83%87%E3%83%BC%E3%82%BF-calibrated.csv"),
 ])
+@pytest.mark.slow
 def test_applied_files_are_named_after_the_upload(client, shared_data, filename,
                                                   header) -> None:
     content = (shared_data / "digits_svm.csv").read_bytes()

@@ -68,6 +68,7 @@ def _stream_until_answered(connection: socket.socket) -> int:
     ("/api/v1/datasets", "multipart/form-data; boundary=b", UPLOAD_LIMIT),
     ("/_dash-update-component", "application/json", REQUEST_LIMIT),
 ])
+@pytest.mark.slow
 def test_a_chunked_body_is_cut_off_near_its_limit(server, path, content_type, limit) -> None:
     with _request_head(server, path, {"Transfer-Encoding": "chunked",
                                       "Content-Type": content_type,

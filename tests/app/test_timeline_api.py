@@ -41,6 +41,7 @@ def weekly(n_rows: int = 12_000, seed: int = 2) -> pd.DataFrame:
         "x": rng.normal(size=n_rows)})
 
 
+@pytest.mark.slow
 def test_planted_shift_is_flagged_at_the_shift_and_not_before(client) -> None:
     frame = weekly()
     dataset = upload(client, frame.to_csv(index=False).encode()).json()
@@ -91,6 +92,7 @@ def test_planted_shift_is_flagged_at_the_shift_and_not_before(client) -> None:
     assert rolling[8]["nll_after"] < rolling[8]["nll_before"]  # last week's fit helps
 
 
+@pytest.mark.slow
 def test_ordered_numbers_and_refusals(client) -> None:
     rng = np.random.default_rng(1)
     times = np.arange(3_000) % 5

@@ -314,6 +314,7 @@ def test_ranking_for_report_is_json_ready(client, dataset_id) -> None:
     assert json.loads(json.dumps(report, allow_nan=False)) == report
 
 
+@pytest.mark.slow
 def test_points_of_a_gap_in_the_variable_come_back_as_null(client) -> None:
     """A sentinel 999 beside values in [0, 60]: the points of the gap between them (and
     any where the fit is less certain than one row) are null in the JSON (as loess_curves

@@ -108,6 +108,7 @@ def test_model_comparison(client) -> None:  # type: ignore[no-untyped-def]
                 other["measures"][key]["plug_in"], abs=1e-9), key
 
 
+@pytest.mark.slow
 def test_timeline(client) -> None:  # type: ignore[no-untyped-def]
     frame = weekly(800)
     weights = np.random.default_rng(3).integers(0, 4, len(frame))

@@ -313,6 +313,7 @@ def any_table(draw: st.DrawFn) -> pd.DataFrame:
     return pd.DataFrame({name: draw(st.one_of(*COLUMN_VALUES.values())) for name in names})
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(any_table())
 def test_every_column_gets_one_role_and_probabilities_are_checked(frame: pd.DataFrame) -> None:

@@ -187,6 +187,7 @@ def test_vectorized_pruning_equals_sklearn_ccp_pruning_broadly(seed, n_rows, n_c
     check_pruning_equals_sklearn(seed, n_rows, n_classes)
 
 
+@pytest.mark.slow
 def test_oob_accuracy_and_predictions_equal_the_forests():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(50, 2)).astype(np.float32)
@@ -286,6 +287,7 @@ def test_hash_collisions_do_not_merge_different_sets(monkeypatch):
         pytest.param(13, 4, 0.3, 6, 80, marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_hh_equals_the_reference_loop(seed, n_classes, radius, n_test, n_cal):
     X_cal, y_cal, p_cal, p_test = small_problem(seed, n_cal=n_cal, n_classes=n_classes,
                                                 n_test=n_test)

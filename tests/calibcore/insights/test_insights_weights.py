@@ -121,6 +121,7 @@ def _dated(n: int = 1200, seed: int = 4) -> tuple[pd.Series, np.ndarray, np.ndar
     return times, labels, positive, weights
 
 
+@pytest.mark.slow
 def test_timeline_windows_of_integer_weights_are_the_repeated_rows() -> None:
     times, labels, positive, weights = _dated()
     ours = calibration_timeline(times, labels, positive, freq="M", view="positive",
@@ -139,6 +140,7 @@ def test_timeline_windows_of_integer_weights_are_the_repeated_rows() -> None:
     assert any(w.flagged for w in ours.windows)
 
 
+@pytest.mark.slow
 def test_timeline_unit_weights_give_welch_and_wilson_unweighted() -> None:
     times, labels, positive, _ = _dated(900, seed=6)
     plain = calibration_timeline(times, labels, positive, freq="M", view="positive",

@@ -110,6 +110,7 @@ def test_a_calibrated_model_has_few_discoveries() -> None:
     assert audit.min_support == 200  # 1% of the rows
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(n_rows=st.integers(300, 900), seed=st.integers(0, 2**16), support=st.integers(20, 120))
 def test_intervals_hold_their_gap_and_counts_their_rows(n_rows: int, seed: int,

@@ -57,6 +57,7 @@ def fake_umap(monkeypatch: pytest.MonkeyPatch) -> type[FakeUMAP]:
     return FakeUMAP
 
 
+@pytest.mark.slow
 def test_rows_beyond_the_sample_are_placed_through_umaps_own_index(
         fake_umap, monkeypatch: pytest.MonkeyPatch) -> None:
     """A row outside the sample that copies a sample row lands at the mean map position of

@@ -85,6 +85,7 @@ def reference_test(y: np.ndarray, proba: np.ndarray, statistic: Callable[..., fl
     return observed, (1 + exceed) / (1 + n_resamples), null
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("statistic", "reference"),
                          [("kce", loop_kce), ("smooth_ece", relplot_smooth_ece)])
 @pytest.mark.parametrize("temper", [1.0, 1.6])
@@ -187,6 +188,7 @@ def predictions(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     return labels, raw / raw.sum(axis=1, keepdims=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(data=predictions(), seed=st.integers(0, 2**32 - 1),
        statistic=st.sampled_from(["kce", "smooth_ece"]), n_resamples=st.integers(1, 30))
@@ -236,6 +238,7 @@ def test_size_on_calibrated_data_is_five_percent(generate: Generate,
     assert 0.03 <= rate <= 0.07
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generate", [binary, three_classes])
 @pytest.mark.parametrize("temper", [0.5, 2.0])
 def test_power_far_from_calibration_on_the_tempered_family(generate: Generate,

@@ -96,6 +96,7 @@ def test_nominal_95_percent_intervals_cover_the_truth(shrink: float) -> None:
     assert all(value >= 0.90 for value in coverage.values()), coverage
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(seed=st.integers(0, 2**31), n_rows=st.integers(2, 300), n_classes=st.integers(2, 4),
        method=st.sampled_from(["basic", "percentile", "hybrid"]))

@@ -27,6 +27,7 @@ def _table(*args, **kwargs) -> list[tuple]:
                                   for m in result.measures]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n_classes", "view", "weighted"),
                          [(2, "top_label", False), (3, "classwise", True)])
 def test_plug_in_beside_the_bootstrap_gives_the_same_table(

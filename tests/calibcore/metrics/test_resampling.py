@@ -136,6 +136,7 @@ def test_the_plan_depends_on_the_size_and_the_classes() -> None:
     np.testing.assert_array_equal(plan.groups, resampling_plan(labels, proba, 15, 0).groups)
 
 
+@pytest.mark.slow
 def test_large_multiclass_intervals_by_subsample_contain_their_values() -> None:
     rng = np.random.default_rng(5)
     logits = rng.normal(scale=2.0, size=(30_000, 5))

@@ -90,6 +90,7 @@ def test_bad_options_are_rejected(options) -> None:
         smooth_reliability(y, f, **options)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(3, 200), st.integers(0, 10_000))
 def test_curves_and_band_are_probabilities(n: int, seed: int) -> None:

@@ -74,6 +74,7 @@ PASSES: dict[str, tuple[Callable[..., Any], int]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PASSES))
 def test_every_partition_moves_the_fraction_and_the_result_is_the_same(engine, name) -> None:
     """At least one report per partition and pass, strictly increasing, ending at 1; the

@@ -43,6 +43,7 @@ def table(n_rows: int, classes: list[str], seed: int) -> pd.DataFrame:
     return frame
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])
 def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partitions) -> None:
     """Above 20,000 rows the in-memory bootstrap resamples cells; the merged cells of the
@@ -98,6 +99,7 @@ def test_smooth_diagram_of_the_merged_cells_is_within_its_bound(client, n_partit
         shown].max() > 0.01
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])
 @pytest.mark.parametrize("classes", [["no", "yes"], ["a", "b", "c"]])
 def test_equal_mass_measures_equal_the_in_memory_ones(client, n_partitions, classes) -> None:

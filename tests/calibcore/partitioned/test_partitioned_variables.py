@@ -102,6 +102,7 @@ def _same_floats(first: np.ndarray, second: np.ndarray) -> bool:
         first.view(np.int64) == second.view(np.int64)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])
 def test_variables_equal_the_in_memory_ones(client, rows, golden, n_partitions) -> None:
     frame = dd.from_pandas(rows, npartitions=n_partitions)
@@ -292,6 +293,7 @@ def sample(shape: str, n_rows: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice([-3.0, 8.0], size=n_rows, p=[0.9, 0.1])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(n_rows=st.integers(1, 1_500), n_bins=st.integers(1, 25), n_parts=st.integers(1, 9),
        shape=st.sampled_from(SHAPES), n_cells=st.sampled_from([1 << 4, 1 << 16]),

@@ -152,6 +152,7 @@ def partitioned(frame: pd.DataFrame, cuts: list[int]) -> dd.DataFrame:
                            verify_meta=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cuts", [[], [15_000], [0, 0, 7_000, 7_000, 29_999]],
                          ids=["one", "two", "six-with-empty"])
 def test_partitioned_positive_measures_and_intervals_equal_the_in_memory_ones(cuts) -> None:

@@ -40,6 +40,7 @@ def in_memory(labels: np.ndarray, proba: np.ndarray, n_bins: int) -> dict[str, f
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(n_classes=st.integers(2, 5), n_rows=st.integers(1, 400), n_bins=st.integers(1, 30),
        n_cuts=st.integers(0, 16), rounded=st.booleans(), seed=st.integers(0, 2**32 - 1))

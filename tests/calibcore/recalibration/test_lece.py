@@ -145,6 +145,7 @@ def _lece_on_synthetic(seed: int, n_test: int) -> tuple[tuple[float, float], tup
     )
 
 
+@pytest.mark.slow
 def test_synthetic_task_seed_0_first_20000_test_rows():
     (conf, classwise), (conf_uncal, classwise_uncal) = _lece_on_synthetic(0, 20_000)
     assert conf_uncal == pytest.approx(0.035, abs=0.002)
@@ -258,6 +259,7 @@ def brute_force_cv(p, y, sizes, thresholds, *, lece=True):
     return losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lece", [True, False])
 def test_cv_losses_match_refitting_every_grid_point(lece):
     rng = np.random.default_rng(3)
@@ -549,6 +551,7 @@ def test_too_few_rows_for_cross_validation():
 # -------------------------------------------------------- held-out NLL
 
 
+@pytest.mark.slow
 def test_lece_improves_held_out_nll_on_the_synthetic_task():
     p_fit, _, y_fit = synthetic_task(2000, 1)
     p_test, _, y_test = synthetic_task(5000, 101)

@@ -110,6 +110,7 @@ def test_outputs_lie_on_the_simplex(method, multiclass_set):
     np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ALL_METHODS)
 @pytest.mark.parametrize("data", ["binary_set", "multiclass_set"])
 def test_json_round_trip_gives_identical_predictions(method, data, request):
@@ -544,6 +545,7 @@ def probability_tables(draw, max_classes=4):
     return raw / raw.sum(axis=1, keepdims=True), labels
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", [m for m in OWN_METHODS if m != "variable_tree"])
 @settings(max_examples=25, deadline=None)
 @given(table=probability_tables())
@@ -682,6 +684,7 @@ def test_temperature_equals_scikit_learns(n_classes, sharpness):
     assert ours == pytest.approx(1.0 / _TemperatureScaling().fit(proba, labels).beta_, rel=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(REGISTRY))
 def test_no_method_gives_a_class_probability_of_exactly_zero_on_digits(shared_data, method):
     """On digits (classes separable one-vs-rest) eq. 5/6, the 0/1 isotonic targets and

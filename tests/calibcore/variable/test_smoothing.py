@@ -101,6 +101,7 @@ def test_extrapolates_outside_the_data_like_the_reference():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["uniform", "lognormal", "ties"])
 def test_large_input_approximation_error_below_1e3_at_n_2000(kind):
     """The documented approximation (subsampled deltas, interpolated RSS) vs exact."""

@@ -531,6 +531,7 @@ def test_a_sentinel_value_leaves_a_gap_in_the_curves_not_an_extrapolation(span):
     assert ranked.loc[0, "v_star"] == curves.v_star
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("span", [0.8, 0.3, 0.1, 0.02])
 def test_integer_variables_with_long_ties_are_drawn_whole(span):
     """Between the values of an integer variable the windows end on ties and hold rows of

@@ -41,7 +41,7 @@ from calibcore.partitioned.exact_quantiles import (
     float_keys,
     merge_coarse_counts,
 )
-from calibcore.partitioned.measures import _partition_rows
+from calibcore.partitioned.partitions import partition_rows
 
 #: Sums kept for every set of rows (columns of the sums' arrays and tables).
 STATISTICS = ("n", "error", "predicted_error", "predicted_error_squares")
@@ -220,7 +220,7 @@ def _row_statistics(part: pd.DataFrame, label: str, probabilities: Sequence[str]
     """:data:`STATISTICS` of each row of a partition (rows x 4)."""
     if part.shape[0] == 0:
         return np.empty((0, len(STATISTICS)))
-    labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    labels, proba = check_predictions(*partition_rows(part, label, probabilities, classes))
     top = score_outcome(labels, proba, "top_label")
     predicted, errors = 1.0 - top.scores[0], 1.0 - top.outcomes[0]
     return np.column_stack([np.ones_like(errors), errors, predicted, predicted * predicted])

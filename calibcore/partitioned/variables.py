@@ -71,7 +71,8 @@ from calibcore.partitioned._variable_summaries import (
     scan_partition,
 )
 from calibcore.partitioned.exact_quantiles import CELLS, FloatCells
-from calibcore.partitioned.measures import _checked_roles, _each_partition, _tree
+from calibcore.partitioned.measures import _tree
+from calibcore.partitioned.partitions import checked_roles, each_partition
 from calibcore.variable._binning import _factorize
 from calibcore.variable.ranking import RANKING_COLUMNS
 from calibcore.variable.vece import LoessCurves
@@ -224,14 +225,13 @@ def partitioned_variables(
 
     settings = _checked_settings(n_bins, max_categories, span, n_points, confidence_level,
                                  n_histogram_bins, random_state, curves)
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
+    classes, columns = checked_roles(frame, label, probabilities, classes)
     names = _checked_features(frame.columns, label, columns, features)
     parts = frame[[label, *columns, *names]].to_delayed()
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
         # the plan is one task of the graph, not a copy inside every partition's task
-        leaves = _each_partition(parts, function, label, columns, classes,
-                                 dask.delayed(plan))
+        leaves = each_partition(parts, function, label, columns, classes, dask.delayed(plan))
         index = (scan_partition, count_partition, collect_partition).index(function)
         (merged,) = compute_reporting([_tree(merge, leaves)], leaves,
                                       within(progress, index / 3, (index + 1) / 3))

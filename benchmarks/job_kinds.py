@@ -82,6 +82,14 @@ def long_frame(n_rows: int, random_state: int = 0) -> pd.DataFrame:
     return frame
 
 
+def weighted_long_frame(n_rows: int, random_state: int = 0) -> pd.DataFrame:
+    """:func:`long_frame` with survey-like row weights (a ``weight`` column, 0.2 to 5)."""
+    frame = long_frame(n_rows, random_state)
+    rng = np.random.default_rng([random_state, 1])
+    frame["weight"] = rng.lognormal(0.0, 0.6, n_rows).clip(0.2, 5.0).round(3)
+    return frame
+
+
 def default_nb(n_rows: int | None = None) -> pd.DataFrame:
     """The bundled example (7,000 rows, 4 features, a split), or its first ``n_rows``."""
     frame = read_table(example_path(), "default_nb.csv")
@@ -104,6 +112,7 @@ FIT_FILES: dict[str, Callable[[], pd.DataFrame]] = {
     "default_nb (2,000 x 4)": lambda: default_nb(2_000),
     "wide (1,500 x 30)": lambda: wide_frame(1_500, 30, random_state=1),
     "long (30,000 x 4)": lambda: long_frame(30_000, random_state=1),
+    "long weighted (300,000 x 4)": lambda: weighted_long_frame(300_000, random_state=2),
     **CHECKED_FILES,
 }
 

@@ -347,12 +347,15 @@ def ranking_for_report(prediction_set: PredictionSet, *, random_state: int = 0
 def ranking_terms(prediction_set: PredictionSet, params: RankingParams) -> dict[str, float]:
     """The work of a ranking, counted before starting (see
     :class:`app.services.cost.CostModel`): each variable's fixed part (its LOESS curves)
-    and its rows, both times the permutations (and the observed ranking)."""
+    and its rows, both times the permutations (and the observed ranking); with row
+    weights, the weighted null's extra work per row as a term of its own."""
     n_rows = float(rows_for(prediction_set, params.subset).sum())
     n_variables = float(prediction_set.features.shape[1])
     rounds = (1 + params.n_permutations) / 201
+    variable_rows = n_variables * n_rows * rounds
     return {"fixed": 1.0, "rows": n_rows, "variables": n_variables * rounds,
-            "variable_rows": n_variables * n_rows * rounds}
+            "variable_rows": variable_rows,
+            "weighted_variable_rows": variable_rows if prediction_set.weighted else 0.0}
 
 
 def estimate_ranking(prediction_set: PredictionSet, params: RankingParams) -> CostEstimate:

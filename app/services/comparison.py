@@ -11,6 +11,11 @@ all variables, numeric and categorical, by the Variables ranking's rule
 variable are found once and shared by every method) as point estimates, and
 VECE along the variable of each variable-based tree with an interval.
 
+On a weighted dataset the VECE columns are those of the weighted held-out rows
+(:func:`calibcore.variable.variable_ece` with ``sample_weight``: equal-weight bins,
+weighted means, so integer weights give the VECE of the rows repeated by their weights);
+the VECE(v) interval resamples rows with their weights.
+
 The recommendation (:mod:`app.services.recommendation`) weighs both proper scores,
 NLL and Brier, with paired bootstrap intervals of their differences, and the
 calibration errors: a method that makes every calibration error and Brier worse is
@@ -89,8 +94,8 @@ COLUMNS: tuple[Column, ...] = (
 
 def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
             *, n_bins: int = 15, n_bootstrap: int = 100,
-            random_state: int = 0, progress: ProgressCallback | None = None
-            ) -> dict[str, Any]:
+            random_state: int = 0, progress: ProgressCallback | None = None,
+            sample_weight: NDArray[np.float64] | None = None) -> dict[str, Any]:
     """The comparison table, best marks, reliability diagrams and the recommendation.
 
     Parameters
@@ -104,6 +109,8 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     progress : callable, optional
         ``progress(fraction, message)``, called between steps and resamples (it may
         raise to stop).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights of the held-out rows: the max VECE and VECE(v) columns are weighted.
     """
     report = progress or _nothing
     mlce_rows = _mlce_rows(labels.size, random_state)
@@ -116,7 +123,7 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
                                       f"variable-based ECE along {v} (10 equal-mass bins)")
                                for v in variables]
     report(0.0, "largest VECE over the variables")
-    max_vece = _max_vece(features, labels, [c.proba for c in candidates])
+    max_vece = _max_vece(features, labels, [c.proba for c in candidates], sample_weight)
     rows = []
     for number, candidate in enumerate(candidates):
         def step(fraction: float, message: str, number: int = number) -> None:
@@ -136,7 +143,7 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
             heartbeat = partial(step, 0.9, f"VECE({variable}) interval")
             values[f"vece:{variable}"] = _vece_interval(
                 features[variable], labels, candidate.proba, n_bootstrap, random_state,
-                heartbeat)
+                heartbeat, sample_weight)
         rows.append({"id": candidate.id, "name": candidate.name, "method": candidate.method,
                      "values": values})
     _mark_best(rows, columns)
@@ -207,12 +214,14 @@ def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
 
 
 def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
-              probas: list[NDArray[np.float64]]) -> list[dict[str, Any]]:
+              probas: list[NDArray[np.float64]],
+              weights: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
     """The largest VECE over all variables for each set of probabilities (bins shared).
 
     Each variable is numeric or categorical by the ranking's rule, so the column agrees
     with the Variables page: a categorical variable at the top of the ranking is the one
-    named here too (on the same rows).
+    named here too (on the same rows). ``weights`` weigh the rows (a variable whose
+    present rows all weigh 0 has no weighted VECE and is left out).
     """
     groups: dict[VariableKind, list[str]] = {"numeric": [], "categorical": []}
     for column in features.columns:
@@ -220,14 +229,14 @@ def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
         kind = variable_kind(values)
         present = (values.notna() if kind == "categorical" else
                    np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan)))
-        if present.any():
+        if present.any() and (weights is None or bool((weights[np.asarray(present)] > 0).any())):
             groups[kind].append(column)
     scores: dict[str, NDArray[np.float64]] = {}
     kinds: dict[str, VariableKind] = {}
     for group, columns in groups.items():
         if columns:
             table = variable_eces([features[column] for column in columns], labels, probas,
-                                  kind=group)
+                                  kind=group, sample_weight=weights)
             scores.update({str(column): table[row] for row, column in enumerate(columns)})
             kinds.update({str(column): group for column in columns})
     if not scores:
@@ -243,16 +252,28 @@ def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
 
 def _vece_interval(values: pd.Series, labels: NDArray[np.intp], proba: NDArray[np.float64],
                    n_bootstrap: int, random_state: int,
-                   heartbeat: Callable[[], None]) -> dict[str, Any]:
+                   heartbeat: Callable[[], None],
+                   weights: NDArray[np.float64] | None = None) -> dict[str, Any]:
     v = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    estimate = variable_ece(v, labels, proba, kind="numeric")
+    estimate = variable_ece(v, labels, proba, kind="numeric", sample_weight=weights)
     if not n_bootstrap:
         return {"value": estimate, "low": None, "high": None, "note": ""}
-    # Resample (v, label, probabilities) rows together: stack v as an extra column.
-    stacked = np.column_stack([proba, v])
+    # Resample (v, label, probabilities) rows together: stack v (and each row's weight)
+    # as extra columns, so a resampled row keeps its weight.
+    if weights is None:
+        stacked = np.column_stack([proba, v])
 
-    def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
-        return variable_ece(rows[:, -1], y, rows[:, :-1], kind="numeric")
+        def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
+            return variable_ece(rows[:, -1], y, rows[:, :-1], kind="numeric")
+    else:
+        stacked = np.column_stack([proba, weights, v])
+
+        def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
+            try:
+                return variable_ece(rows[:, -1], y, rows[:, :-2], kind="numeric",
+                                    sample_weight=rows[:, -2])
+            except CalibrationInputError:  # a resample whose rows all weigh 0
+                return float("nan")
 
     interval = _row_bootstrap(measure, labels, stacked, n_bootstrap, random_state, heartbeat)
     return {"value": estimate, "low": interval[0], "high": interval[1], "note": ""}
@@ -268,7 +289,8 @@ def _row_bootstrap(measure: Any, labels: NDArray[np.intp], rows: NDArray[np.floa
         heartbeat()
         chosen = rng.integers(0, labels.size, size=labels.size)
         values[resample] = measure(labels[chosen], rows[chosen])
-    low, high = np.quantile(values, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2])
+    low, high = np.nanquantile(values, [(1 - CONFIDENCE_LEVEL) / 2,
+                                        (1 + CONFIDENCE_LEVEL) / 2])
     return float(low), float(high)
 
 

@@ -459,3 +459,48 @@ def test_binary_comparison_has_positive_class_diagrams(client, binary, shared_da
     assert sum(top["count"]) == test.sum() and all(
         count == 0 for count, right in zip(top["count"], top["edges"][1:], strict=True)
         if right <= 0.5)
+
+
+def test_comparison_vece_columns_weigh_the_heldout_rows(client) -> None:
+    """On an upload with integer weights the comparison's max VECE and VECE(v) of the
+    uncalibrated row (not refitted, so the same probabilities in both files) equal those
+    of the same file with every row repeated by its weight, and variable_ece of the
+    repeated held-out rows computed here; the note says which columns are weighted."""
+    rng = np.random.default_rng(21)
+    n = 1500
+    hour = rng.integers(0, 24, n).astype(float)
+    distance = rng.gamma(3, 300, n).round(1)
+    confidence = rng.uniform(0.55, 0.98, n)
+    correct = rng.random(n) < np.clip(confidence - 0.01 * hour, 0, 1)
+    y_prob = np.where(rng.random(n) < 0.5, confidence, 1 - confidence).round(6)
+    predicted = (y_prob >= 0.5).astype(int)
+    frame = pd.DataFrame({"y_true": np.where(correct, predicted, 1 - predicted),
+                          "y_prob": y_prob, "hour": hour, "distance": distance,
+                          "split": np.where(rng.random(n) < 0.5, "calibration", "test")})
+    weights = rng.integers(0, 4, n)
+    weights[:3] = 1
+    repeated = frame.loc[frame.index.repeat(weights)].reset_index(drop=True)
+    tables = []
+    for name, table in (("weighted.csv", frame.assign(sample_weight=weights)),
+                        ("repeated.csv", repeated)):
+        dataset = str(upload(client, table.to_csv(index=False).encode(), name).json()["id"])
+        tables.append(fit(client, dataset, method="variable_tree",
+                          features=["distance"], n_bootstrap=20)["comparison"])
+    ours, theirs = tables
+    assert ours["weights_note"].startswith("max VECE and VECE(v) are weighted (weighted (Kish")
+    assert "the other columns" in ours["weights_note"] and theirs["weighted"] is False
+    test = repeated[repeated["split"] == "test"].reset_index(drop=True)
+    by_hand = {name: variable_ece(test[name], test["y_true"], test["y_prob"], kind="numeric")
+               for name in ("hour", "distance")}
+    first, second = ours["rows"][0]["values"], theirs["rows"][0]["values"]
+    assert first["max_vece"]["variable"] == second["max_vece"]["variable"]
+    assert first["max_vece"]["value"] == pytest.approx(second["max_vece"]["value"], abs=1e-9)
+    assert first["max_vece"]["value"] == pytest.approx(max(by_hand.values()), abs=1e-9)
+    assert first["vece:distance"]["value"] == pytest.approx(by_hand["distance"], abs=1e-9)
+    assert second["vece:distance"]["value"] == pytest.approx(by_hand["distance"], abs=1e-9)
+    low, high = first["vece:distance"]["low"], first["vece:distance"]["high"]
+    assert low is not None and low <= high
+    # the unweighted VECE of the same held-out rows differs: the weights were used
+    plain = frame[frame["split"] == "test"]
+    assert abs(variable_ece(plain["distance"], plain["y_true"], plain["y_prob"],
+                            kind="numeric") - by_hand["distance"]) > 1e-4

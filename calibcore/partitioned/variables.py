@@ -32,6 +32,15 @@ them unless the cells around its edges would send more than
 bands and ``vce_max`` are within :data:`calibcore.partitioned._binned_loess.LOESS_BOUND` of the
 in-memory ones (exactly equal for variables of at most
 :data:`calibcore.variable.N_EXACT` rows, whose rows are gathered and smoothed in memory).
+
+Row weights (``weight=``, a column, and ``negative_rate=``, as
+:func:`calibcore.partitioned.partitioned_summaries` takes them) make it the ranking of
+``rank_variables(..., sample_weight=)``: every sum is weighted and carries the weight,
+the bins are at the weighted quantiles (:mod:`calibcore.partitioned._weighted_numeric`;
+integer weights: those of the rows repeated by their weights, bit for bit), VECE is
+``sum_b |W_b (predicted error_b - error_b)| / W`` as in memory, and the LOESS windows
+hold a share ``span`` of the weight (the cells' and groups' weight in place of their
+rows).
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ from calibcore.partitioned._dask_progress import compute_reporting, within
 from calibcore.partitioned._numeric_variables import (
     MAX_HISTOGRAM_VALUES,
     VariableSettings,
+    Weights,
     collect_plan,
     finish_numeric,
     qcut_levels,
@@ -71,7 +81,13 @@ from calibcore.partitioned._variable_summaries import (
     scan_partition,
 )
 from calibcore.partitioned.exact_quantiles import CELLS, FloatCells
-from calibcore.partitioned.measures import _checked_roles, _each_partition, _tree
+from calibcore.partitioned.measures import (
+    _checked_rate,
+    _checked_roles,
+    _each_partition,
+    _tree,
+    _Weighting,
+)
 from calibcore.variable._binning import _factorize
 from calibcore.variable.ranking import RANKING_COLUMNS
 from calibcore.variable.vece import LoessCurves
@@ -107,9 +123,10 @@ class PartitionedVariable:
         ``[v, v]`` for a constant V); empty for a categorical variable.
     categories : ndarray of object
         The categories, sorted (categorical); empty for a numeric variable.
-    bin_sums : ndarray of shape (n_bins_or_categories, 4)
+    bin_sums : ndarray of shape (n_bins_or_categories, 4), or 5 columns when weighted
         Per bin (or category): rows, errors, predicted errors and squared predicted
-        errors summed (:data:`calibcore.partitioned.STATISTICS`).
+        errors summed (:data:`calibcore.partitioned.STATISTICS`); weighted: rows, the
+        weighted sums and the weight (``WEIGHTED_STATISTICS``).
     curves : LoessCurves or None
         The LOESS curves (numeric, with at least ``floor(n * span) >= 4`` rows).
     histogram_exact : bool
@@ -152,6 +169,7 @@ class PartitionedVariables:
     span: float
     n_points: int
     loess_bound: float
+    weighted: bool = False
 
     def __getitem__(self, name: str) -> PartitionedVariable:
         for variable in self.variables:
@@ -186,6 +204,8 @@ def partitioned_variables(
     random_state: int | None = 0,
     curves: bool = True,
     progress: Callable[[float], None] | None = None,
+    weight: str | None = None,
+    negative_rate: float | None = None,
 ) -> PartitionedVariables:
     """VECE, kind, VCE(v*) and LOESS curves of every feature of a Dask table.
 
@@ -215,6 +235,10 @@ def partitioned_variables(
         ``progress(fraction)``, called as each partition of each pass is done (a third
         of the fraction a pass; without numeric variables the scan is the last); it may
         raise to stop the pass (what is left of it is cancelled).
+    weight : str, optional
+        A column of non-negative row weights (not a feature).
+    negative_rate : float, optional
+        Two classes: the negatives weigh 1 / rate (times ``weight``).
 
     Returns
     -------
@@ -224,20 +248,24 @@ def partitioned_variables(
 
     settings = _checked_settings(n_bins, max_categories, span, n_points, confidence_level,
                                  n_histogram_bins, random_state, curves)
-    classes, columns = _checked_roles(frame, label, probabilities, classes)
-    names = _checked_features(frame.columns, label, columns, features)
-    parts = frame[[label, *columns, *names]].to_delayed()
+    classes, columns = _checked_roles(frame, label, probabilities, classes,
+                                      () if weight is None else (weight,))
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    names = _checked_features(frame.columns, label, [*columns, *weighting.columns], features)
+    parts = frame[[label, *columns, *weighting.columns, *names]].to_delayed()
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
         # the plan is one task of the graph, not a copy inside every partition's task
+        extra = (weighting,) if weighting.weighted else ()
         leaves = _each_partition(parts, function, label, columns, classes,
-                                 dask.delayed(plan))
+                                 dask.delayed(plan), *extra)
         index = (scan_partition, count_partition, collect_partition).index(function)
         (merged,) = compute_reporting([_tree(merge, leaves)], leaves,
                                       within(progress, index / 3, (index + 1) / 3))
         return merged
 
-    return _diagnose(reduce, names, [frame[name].dtype for name in names], settings)
+    return _diagnose(reduce, names, [frame[name].dtype for name in names], settings,
+                     weighting.weighted)
 
 
 def variables_of_parts(
@@ -255,6 +283,8 @@ def variables_of_parts(
     n_histogram_bins: int = 30,
     random_state: int | None = 0,
     curves: bool = True,
+    weight: str | None = None,
+    negative_rate: float | None = None,
 ) -> PartitionedVariables:
     """:func:`partitioned_variables` of pandas parts of a table, in this process.
 
@@ -267,13 +297,17 @@ def variables_of_parts(
     if not parts:
         raise CalibrationInputError("there are no parts to summarize.")
     columns, classes = list(probabilities), [str(c) for c in classes]
-    names = _checked_features(parts[0].columns, label, columns, features)
+    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    names = _checked_features(parts[0].columns, label, [*columns, *weighting.columns],
+                              features)
+    extra = (weighting,) if weighting.weighted else ()
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
-        return functools.reduce(merge, [function(part, label, columns, classes, plan)
+        return functools.reduce(merge, [function(part, label, columns, classes, plan, *extra)
                                         for part in parts])
 
-    return _diagnose(reduce, names, [parts[0][name].dtype for name in names], settings)
+    return _diagnose(reduce, names, [parts[0][name].dtype for name in names], settings,
+                     weighting.weighted)
 
 
 def _checked_settings(n_bins: int, max_categories: int, span: float, n_points: int,
@@ -291,7 +325,7 @@ def _checked_settings(n_bins: int, max_categories: int, span: float, n_points: i
 
 
 def _diagnose(reduce: Any, names: list[str], dtypes: list[Any],
-              settings: VariableSettings) -> PartitionedVariables:
+              settings: VariableSettings, weighted: bool = False) -> PartitionedVariables:
     """The three passes, each ``reduce(partition function, merge, plan)``, and the
     results from the merged summaries."""
     specs = [_spec(name, dtype, settings.max_categories) for name, dtype in zip(
@@ -300,23 +334,25 @@ def _diagnose(reduce: Any, names: list[str], dtypes: list[Any],
     kinds = [_kind(spec, scan, settings.max_categories) for spec, scan in zip(specs, scans,
                                                                                strict=True)]
     numeric = [i for i, kind in enumerate(kinds) if kind == "numeric" and scans[i].n_finite]
+    weights = {i: Weights(scans[i].integral_weights, scans[i].n_positive) if weighted else None
+               for i in numeric}
     cells = {i: _cells(scans[i]) for i in numeric}
     counts: list[CellCounts] = []
     collected: list[FeatureValues] = []
     plans: dict[int, CollectPlan] = {}
     if numeric:
         counts = reduce(count_partition, merge_counts, [(names[i], cells[i]) for i in numeric])
-        plans = {i: collect_plan(cells[i], count, scans[i].n_finite, settings)
+        plans = {i: collect_plan(cells[i], count, scans[i].n_finite, settings, weights[i])
                  for i, count in zip(numeric, counts, strict=True)}
         collected = reduce(collect_partition, merge_collected,
                            [(names[i], plans[i]) for i in numeric])
-    finished = {i: _numeric(names[i], scans[i], plans[i], count, values, settings)
+    finished = {i: _numeric(names[i], scans[i], plans[i], count, values, settings, weights[i])
                 for i, count, values in zip(numeric, counts, collected, strict=True)}
     results = tuple(finished[i] if i in finished else _other(names[i], kinds[i], scans[i])
                     for i in range(len(names)))
     return PartitionedVariables(results, scans[0].n_rows if scans else 0, settings.n_bins,
                                 settings.max_categories, settings.span, settings.n_points,
-                                LOESS_BOUND)
+                                LOESS_BOUND, weighted)
 
 
 def _checked_features(columns: Any, label: str, probabilities: list[str],
@@ -367,13 +403,17 @@ def _other(name: str, kind: Literal["numeric", "categorical"],
     positions = scan.values.index.get_indexer(pd.Index(categories, dtype=object))
     sums = scan.values.to_numpy(dtype=np.float64)[positions]
     n = int(sums[:, 0].sum())
-    if n == 0:
-        return PartitionedVariable(name, kind, 0, scan.n_missing, np.nan, np.nan, np.nan,
+    # weighted: each category's weight in place of its rows (the sums are weighted)
+    mass = sums[:, 4] if sums.shape[1] > 4 else sums[:, 0]
+    if n == 0 or not mass.sum() > 0:
+        return PartitionedVariable(name, kind, n, scan.n_missing, np.nan, np.nan, np.nan,
                                    empty_edges, categories, sums, None, True)
-    gaps = np.abs(sums[:, 2] - sums[:, 1]) / np.maximum(sums[:, 0], 1.0)
+    gaps = np.abs(sums[:, 2] - sums[:, 1]) / np.where(mass > 0, mass, 1.0)
+    if sums.shape[1] > 4:
+        gaps = np.where(mass > 0, gaps, -np.inf)  # a category of weight 0 has no mean
     worst = int(np.argmax(gaps))
     return PartitionedVariable(name, kind, n, scan.n_missing,
-                               float(np.abs(sums[:, 2] - sums[:, 1]).sum() / n),
+                               float(np.abs(sums[:, 2] - sums[:, 1]).sum() / mass.sum()),
                                float(gaps[worst]), categories[worst], empty_edges, categories,
                                sums, None, True)
 
@@ -385,9 +425,11 @@ def _cells(scan: FeatureScan) -> FloatCells:
 
 
 def _numeric(name: str, scan: FeatureScan, plan: CollectPlan, counted: CellCounts,
-             values: FeatureValues, settings: VariableSettings) -> PartitionedVariable:
+             values: FeatureValues, settings: VariableSettings,
+             weights: Weights | None = None) -> PartitionedVariable:
     n_missing = scan.n_rows - scan.n_finite
-    result = finish_numeric(plan, counted, values, n_missing, settings, scan.integral)
+    result = finish_numeric(plan, counted, values, n_missing, settings, scan.integral,
+                            weights)
     curves = result.curves
     return PartitionedVariable(
         name, "numeric", scan.n_finite, n_missing, result.vece,

@@ -37,6 +37,7 @@ rows). The stated bound, :data:`LOESS_BOUND` = 1e-3, is tested in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,7 +92,7 @@ class CellDistribution:
 
     low: NDArray[np.float64]
     high: NDArray[np.float64]
-    counts: NDArray[np.int64]
+    counts: NDArray[np.int64] | NDArray[np.float64]
     integral: bool = True
 
     @classmethod
@@ -106,9 +107,10 @@ class CellDistribution:
                    kept.astype(np.int64) if kept.dtype.kind in "iu" else kept, integral)
 
     @property
-    def n(self) -> int:
+    def n(self) -> Any:
+        """Rows (int), or the weight (float)."""
         total = self.counts.sum()
-        return int(total) if self.counts.dtype.kind in "iu" else total
+        return int(total) if self.counts.dtype.kind in "iu" else float(total)
 
     def window(self, span: float) -> float:
         """Rows (or weight) a window holds: ``floor(n * span)``, or ``n * span`` for

@@ -333,7 +333,8 @@ class CellCounts:
         np.minimum.at(minima, cell, numbers)
         np.maximum.at(maxima, cell, numbers)
         mass = (None if weights is None
-                else np.bincount(cell, weights=weights, minlength=cells.n_cells))
+                else np.bincount(cell, weights=weights, minlength=cells.n_cells).astype(
+                    np.float64))
         return cls(np.bincount(cell, minlength=cells.n_cells).astype(np.int64), minima, maxima,
                    mass)
 

@@ -134,3 +134,52 @@ def test_dask_weighted_curves_within_the_bound(dask_cluster, integer) -> None:
             difference = np.abs(getattr(got, field) - getattr(expected, field))[drawn].max()
             assert difference <= LOESS_BOUND, (variable.variable, field, difference)
         assert abs(got.vce_max - expected.vce_max) <= LOESS_BOUND
+
+
+def test_dask_weighted_ranking_on_the_cluster(dask_cluster) -> None:
+    """The ranking table on a LocalCluster (3 partitions, negatives weighing 1 / 0.25 times
+    the weight column) = rank_variables(sample_weight=) of the same rows."""
+    frame = weighted_table(1_500, seed=6, integer=False)
+    applied = frame["w"].to_numpy() * np.where(frame["y"].to_numpy() == 0, 4.0, 1.0)
+    with Client(dask_cluster):
+        result = partitioned_variables(dd.from_pandas(frame, npartitions=3), "y",
+                                       ["p_0", "p_1"], CLASSES, ["normal", "colour"],
+                                       weight="w", negative_rate=0.25, curves=False)
+    expected = rank_variables(frame[["normal", "colour"]], frame["y"].to_numpy(),
+                              frame[["p_0", "p_1"]].to_numpy(), n_permutations=0,
+                              sample_weight=applied)
+    table = result.ranking()
+    assert list(table["variable"]) == list(expected["variable"])
+    np.testing.assert_allclose(table["vece"], expected["vece"], rtol=1e-9, atol=1e-12)
+    assert list(table["n"]) == list(expected["n"])
+
+
+def test_few_weighted_rows_are_smoothed_exactly() -> None:
+    """At most N_EXACT rows: gathered with their weights and smoothed as
+    loess_curves(sample_weight=) smooths them, exactly."""
+    frame = weighted_table(700, seed=8, integer=False)
+    result = variables_of_parts(parts_of(frame, 4, seed=2), "y", ["p_0", "p_1"], CLASSES,
+                                ["normal", "gappy"], weight="w", span=0.5, n_points=60)
+    labels, proba = frame["y"].to_numpy(), frame[["p_0", "p_1"]].to_numpy()
+    for variable in result.variables:
+        expected = loess_curves(frame[variable.variable], labels, proba, span=0.5,
+                                n_points=60, sample_weight=frame["w"].to_numpy())
+        assert variable.curves is not None and variable.curves.exact
+        for field in ("x", "error", "error_low", "error_high", "predicted_error",
+                      "histogram_counts"):
+            np.testing.assert_array_equal(getattr(variable.curves, field),
+                                          getattr(expected, field), err_msg=field)
+        assert variable.curves.n == expected.n
+
+
+def test_zero_total_weight_gives_no_vece() -> None:
+    """A variable whose present rows all weigh 0 has no weighted VECE (NaN), as the
+    in-memory function refuses it."""
+    frame = weighted_table(600, seed=9, integer=True)
+    frame.loc[frame["colour"] == "red", "w"] = 0.0
+    frame["only_red"] = np.where(frame["colour"] == "red", frame["normal"], np.nan)
+    result = variables_of_parts(parts_of(frame, 3, seed=4), "y", ["p_0", "p_1"], CLASSES,
+                                ["only_red", "colour"], weight="w")
+    assert np.isnan(result["only_red"].vece) and result["only_red"].curves is None
+    assert result["only_red"].n == int((frame["colour"] == "red").sum())
+    assert np.isfinite(result["colour"].vece) and result["colour"].v_star != "red"

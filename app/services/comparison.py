@@ -11,10 +11,14 @@ all variables, numeric and categorical, by the Variables ranking's rule
 variable are found once and shared by every method) as point estimates, and
 VECE along the variable of each variable-based tree with an interval.
 
-On a weighted dataset the VECE columns are those of the weighted held-out rows
-(:func:`calibcore.variable.variable_ece` with ``sample_weight``: equal-weight bins,
-weighted means, so integer weights give the VECE of the rows repeated by their weights);
-the VECE(v) interval resamples rows with their weights.
+On a weighted dataset the table is that of the weighted held-out rows: the global
+measures and their intervals (:func:`calibcore.metrics.global_measures` with
+``sample_weight``), the VECE columns (:func:`calibcore.variable.variable_ece` with
+``sample_weight``: equal-weight bins, weighted means), the diagrams and the
+recommendation's NLL and Brier with their paired intervals, every resample drawing rows
+that carry their weights; so integer weights give what the rows repeated by their
+weights give. MLCE alone counts every row once (local calibration takes no weights yet)
+and its note says so.
 
 The recommendation (:mod:`app.services.recommendation`) weighs both proper scores,
 NLL and Brier, with paired bootstrap intervals of their differences, and the
@@ -110,7 +114,7 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         ``progress(fraction, message)``, called between steps and resamples (it may
         raise to stop).
     sample_weight : ndarray of shape (n,), optional
-        Row weights of the held-out rows: the max VECE and VECE(v) columns are weighted.
+        Row weights of the held-out rows (every column but MLCE is weighted).
     """
     report = progress or _nothing
     mlce_rows = _mlce_rows(labels.size, random_state)
@@ -118,6 +122,9 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     if mlce_rows is not None and phi is not None:
         mlce_note = (f"on a seeded sample of {mlce_rows.size:,} of the {labels.size:,} rows "
                      f"(the same for every method); {mlce_note}").strip("; ")
+    if sample_weight is not None and phi is not None:
+        mlce_note = ("every row counted once (local calibration takes no weights yet); "
+                     + mlce_note).strip("; ")
     variables = sorted({c.variable for c in candidates if c.variable})
     columns = list(COLUMNS) + [Column(f"vece:{v}", f"VECE({v})", "lower",
                                       f"variable-based ECE along {v} (10 equal-mass bins)")
@@ -132,7 +139,8 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
 
         step(0.0, "bootstrap intervals")
         values = _global_values(labels, candidate.proba, n_bins, n_bootstrap, random_state,
-                                lambda done: step(0.8 * done, "bootstrap intervals"))
+                                lambda done: step(0.8 * done, "bootstrap intervals"),
+                                sample_weight)
         step(0.8, "MLCE")
         values["mlce"] = _mlce(phi, labels if mlce_rows is None else labels[mlce_rows],
                                candidate.proba if mlce_rows is None
@@ -154,19 +162,22 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         # the MLCE depends on both: every place that shows it says them
         "mlce_gamma": MLCE_GAMMA,
         "mlce_space": None if phi is None else f"PCA({phi.shape[1]}) of standardized features",
-        "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state),
-        "reliability": _diagrams(labels, candidates, n_bins, "top_label"),
+        "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state,
+                                    sample_weight),
+        "reliability": _diagrams(labels, candidates, n_bins, "top_label", sample_weight),
         # binary: the diagram of P(second class) as well, the reading most users know
-        "positive_reliability": (_diagrams(labels, candidates, n_bins, "positive")
+        "positive_reliability": (_diagrams(labels, candidates, n_bins, "positive",
+                                           sample_weight)
                                  if candidates[0].proba.shape[1] == 2 else None),
     })
 
 
 def _diagrams(labels: NDArray[np.intp], candidates: list[Candidate], n_bins: int,
-              view: View) -> list[dict[str, Any]]:
+              view: View, weights: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
     """One binned held-out diagram of the view per candidate."""
     return [{"id": c.id, "name": c.name,
-             "diagram": binned_reliability(labels, c.proba, n_bins=n_bins, view=view)[0]}
+             "diagram": binned_reliability(labels, c.proba, n_bins=n_bins, view=view,
+                                           sample_weight=weights)[0]}
             for c in candidates]
 
 
@@ -176,10 +187,11 @@ def _nothing(fraction: float, message: str) -> None:
 
 def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
                    n_bootstrap: int, random_state: int,
-                   progress: Callable[[float], None]) -> dict[str, dict[str, Any]]:
+                   progress: Callable[[float], None],
+                   weights: NDArray[np.float64] | None = None) -> dict[str, dict[str, Any]]:
     result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
                              random_state=random_state, measures=list(_GLOBAL_KEYS),
-                             interval="hybrid", progress=progress)
+                             interval="hybrid", progress=progress, sample_weight=weights)
     return {m.key: {"value": m.value, "low": m.low, "high": m.high, "plug_in": m.plug_in,
                     "note": m.note} for m in result.measures}
 

@@ -43,7 +43,7 @@ from app.services.saved_models import (
 )
 from app.services.support import proximity_forest_work
 from app.services.tables import file_stem
-from app.services.weighting import NOT_WEIGHTED_NOTE, unweighted, weighting
+from app.services.weighting import weighting
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -254,7 +254,7 @@ class RecalibrationService:
         return {"dataset_id": dataset_id, "scheme": scheme,
                 "positive_class": (prediction_set.classes[1]
                                    if prediction_set.n_classes == 2 else None), **table,
-                **_comparison_weighting(prediction_set, rows)}
+                **weighting(prediction_set, rows)}
 
     def corrected_probabilities(self, recalibration_id: str,
                                 n_classes: int) -> NDArray[np.float64]:
@@ -363,18 +363,6 @@ _SCORE_TABLES: dict[str, Callable[[RecalibrationService, Record], pd.DataFrame]]
     "model": RecalibrationService._model_scores,
     "cross_fitted": RecalibrationService._cross_fitted_scores,
 }
-
-
-def _comparison_weighting(prediction_set: PredictionSet,
-                          rows: NDArray[np.bool_]) -> dict[str, Any]:
-    """The comparison's weighting fields: its VECE columns take the held-out rows' weights,
-    its other columns do not yet (and the note says so)."""
-    if not prediction_set.weighted:
-        return unweighted(prediction_set)
-    return {"weighted": False, "weights_note": (
-        "max VECE and VECE(v) are weighted ("
-        + str(weighting(prediction_set, rows)["weights_note"]) + "); the other columns "
-        + NOT_WEIGHTED_NOTE.removeprefix("weights are not applied here yet"))}
 
 
 def _method_weighting(estimator: Recalibrator, prediction_set: PredictionSet,

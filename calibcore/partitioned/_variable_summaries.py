@@ -37,8 +37,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore._validation import check_predictions
-from calibcore.data.views import score_outcome
+from calibcore.partitioned._row_statistics import (
+    STATISTICS,
+    WEIGHTED_STATISTICS,
+    _row_statistics,
+    _sums_of,
+    _weights_of,
+)
 from calibcore.partitioned.exact_quantiles import (
     FloatCells,
     coarse_counts,
@@ -46,12 +51,6 @@ from calibcore.partitioned.exact_quantiles import (
     merge_coarse_counts,
 )
 from calibcore.partitioned.measures import _partition_rows, _Weighting
-
-#: Sums kept for every set of rows (columns of the sums' arrays and tables).
-STATISTICS = ("n", "error", "predicted_error", "predicted_error_squares")
-#: The sums of weighted rows: rows, then weight x error, x predicted error, x its square,
-#: and the weight.
-WEIGHTED_STATISTICS = (*STATISTICS, "weight")
 
 CoarseCounts = tuple[NDArray[np.int64], NDArray[np.int64]]
 #: Values looked at before hashing a whole capped column.
@@ -236,36 +235,6 @@ def _value_sums(values: pd.Series | NDArray[np.float64], statistics: NDArray[np.
 
 def _names(n_columns: int) -> list[str]:
     return list(WEIGHTED_STATISTICS if n_columns == len(WEIGHTED_STATISTICS) else STATISTICS)
-
-
-def _row_statistics(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str], weighting: _Weighting | None = None
-                    ) -> NDArray[np.float64]:
-    """:data:`STATISTICS` of each row of a partition (rows x 4), or with a weighting
-    :data:`WEIGHTED_STATISTICS` then the plain error and predicted error (rows x 7)."""
-    weighted = weighting is not None and weighting.weighted
-    if part.shape[0] == 0:
-        return np.empty((0, len(WEIGHTED_STATISTICS) + 2 if weighted else len(STATISTICS)))
-    labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
-    top = score_outcome(labels, proba, "top_label")
-    predicted, errors = 1.0 - top.scores[0], 1.0 - top.outcomes[0]
-    if not weighted or weighting is None:
-        return np.column_stack([np.ones_like(errors), errors, predicted, predicted * predicted])
-    weights = weighting.of(part, labels)
-    assert weights is not None
-    return np.column_stack([np.ones_like(errors), weights * errors, weights * predicted,
-                            weights * predicted * predicted, weights, errors, predicted])
-
-
-def _sums_of(statistics: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The columns of the row statistics that are summed (not the plain error and
-    predicted error of weighted rows)."""
-    return statistics[:, :len(WEIGHTED_STATISTICS)] if statistics.shape[1] > len(
-        WEIGHTED_STATISTICS) else statistics
-
-
-def _weights_of(statistics: NDArray[np.float64]) -> NDArray[np.float64] | None:
-    return statistics[:, 4] if statistics.shape[1] > len(STATISTICS) else None
 
 
 def _finite(part: pd.DataFrame, name: str) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:

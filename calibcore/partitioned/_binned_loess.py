@@ -44,17 +44,10 @@ from numpy.typing import NDArray
 from scipy.interpolate import CubicSpline
 
 from calibcore.variable._curves import LoessCurves, drawn, gap_support, largest_gap
+from calibcore.variable._loess_band import COVERAGE_POINTS, KNOT_SEPARATION, Smoothed, coverage
 from calibcore.variable._loess_moments import hankel, intercept_rows
 from calibcore.variable._loess_windows import _deltas, _operator_rows, _tricube
-from calibcore.variable.smoothing import (
-    _COVERAGE_POINTS,
-    _KNOT_SEPARATION,
-    MIN_NEIGHBOURS,
-    N_EXACT,
-    _coverage,
-    _Smoothed,
-    _with_band,
-)
+from calibcore.variable.smoothing import MIN_NEIGHBOURS, N_EXACT, _with_band
 
 #: Stated bound on the absolute difference from :func:`calibcore.variable.loess_curves` on
 #: all rows of the curves, their bands and ``vce_max`` (measured: at most 1.7e-4).
@@ -326,14 +319,14 @@ def binned_curves(distribution: CellDistribution, groups: GroupSums, *, x: NDArr
     :data:`calibcore.variable.N_EXACT` rows, with every sum over rows taken over groups.
     """
     n = distribution.n
-    quantile_levels = np.linspace(0.0, 1.0, _COVERAGE_POINTS)
+    quantile_levels = np.linspace(0.0, 1.0, COVERAGE_POINTS)
     # numpy reads these (65 equally spaced) quantiles of the 65 values back exactly, so
     # the knots are smoothing's own rule applied to approximate quantiles of V
     approximate = distribution.at_ranks((n - 1) * quantile_levels)
     approximate[0], approximate[-1] = minimum, maximum
-    grid = np.unique(np.concatenate([x, _coverage(approximate, x)]))
+    grid = np.unique(np.concatenate([x, coverage(approximate, x)]))
     fits, norms = _fits(grid, distribution.bandwidth(grid, span), groups)
-    separation = _KNOT_SEPARATION * (maximum - minimum)
+    separation = KNOT_SEPARATION * (maximum - minimum)
     knots = np.concatenate([[True], np.diff(grid) > separation])
     rss = _residual_sums(grid[knots], fits[:, knots], groups)
     rows = round(float(n))  # weights: ranks in the weight, each rank standing for a row
@@ -343,8 +336,8 @@ def binned_curves(distribution: CellDistribution, groups: GroupSums, *, x: NDArr
     subsample = np.sort(distribution.at_ranks(ranks.astype(np.float64)))
     delta1, delta2 = _deltas(_operator_rows(subsample, subsample, span))
     at_points = np.searchsorted(grid, x)
-    smoothed = _Smoothed(fits=fits[:, at_points], operator_norms=norms[at_points], rss=rss,
-                         delta1=delta1 + (n - size), delta2=delta2 + (n - size), exact=False)
+    smoothed = Smoothed(fits=fits[:, at_points], operator_norms=norms[at_points], rss=rss,
+                        delta1=delta1 + (n - size), delta2=delta2 + (n - size), exact=False)
     error_fit, predicted_fit = (_with_band(x, smoothed, response, span, n, confidence_level)
                                 for response in range(2))
     supported, gaps = distribution.support(x, span)

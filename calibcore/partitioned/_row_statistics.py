@@ -3,9 +3,10 @@
 Used by :mod:`calibcore.partitioned._variable_summaries`: the top-label view of
 :mod:`calibcore.variable` (errors ``1[y != argmax]``, predicted errors ``1 - max_k p_k``)
 of each row, summed per value, cell, segment or LOESS group. Without weights the sums
-are :data:`STATISTICS`; with row weights (a :class:`calibcore.partitioned.measures`
-weighting: a weight column, the negatives' 1 / rate, or both) :data:`WEIGHTED_STATISTICS`,
-the weighted sums beside the rows and the weight.
+are :data:`STATISTICS`; with row weights (a
+:class:`calibcore.partitioned.weighting.Weighting`: a weight column, the negatives'
+1 / rate, or both) :data:`WEIGHTED_STATISTICS`, the weighted sums beside the rows and the
+weight.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from numpy.typing import NDArray
 
 from calibcore._validation import check_predictions
 from calibcore.data.views import score_outcome
-from calibcore.partitioned.measures import _partition_rows, _Weighting
+from calibcore.partitioned.partitions import partition_rows
+from calibcore.partitioned.weighting import Weighting
 
 #: Sums kept for every set of rows (columns of the sums' arrays and tables).
 STATISTICS = ("n", "error", "predicted_error", "predicted_error_squares")
@@ -28,14 +30,14 @@ WEIGHTED_STATISTICS = (*STATISTICS, "weight")
 
 
 def _row_statistics(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str], weighting: _Weighting | None = None
+                    classes: Sequence[str], weighting: Weighting | None = None
                     ) -> NDArray[np.float64]:
     """:data:`STATISTICS` of each row of a partition (rows x 4), or with a weighting
     :data:`WEIGHTED_STATISTICS` then the plain error and predicted error (rows x 7)."""
     weighted = weighting is not None and weighting.weighted
     if part.shape[0] == 0:
         return np.empty((0, len(WEIGHTED_STATISTICS) + 2 if weighted else len(STATISTICS)))
-    labels, proba = check_predictions(*_partition_rows(part, label, probabilities, classes))
+    labels, proba = check_predictions(*partition_rows(part, label, probabilities, classes))
     top = score_outcome(labels, proba, "top_label")
     predicted, errors = 1.0 - top.scores[0], 1.0 - top.outcomes[0]
     if not weighted or weighting is None:

@@ -21,7 +21,7 @@ in any grouping, so the result is the same on any partitioning):
 The sums of a set of rows are :data:`STATISTICS`, of the top-label view
 (:mod:`calibcore.variable`): rows, errors ``1[y != argmax]``, predicted errors
 ``1 - max_k p_k`` and their squares. With row weights (a
-:class:`calibcore.partitioned.measures` weighting: a weight column, the negatives'
+:class:`calibcore.partitioned.weighting.Weighting`: a weight column, the negatives'
 1 / rate, or both) the sums are :data:`WEIGHTED_STATISTICS`: rows, the weighted sums of
 the same three and the weight, and every pass sums weight where it counted rows (the
 cells' weight, the LOESS groups' weight).
@@ -50,7 +50,8 @@ from calibcore.partitioned.exact_quantiles import (
     float_keys,
     merge_coarse_counts,
 )
-from calibcore.partitioned.measures import _partition_rows, _Weighting
+from calibcore.partitioned.partitions import partition_rows
+from calibcore.partitioned.weighting import Weighting
 
 CoarseCounts = tuple[NDArray[np.int64], NDArray[np.int64]]
 #: Values looked at before hashing a whole capped column.
@@ -246,7 +247,7 @@ def _finite(part: pd.DataFrame, name: str) -> tuple[NDArray[np.bool_], NDArray[n
 
 def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
                    classes: Sequence[str], features: Sequence[FeatureSpec],
-                   weighting: _Weighting | None = None) -> list[FeatureScan]:
+                   weighting: Weighting | None = None) -> list[FeatureScan]:
     """Pass one: a :class:`FeatureScan` of each feature."""
     statistics = _row_statistics(part, label, probabilities, classes, weighting)
     weights = _weights_of(statistics)
@@ -316,11 +317,11 @@ class CellCounts:
 
 def count_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
                     classes: Sequence[str], cells: Sequence[tuple[str, FloatCells]],
-                    weighting: _Weighting | None = None) -> list[CellCounts]:
+                    weighting: Weighting | None = None) -> list[CellCounts]:
     """Pass two: the finite values of each numeric feature per cell (and their weight)."""
     weights = None
     if weighting is not None and weighting.weighted and part.shape[0]:
-        labels, _ = _partition_rows(part, label, probabilities, classes)
+        labels, _ = partition_rows(part, label, probabilities, classes)
         weights = weighting.of(part, labels)
     elif weighting is not None and weighting.weighted:
         weights = np.empty(0)
@@ -338,7 +339,7 @@ def merge_counts(first: list[CellCounts], second: list[CellCounts]) -> list[Cell
 
 def collect_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
                       classes: Sequence[str], plans: Sequence[tuple[str, CollectPlan]],
-                      weighting: _Weighting | None = None) -> list[FeatureValues]:
+                      weighting: Weighting | None = None) -> list[FeatureValues]:
     """Pass three: a :class:`FeatureValues` of each numeric feature."""
     statistics = _row_statistics(part, label, probabilities, classes, weighting)
     collected = []

@@ -81,13 +81,9 @@ from calibcore.partitioned._variable_summaries import (
     scan_partition,
 )
 from calibcore.partitioned.exact_quantiles import CELLS, FloatCells
-from calibcore.partitioned.measures import (
-    _checked_rate,
-    _checked_roles,
-    _each_partition,
-    _tree,
-    _Weighting,
-)
+from calibcore.partitioned.measures import _tree
+from calibcore.partitioned.partitions import checked_weighting, each_partition
+from calibcore.partitioned.weighting import Weighting, checked_negative_rate
 from calibcore.variable._binning import _factorize
 from calibcore.variable.ranking import RANKING_COLUMNS
 from calibcore.variable.vece import LoessCurves
@@ -248,17 +244,16 @@ def partitioned_variables(
 
     settings = _checked_settings(n_bins, max_categories, span, n_points, confidence_level,
                                  n_histogram_bins, random_state, curves)
-    classes, columns = _checked_roles(frame, label, probabilities, classes,
-                                      () if weight is None else (weight,))
-    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    classes, columns, weighting = checked_weighting(frame, label, probabilities, classes,
+                                                    weight, negative_rate)
     names = _checked_features(frame.columns, label, [*columns, *weighting.columns], features)
     parts = frame[[label, *columns, *weighting.columns, *names]].to_delayed()
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
         # the plan is one task of the graph, not a copy inside every partition's task
         extra = (weighting,) if weighting.weighted else ()
-        leaves = _each_partition(parts, function, label, columns, classes,
-                                 dask.delayed(plan), *extra)
+        leaves = each_partition(parts, function, label, columns, classes,
+                                dask.delayed(plan), *extra)
         index = (scan_partition, count_partition, collect_partition).index(function)
         (merged,) = compute_reporting([_tree(merge, leaves)], leaves,
                                       within(progress, index / 3, (index + 1) / 3))
@@ -297,7 +292,7 @@ def variables_of_parts(
     if not parts:
         raise CalibrationInputError("there are no parts to summarize.")
     columns, classes = list(probabilities), [str(c) for c in classes]
-    weighting = _Weighting(weight, _checked_rate(negative_rate, classes))
+    weighting = Weighting(weight, checked_negative_rate(negative_rate, classes))
     names = _checked_features(parts[0].columns, label, [*columns, *weighting.columns],
                               features)
     extra = (weighting,) if weighting.weighted else ()

@@ -42,7 +42,6 @@ from calibcore.heterogeneity.proximity import (
     ProximityForest,
     TreeEnsemble,
     fit_proximity_forest,
-    leaf_indicator,
     node_class_counts,
     shared_leaf_blocks,
 )
@@ -159,19 +158,17 @@ class SWC(Recalibrator):
         rng = np.random.default_rng([self.random_state, 2])
         return np.sort(rng.choice(n_rows, size=limit, replace=False))
 
-    def _predict(
-        self,
-        proba: NDArray[np.float64],
-        features: NDArray[np.float64] | None,
-        heartbeat: Heartbeat,
-    ) -> NDArray[np.float64]:
+    def _predict(self, proba: NDArray[np.float64], features: NDArray[np.float64] | None,
+                 heartbeat: Heartbeat) -> NDArray[np.float64]:
         forest = self._proximity_forest()
-        heartbeat(0.0, "finding the rows' leaves in the proximity forest")
-        leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba,
-                              heartbeat)
-        heartbeat(0.8, "similarity-weighted label counts")
-        shared = leaf_indicator(leaves, forest.trees.n_nodes) @ self._node_counts()
-        return self._normalize_votes(shared.astype(float) / forest.trees.n_trees, proba)
+        checked = self._check_features_like_fit(features, proba.shape[0])
+        counts = self._node_counts()
+        votes = np.empty((proba.shape[0], counts.shape[1]))
+        for rows, leaves in forest.apply_in_blocks(checked, proba, heartbeat):
+            # the counts of the rows' leaves, tree by tree: integers, so exact in any order
+            votes[rows] = counts[leaves].sum(axis=1)
+            heartbeat(rows.stop / proba.shape[0], "similarity-weighted label counts")
+        return self._normalize_votes(votes / forest.trees.n_trees, proba)
 
     def calibration_support(self, y_prob: ArrayLike, features: ArrayLike) -> NDArray[np.float64]:
         """S_t = sum_i s(t, i) over all calibration rows, per row.
@@ -191,9 +188,12 @@ class SWC(Recalibrator):
         check_is_fitted(self, "forest_")
         proba = self._check_probabilities_like_fit(y_prob)
         forest = self._proximity_forest()
-        leaves = forest.apply(self._check_features_like_fit(features, proba.shape[0]), proba)
+        checked = self._check_features_like_fit(features, proba.shape[0])
         occupancy = self._node_counts().sum(axis=1)
-        return occupancy[leaves].sum(axis=1) / forest.trees.n_trees
+        support = np.empty(proba.shape[0])
+        for rows, leaves in forest.apply_in_blocks(checked, proba):
+            support[rows] = occupancy[leaves].sum(axis=1)
+        return support / forest.trees.n_trees
 
     def _check_probabilities_like_fit(self, y_prob: ArrayLike) -> NDArray[np.float64]:
         proba = check_probabilities(y_prob)
@@ -379,17 +379,18 @@ class SWCHH(SWC):
                 f"hh must have shape ({proba.shape[0]},); got {thresholds.shape}."
             )
         forest = self._proximity_forest()
-        leaves = forest.apply(checked, proba, heartbeat)
         one_hot = np.eye(self.n_classes_)[np.asarray(self.calibration_labels_, dtype=np.intp)]
         votes = np.empty_like(proba)
         reference = np.asarray(self.calibration_leaves_, dtype=np.int64)
-        for rows, shared in shared_leaf_blocks(leaves, reference, forest.trees.n_nodes):
-            if heartbeat is not None:
-                heartbeat()
-            similarity = shared / forest.trees.n_trees
-            kept = similarity >= thresholds[rows, None]
-            nobody = ~kept.any(axis=1)
-            kept[nobody, np.argmax(similarity[nobody], axis=1)] = True
-            votes[rows] = np.where(kept, similarity, 0.0) @ one_hot
+        for block, leaves in forest.apply_in_blocks(checked, proba, heartbeat):
+            block_votes, block_thresholds = votes[block], thresholds[block]
+            for rows, shared in shared_leaf_blocks(leaves, reference, forest.trees.n_nodes):
+                if heartbeat is not None:
+                    heartbeat()
+                similarity = shared / forest.trees.n_trees
+                kept = similarity >= block_thresholds[rows, None]
+                nobody = ~kept.any(axis=1)
+                kept[nobody, np.argmax(similarity[nobody], axis=1)] = True
+                block_votes[rows] = np.where(kept, similarity, 0.0) @ one_hot
         return self._normalize_votes(votes, proba)
 

@@ -132,6 +132,11 @@ def qcut_bins(
     return np.asarray(codes, dtype=np.intp), np.asarray(edges, dtype=np.float64)
 
 
+def integer_weights(weights: NDArray[np.float64]) -> bool:
+    """Whether every weight is a whole number (frequency weights: rows repeated)."""
+    return bool(np.array_equal(weights, np.round(weights)))
+
+
 def weighted_quantiles(sorted_values: NDArray[np.float64], weights: NDArray[np.float64],
                        levels: NDArray[np.float64]) -> NDArray[np.float64]:
     """Quantiles of sorted values whose row i stands for ``weights[i]`` rows (all > 0).
@@ -147,7 +152,7 @@ def weighted_quantiles(sorted_values: NDArray[np.float64], weights: NDArray[np.f
     cumulative = np.cumsum(weights, dtype=np.float64)
     total = cumulative[-1]
     last = sorted_values.size - 1
-    if not np.array_equal(weights, np.round(weights)):
+    if not integer_weights(weights):
         position = np.searchsorted(cumulative, levels * total, side="left")
         return np.asarray(sorted_values[np.minimum(position, last)], dtype=np.float64)
     virtual = (total - 1.0) * levels

@@ -20,8 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_predictions
 from calibcore.data.views import score_outcome
 from calibcore.exceptions import CalibrationInputError
-from calibcore.variable._binning import Variable, weighted_quantiles
-from calibcore.variable._loess_windows import _neighbour_count, integer_weights, window_mass
+from calibcore.variable._binning import Variable, integer_weights, weighted_quantiles
+from calibcore.variable._loess_windows import _neighbour_count, window_mass
 from calibcore.variable.smoothing import MAX_LEVERAGE, LoessFit, loess_many
 
 CurveRange = Literal["5-95", "1-99", "all"]
@@ -268,68 +268,52 @@ def gap_support(points: NDArray[np.float64], below: NDArray[np.float64],
 def row_support(sorted_values: NDArray[np.float64], points: NDArray[np.float64],
                 span: float, weights: NDArray[np.float64] | None = None
                 ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """:func:`gap_support` from the rows of V, sorted (with their positive ``weights``:
-    :func:`weighted_row_support`)."""
-    if weights is not None:
-        return weighted_row_support(sorted_values, points, span, weights)
+    """:func:`gap_support` from the rows of V, sorted: an edge's reach is to its
+    ``floor(n * span)``-th nearest row on its side; with positive row ``weights``, to the
+    nearest rows on its side holding the window's weight M (:func:`window_mass`), counting
+    weight as rows are counted (for integer weights the reach of the rows repeated by
+    their weights)."""
     n = sorted_values.size
-    q = max(_neighbour_count(n, span), 1)
+    if weights is None:
+        q = max(_neighbour_count(n, span), 1)
+
+        def farthest_below(at_or_below: NDArray[np.intp]) -> NDArray[np.float64]:
+            return sorted_values[np.maximum(at_or_below - q, 0)]
+
+        def farthest_above(first: NDArray[np.intp]) -> NDArray[np.float64]:
+            return sorted_values[np.minimum(first + q - 1, n - 1)]
+    else:
+        mass = window_mass(weights, span)
+        if integer_weights(weights):
+            mass = max(mass, 1.0)  # as floor(n * span) is raised to one row
+        cumulative = np.cumsum(weights)
+        before = cumulative - weights
+
+        def farthest_below(at_or_below: NDArray[np.intp]) -> NDArray[np.float64]:
+            # the last row a with weight(a .. rows at or below the end) >= M
+            held = cumulative[np.maximum(at_or_below - 1, 0)]
+            start = np.searchsorted(before, held - mass, side="right") - 1
+            return sorted_values[np.maximum(start, 0)]
+
+        def farthest_above(first: NDArray[np.intp]) -> NDArray[np.float64]:
+            # the first row b with weight(rows from the end .. b) >= M
+            start_mass = before[np.minimum(first, n - 1)]
+            stop = np.searchsorted(cumulative, start_mass + mass, side="left")
+            return sorted_values[np.minimum(stop, n - 1)]
+
     above_index = np.searchsorted(sorted_values, points, side="left")
     below_index = np.searchsorted(sorted_values, points, side="right") - 1
     above = np.where(above_index < n, sorted_values[np.minimum(above_index, n - 1)], np.inf)
     below = np.where(below_index >= 0, sorted_values[np.maximum(below_index, 0)], -np.inf)
 
     def reach_down(ends: NDArray[np.float64]) -> NDArray[np.float64]:
-        at_or_below = np.searchsorted(sorted_values, ends, side="right")
-        reach = ends - sorted_values[np.maximum(at_or_below - q, 0)]
+        reach = ends - farthest_below(np.searchsorted(sorted_values, ends, side="right"))
         first = np.searchsorted(sorted_values, ends, side="left")
         beyond = np.where(first > 0, ends - sorted_values[np.maximum(first - 1, 0)], np.inf)
         return np.where(reach > 0, reach, beyond / 2.0)
 
     def reach_up(ends: NDArray[np.float64]) -> NDArray[np.float64]:
-        first = np.searchsorted(sorted_values, ends, side="left")
-        reach = sorted_values[np.minimum(first + q - 1, n - 1)] - ends
-        after = np.searchsorted(sorted_values, ends, side="right")
-        beyond = np.where(after < n, sorted_values[np.minimum(after, n - 1)] - ends, np.inf)
-        return np.where(reach > 0, reach, beyond / 2.0)
-
-    return gap_support(points, below, above, reach_down, reach_up)
-
-
-def weighted_row_support(sorted_values: NDArray[np.float64], points: NDArray[np.float64],
-                         span: float, weights: NDArray[np.float64]
-                         ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """:func:`row_support` with positive row weights: an edge's reach is to the nearest
-    rows on its side holding the window's weight M (:func:`window_mass`), counting weight as
-    :func:`row_support` counts rows; for integer weights the reach of the rows repeated by
-    their weights."""
-    n = sorted_values.size
-    mass = window_mass(weights, span)
-    if integer_weights(weights):
-        mass = max(mass, 1.0)  # as floor(n * span) is raised to one row
-    cumulative = np.cumsum(weights)
-    before = cumulative - weights
-    above_index = np.searchsorted(sorted_values, points, side="left")
-    below_index = np.searchsorted(sorted_values, points, side="right") - 1
-    above = np.where(above_index < n, sorted_values[np.minimum(above_index, n - 1)], np.inf)
-    below = np.where(below_index >= 0, sorted_values[np.maximum(below_index, 0)], -np.inf)
-
-    def reach_down(ends: NDArray[np.float64]) -> NDArray[np.float64]:
-        # the last row a with weight(a .. rows at or below the end) >= M
-        at_or_below = np.searchsorted(sorted_values, ends, side="right")
-        held = cumulative[np.maximum(at_or_below - 1, 0)]
-        start = np.searchsorted(before, held - mass, side="right") - 1
-        reach = ends - sorted_values[np.maximum(start, 0)]
-        first = np.searchsorted(sorted_values, ends, side="left")
-        beyond = np.where(first > 0, ends - sorted_values[np.maximum(first - 1, 0)], np.inf)
-        return np.where(reach > 0, reach, beyond / 2.0)
-
-    def reach_up(ends: NDArray[np.float64]) -> NDArray[np.float64]:
-        # the first row b with weight(rows from the end .. b) >= M
-        first = np.searchsorted(sorted_values, ends, side="left")
-        start_mass = before[np.minimum(first, n - 1)]
-        stop = np.searchsorted(cumulative, start_mass + mass, side="left")
-        reach = sorted_values[np.minimum(stop, n - 1)] - ends
+        reach = farthest_above(np.searchsorted(sorted_values, ends, side="left")) - ends
         after = np.searchsorted(sorted_values, ends, side="right")
         beyond = np.where(after < n, sorted_values[np.minimum(after, n - 1)] - ends, np.inf)
         return np.where(reach > 0, reach, beyond / 2.0)

@@ -15,16 +15,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from calibcore.variable._binning import integer_weights
 from calibcore.variable._loess_moments import intercept_rows
 
 
 def _neighbour_count(n: int, span: float) -> int:
     return min(n, int(np.floor(n * span)))
-
-
-def integer_weights(weights: NDArray[np.float64]) -> bool:
-    """Whether every weight is a whole number (frequency weights: rows repeated)."""
-    return bool(np.array_equal(weights, np.round(weights)))
 
 
 def relative_weights(weights: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -73,17 +69,9 @@ def _bandwidth(
     n = sorted_x.size
     q = _neighbour_count(n, span)
     if q >= n:
-        widest = np.maximum(np.abs(points - sorted_x[0]), np.abs(sorted_x[-1] - points))
-        bandwidth = widest * max(span, 1.0)
+        bandwidth = _whole_range(sorted_x, points, span)
     else:
-        window_sums = sorted_x[: n - q + 1] + sorted_x[q - 1 :]
-        crossing = np.searchsorted(window_sums, 2.0 * points)
-        bandwidth = np.full(points.shape, np.inf)
-        for start in (np.clip(crossing - 1, 0, n - q), np.clip(crossing, 0, n - q)):
-            reach = np.maximum(
-                np.abs(points - sorted_x[start]), np.abs(sorted_x[start + q - 1] - points)
-            )
-            bandwidth = np.minimum(bandwidth, reach)
+        bandwidth = _nearest_window(sorted_x[: n - q + 1], sorted_x[q - 1 :], points)
     return _past_ties(sorted_x, points, bandwidth)
 
 
@@ -105,20 +93,34 @@ def _weighted_bandwidth(
     mass = window_mass(weights, span)
     total = float(weights.sum())
     if mass >= total:
-        widest = np.maximum(np.abs(points - sorted_x[0]), np.abs(sorted_x[-1] - points))
-        return np.asarray(widest * max(span, 1.0), dtype=np.float64)
+        return _whole_range(sorted_x, points, span)
     cumulative = np.cumsum(weights)
     before = cumulative - weights
     starts = np.flatnonzero(before + mass <= total)
     ends = np.minimum(np.searchsorted(cumulative, before[starts] + mass, side="left"),
                       sorted_x.size - 1)
-    window_sums = sorted_x[starts] + sorted_x[ends]
-    crossing = np.searchsorted(window_sums, 2.0 * points)
+    return _nearest_window(sorted_x[starts], sorted_x[ends], points)
+
+
+def _whole_range(sorted_x: NDArray[np.float64], points: NDArray[np.float64],
+                 span: float) -> NDArray[np.float64]:
+    """The bandwidth when a window holds every row: the largest distance, times span when
+    span > 1 (R's rule)."""
+    widest = np.maximum(np.abs(points - sorted_x[0]), np.abs(sorted_x[-1] - points))
+    return np.asarray(widest * max(span, 1.0), dtype=np.float64)
+
+
+def _nearest_window(lowest: NDArray[np.float64], highest: NDArray[np.float64],
+                    points: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The reach of the nearest of the candidate windows ``[lowest[i], highest[i]]``
+    (both non-decreasing in i) from each point: the best starts where
+    ``lowest + highest`` crosses ``2 * x0``, so only the two windows there are compared."""
+    crossing = np.searchsorted(lowest + highest, 2.0 * points)
     bandwidth = np.full(points.shape, np.inf)
-    last = starts.size - 1
+    last = lowest.size - 1
     for candidate in (np.clip(crossing - 1, 0, last), np.clip(crossing, 0, last)):
-        reach = np.maximum(np.abs(points - sorted_x[starts[candidate]]),
-                           np.abs(sorted_x[ends[candidate]] - points))
+        reach = np.maximum(np.abs(points - lowest[candidate]),
+                           np.abs(highest[candidate] - points))
         bandwidth = np.minimum(bandwidth, reach)
     return bandwidth
 

@@ -13,6 +13,8 @@ its (confidence, error, weight): the weight that lands in each value of V change
 equal-weight bins of a numeric variable are found again for each permutation
 (:func:`weighted_permuted_vece`); a categorical one keeps its bins' row counts. The null
 then depends on the residuals, the weights and where V ties (its sorted values' runs).
+
+The shuffle itself is compiled in :mod:`calibcore.variable._shuffle`.
 """
 
 from __future__ import annotations
@@ -21,27 +23,18 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import cast
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core.base import BaseContext
-from numba.extending import intrinsic
 from numpy.typing import NDArray
 
-from calibcore.variable._binning import qcut_levels
-from calibcore.variable._pcg64 import fill_targets, pcg64_words
+from calibcore.variable._binning import integer_weights, qcut_levels
+from calibcore.variable._pcg64 import pcg64_words
+from calibcore.variable._shuffle import shuffle_segment_sums
 
 #: Relative slack when comparing permuted with observed statistics, so that
 #: permutations equal to the observed value up to summation order count as ">=".
 _TIE_TOLERANCE = 1e-9
-#: Swap targets drawn at a time before the swaps are made (see :func:`_shuffle_segment_sums`).
-_DRAW_BLOCK = 4096
-#: Swaps ahead of the current one whose random row is prefetched (each swap waits on one
-#: row out of cache otherwise: 31 -> 19 ms per permutation of 1.5M rows here).
-_PREFETCH_AHEAD = 32
 #: numpy draws swap targets from 32-bit words up to this many rows.
 _MAX_32_BIT_ROWS = 1 << 32
 #: From this many rows a null's permutations are drawn on every core (one shuffle of
@@ -146,19 +139,63 @@ def permuted_vece(
     spawned from ``random_state`` (so the null depends on the seed, not on the cores).
     ``heartbeat`` is called after each permutation (it may raise to stop).
     """
-    if residual.size < PARALLEL_MIN_ROWS or n_permutations <= PARALLEL_CHUNK:
-        return _permuted_vece(residual, sizes, n_permutations, random_state, heartbeat)
+    return _drawn_in_chunks(_permuted_vece, (residual, sizes), residual.size,
+                            n_permutations, random_state, heartbeat)
+
+
+def _drawn_in_chunks(
+    draw: Callable[..., NDArray[np.float64]],
+    arguments: tuple[object, ...],
+    n_rows: int,
+    n_permutations: int,
+    random_state: int | None,
+    heartbeat: Callable[[], None] | None,
+) -> NDArray[np.float64]:
+    """``draw(*arguments, n_permutations, random_state, heartbeat)``, a null drawn from one
+    stream; from :data:`PARALLEL_MIN_ROWS` rows in chunks of :data:`PARALLEL_CHUNK`
+    permutations on every core, chunk c from the c-th stream spawned from
+    ``random_state``, concatenated in order."""
+    if n_rows < PARALLEL_MIN_ROWS or n_permutations <= PARALLEL_CHUNK:
+        return draw(*arguments, n_permutations, random_state, heartbeat)
     counts = [min(PARALLEL_CHUNK, n_permutations - start)
               for start in range(0, n_permutations, PARALLEL_CHUNK)]
     streams = np.random.SeedSequence(random_state).spawn(len(counts))
     pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
                               thread_name_prefix="calibcore-permutation-chunks")
     try:
-        chunks = [pool.submit(_permuted_vece, residual, sizes, count, stream, heartbeat)
+        chunks = [pool.submit(draw, *arguments, count, stream, heartbeat)
                   for count, stream in zip(counts, streams, strict=True)]
         return np.concatenate([chunk.result() for chunk in chunks])
     finally:  # a raise stops the chunks not started; running ones stop at their heartbeat
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+Shuffle = Callable[[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]], None]
+
+
+def _shuffler(rng: np.random.Generator, n_rows: int) -> Shuffle:
+    """``shuffle(values, starts, sums)``: ``rng.shuffle(values)`` (the same swaps from the
+    same stream) that also fills ``sums`` with the sums of the segments of ``values``
+    starting at ``starts``. Compiled below 2^32 rows
+    (:func:`calibcore.variable._shuffle.shuffle_segment_sums`, stepping numpy's PCG64
+    inline when it can), numpy's own above."""
+    next_uint32 = rng.bit_generator.ctypes.next_uint32
+    state = rng.bit_generator.ctypes.state_address
+    words = pcg64_words(rng)
+    inline = words is not None
+    if words is None:
+        words = (np.zeros(4, dtype=np.uint64), np.zeros(2, dtype=np.uint32))
+
+    def compiled(values: NDArray[np.float64], starts: NDArray[np.intp],
+                 sums: NDArray[np.float64]) -> None:
+        shuffle_segment_sums(values, starts, sums, next_uint32, state, *words, inline)
+
+    def numpy_shuffle(values: NDArray[np.float64], starts: NDArray[np.intp],
+                      sums: NDArray[np.float64]) -> None:
+        rng.shuffle(values)
+        sums[:] = np.add.reduceat(values, starts)
+
+    return compiled if n_rows < _MAX_32_BIT_ROWS else numpy_shuffle
 
 
 def _permuted_vece(
@@ -174,117 +211,13 @@ def _permuted_vece(
     shuffled = residual.copy()
     null = np.empty(n_permutations)
     sums = np.empty(starts.size)
-    compiled = residual.size < _MAX_32_BIT_ROWS
-    next_uint32 = rng.bit_generator.ctypes.next_uint32
-    state = rng.bit_generator.ctypes.state_address
-    words = pcg64_words(rng)
-    inline = words is not None
-    if words is None:
-        words = (np.zeros(4, dtype=np.uint64), np.zeros(2, dtype=np.uint32))
+    shuffle = _shuffler(rng, residual.size)
     for draw in range(n_permutations):
-        if compiled:
-            _shuffle_segment_sums(shuffled, starts, sums, next_uint32, state, *words, inline)
-        else:
-            rng.shuffle(shuffled)
-            sums = np.add.reduceat(shuffled, starts)
+        shuffle(shuffled, starts, sums)
         null[draw] = np.abs(sums).sum()
         if heartbeat is not None:
             heartbeat()
     return null / residual.size
-
-
-@numba.njit(nogil=True, cache=True)
-def _draw(bound: int, next_uint32: Callable[[int], int], state: int) -> int:
-    """numpy's ``random_interval``: a uniform integer in [0, bound] by masked rejection."""
-    mask = np.uint64(bound)
-    mask |= mask >> np.uint64(1)
-    mask |= mask >> np.uint64(2)
-    mask |= mask >> np.uint64(4)
-    mask |= mask >> np.uint64(8)
-    mask |= mask >> np.uint64(16)
-    while True:
-        value = np.uint64(next_uint32(state)) & mask
-        if value <= np.uint64(bound):
-            return int(value)
-
-
-@intrinsic
-def _prefetch_intrinsic(typing_context: object, array: types.Array,
-                        index: types.Integer) -> tuple[object, Callable[..., object]]:
-    """Hint the processor to load ``array[index]`` into cache for writing (LLVM's
-    ``llvm.prefetch``): no effect on any value, only on when the row arrives."""
-    signature = types.void(array, index)
-
-    def codegen(context: BaseContext, builder: ir.IRBuilder, signature: object,
-                arguments: tuple[ir.Value, ir.Value]) -> object:
-        data = context.make_array(array)(context, builder, arguments[0]).data
-        address = builder.bitcast(builder.gep(data, [arguments[1]]), ir.IntType(8).as_pointer())
-        hint = builder.module.declare_intrinsic(
-            "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [
-                ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(32), ir.IntType(32)]))
-        # write, high temporal locality, data cache
-        builder.call(hint, [address, ir.Constant(ir.IntType(32), 1),
-                            ir.Constant(ir.IntType(32), 3), ir.Constant(ir.IntType(32), 1)])
-        return context.get_dummy_value()
-
-    return signature, codegen
-
-
-#: :func:`_prefetch_intrinsic` as compiled code calls it.
-_prefetch = cast(Callable[[NDArray[np.float64], int], None], _prefetch_intrinsic)
-
-
-@numba.njit(nogil=True, cache=True)
-def _shuffle_segment_sums(
-    values: NDArray[np.float64],
-    starts: NDArray[np.intp],
-    sums: NDArray[np.float64],
-    next_uint32: Callable[[int], int],
-    state: int,
-    words: NDArray[np.uint64],
-    buffer: NDArray[np.uint32],
-    inline: bool,
-) -> None:
-    """Shuffle ``values`` in place as ``Generator.shuffle`` does and sum its segments.
-
-    numpy swaps position i with a draw j in [0, i] for i = n-1 down to 1, drawing j
-    with ``random_interval`` from the bit generator's 32-bit stream (n < 2^32). The
-    draws do not depend on the values, so a block of them is drawn first and the
-    swaps of the block made after: with the targets known in advance, the row of the
-    swap :data:`_PREFETCH_AHEAD` swaps later is prefetched, so that the cache misses of
-    many swaps overlap instead of each waiting in turn. When ``inline`` the targets come
-    from :func:`calibcore.variable._pcg64.fill_targets` (numpy's PCG64 stepped here on
-    the generator's own ``words`` and ``buffer``), otherwise through ``next_uint32``.
-    Position i is final once swapped, so ``sums`` (one per segment starting at
-    ``starts``) is filled on the way.
-    """
-    n = values.size
-    targets = np.empty(_DRAW_BLOCK, dtype=np.intp)
-    sums[:] = 0.0
-    segment = starts.size - 1
-    for block_top in range(n - 1, 0, -_DRAW_BLOCK):
-        block_bottom = max(block_top - _DRAW_BLOCK, 0)
-        count = block_top - block_bottom
-        if inline:
-            fill_targets(targets, block_top, block_bottom, words, buffer)
-        else:
-            for position in range(block_top, block_bottom, -1):
-                targets[block_top - position] = _draw(position, next_uint32, state)
-        for ahead in range(min(_PREFETCH_AHEAD, count)):
-            _prefetch(values, targets[ahead])
-        for position in range(block_top, block_bottom, -1):
-            swap = block_top - position
-            if swap + _PREFETCH_AHEAD < count:
-                _prefetch(values, targets[swap + _PREFETCH_AHEAD])
-            target = targets[swap]
-            value = values[target]
-            values[target] = values[position]
-            values[position] = value
-            while position < starts[segment]:
-                segment -= 1
-            sums[segment] += value
-    if n > 0:
-        sums[0] += values[0]
 
 
 def weighted_permuted_vece(
@@ -310,21 +243,9 @@ def weighted_permuted_vece(
     :data:`PARALLEL_CHUNK` on every core, chunk c from the c-th stream spawned from
     ``random_state`` (as :func:`permuted_vece`).
     """
-    if residual.size < PARALLEL_MIN_ROWS or n_permutations <= PARALLEL_CHUNK:
-        return _weighted_permuted_vece(residual, weights, sorted_values, sizes, n_bins,
-                                       n_permutations, random_state, heartbeat)
-    counts = [min(PARALLEL_CHUNK, n_permutations - start)
-              for start in range(0, n_permutations, PARALLEL_CHUNK)]
-    streams = np.random.SeedSequence(random_state).spawn(len(counts))
-    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                              thread_name_prefix="calibcore-permutation-chunks")
-    try:
-        chunks = [pool.submit(_weighted_permuted_vece, residual, weights, sorted_values, sizes,
-                              n_bins, count, stream, heartbeat)
-                  for count, stream in zip(counts, streams, strict=True)]
-        return np.concatenate([chunk.result() for chunk in chunks])
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    return _drawn_in_chunks(_weighted_permuted_vece,
+                            (residual, weights, sorted_values, sizes, n_bins), residual.size,
+                            n_permutations, random_state, heartbeat)
 
 
 def _weighted_permuted_vece(
@@ -341,7 +262,7 @@ def _weighted_permuted_vece(
     rng = np.random.default_rng(random_state)
     weighted = weights * residual
     levels = qcut_levels(n_bins)
-    integer = bool(np.array_equal(weights, np.round(weights)))
+    integer = integer_weights(weights)
     if sorted_values is None:
         fixed = np.concatenate([[0], np.cumsum(np.asarray(sizes))]).astype(np.intp)
         values = np.empty(0)
@@ -354,18 +275,9 @@ def _weighted_permuted_vece(
     # compiled shuffle of permuted_vece, on row numbers held as floats: exact below 2^53)
     order = np.arange(residual.size, dtype=np.float64)
     starts, sums = np.zeros(1, dtype=np.intp), np.empty(1)
-    compiled = residual.size < _MAX_32_BIT_ROWS
-    next_uint32 = rng.bit_generator.ctypes.next_uint32
-    state = rng.bit_generator.ctypes.state_address
-    words = pcg64_words(rng)
-    inline = words is not None
-    if words is None:
-        words = (np.zeros(4, dtype=np.uint64), np.zeros(2, dtype=np.uint32))
+    shuffle = _shuffler(rng, residual.size)
     for draw in range(n_permutations):
-        if compiled:
-            _shuffle_segment_sums(order, starts, sums, next_uint32, state, *words, inline)
-        else:
-            rng.shuffle(order)
+        shuffle(order, starts, sums)
         null[draw] = _permutation_vece(order, weights, weighted, values, fixed, levels,
                                        integer, cumulative, running)
         if heartbeat is not None:

@@ -11,6 +11,8 @@ one row.
 With row weights each variable's VECE, bins, curves and VCE(v*) are the weighted ones of
 :mod:`calibcore.variable.vece`, and the permutation test permutes V against the rows, each
 keeping its weight (:func:`calibcore.variable._permutation.weighted_permuted_vece`).
+
+Progress from the threads is gathered in :mod:`calibcore.variable._ranking_progress`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -48,6 +48,7 @@ from calibcore.variable._curves import (
 from calibcore.variable._loess_moments import compile_fit_only
 from calibcore.variable._loess_windows import enough_neighbours, relative_weights
 from calibcore.variable._permutation import NullCache, compile_shuffle, permutation_p_value
+from calibcore.variable._ranking_progress import RankingProgress, wait_for
 from calibcore.variable.smoothing import (
     MAX_LEVERAGE,
     MIN_NEIGHBOURS,
@@ -145,9 +146,8 @@ def rank_variables(
     table = feature_table(features, errors.predicted.size)
     weights = plain_weights(sample_weight, errors.predicted.size)
     stop = threading.Event()
-    tracker = _Tracker(table.shape[1], settings.n_permutations, Heartbeat(progress, 0,
-                                                                           table.shape[1]),
-                       stop)
+    tracker = RankingProgress(table.shape[1], settings.n_permutations,
+                              Heartbeat(progress, 0, table.shape[1]), stop)
     # One background thread draws the permutation nulls while the variables' curves are
     # smoothed on every core (the compiled kernels and numpy's sorts release the GIL).
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="calibcore-permutations")
@@ -165,10 +165,10 @@ def rank_variables(
                                          errors, settings, nulls, weights))
             tracker.prepared((position + 1) / table.shape[1])
         tracker.expect_nulls(nulls.n_nulls)
-        _wait(compiled, tracker)
+        wait_for(compiled, tracker)
         gaps = [curve_pool.submit(_gap_of, item, errors, settings, tracker, position)
                 for position, item in enumerate(prepared)]
-        rows = [_finish_one(item, _wait(gap, tracker), tracker)
+        rows = [_finish_one(item, wait_for(gap, tracker), tracker)
                 for item, gap in zip(prepared, gaps, strict=True)]
     finally:
         # On a cancel or an error, do not wait for the threads: a draw in progress stops
@@ -183,92 +183,13 @@ def rank_variables(
     return ranking.reset_index(drop=True)
 
 
-T = TypeVar("T")
-
-#: Share of the curves' side of the progress taken by validating and binning the variables.
-_PREPARE_SHARE = 0.1
 #: Share of a large variable's curve work taken by sorting it.
 _SORT_SHARE = 0.1
-#: Seconds between progress reports while waiting for a permutation null.
-_WAIT_SECONDS = 0.1
 #: Rows whose distinct values are counted first when deciding whether a numeric
 #: variable is categorical.
 _DISTINCT_PROBE = 1_000
 #: Candidate points of the largest gap whose leverage is computed at once.
 _LEVERAGE_BATCH = 8
-
-
-class _Stopped(Exception):
-    """The ranking ended (an error or a cancel elsewhere): the curves stop too."""
-
-
-class _Tracker:
-    """Progress of a ranking from its threads: ``done`` (of ``total`` variables) is
-    the mean of the fractions of curves and of permutations done, never decreasing.
-
-    The curves' fraction is :data:`_PREPARE_SHARE` for validating and binning, the rest
-    shared equally by the variables' curves (fitted concurrently); a curve's progress
-    raises :class:`_Stopped` once ``stop`` is set.
-    """
-
-    def __init__(self, total: int, n_permutations: int, heartbeat: Heartbeat,
-                 stop: threading.Event) -> None:
-        self._total = total
-        self._n_permutations = n_permutations
-        self._heartbeat = heartbeat
-        self._stop = stop
-        self._lock = threading.Lock()
-        self._prepared = 0.0
-        self._curve_fractions = [0.0] * total
-        self._curves = 0.0
-        self._drawn = 0
-        self._needed = 0
-        self._done = 0.0
-
-    def prepared(self, fraction: float) -> None:
-        with self._lock:
-            self._prepared = fraction
-            self._update_curves()
-        self._report()
-
-    def curve(self, position: int, fraction: float) -> None:
-        """Variable ``position``'s curve is ``fraction`` done."""
-        if self._stop.is_set():
-            raise _Stopped
-        with self._lock:
-            self._curve_fractions[position] = max(self._curve_fractions[position], fraction)
-            self._update_curves()
-        self._report()
-
-    def _update_curves(self) -> None:
-        fitted = sum(self._curve_fractions) / self._total if self._total else 1.0
-        self._curves = max(self._curves, _PREPARE_SHARE * self._prepared
-                           + (1.0 - _PREPARE_SHARE) * fitted)
-
-    def expect_nulls(self, n_nulls: int) -> None:
-        with self._lock:
-            self._needed = n_nulls * self._n_permutations
-        self._report()
-
-    def permutation_drawn(self) -> None:
-        with self._lock:
-            self._drawn += 1
-        self._report()
-
-    def waiting(self) -> None:
-        self._report()
-
-    def finished(self) -> None:
-        self._heartbeat.now(self._total, self._total)
-
-    def _report(self) -> None:
-        with self._lock:
-            permutations = self._drawn / self._needed if self._needed else None
-            fraction = (self._curves if permutations is None
-                        else (self._curves + permutations) / 2.0)
-            self._done = max(self._done, min(fraction, 1.0) * self._total)
-            done = self._done
-        self._heartbeat(done, self._total)
 
 
 @dataclass
@@ -322,35 +243,45 @@ def _prepare_one(
     index, size = bin_index(variable, settings.n_bins, weights)
     residual = (errors.predicted - errors.actual)[variable.used]
     row["vece"] = binned_vece(index, size, residual, weights)
-    if weights is not None:
-        null = None
-        if settings.n_permutations > 0:
-            # V is permuted among the rows of positive weight (rows of weight 0 are none of
-            # the weighted population), each keeping its residual and weight
-            positive = weights > 0
-            rows = variable.used.copy()
-            rows[variable.used] = positive
-            categorical = variable.kind == "categorical"
-            sizes = np.bincount(index[positive], minlength=size)
-            null = nulls.submit_weighted(
-                residual[positive], weights[positive], rows,
-                None if categorical else np.sort(variable.values[positive]),
-                sizes[sizes > 0] if categorical else None, settings.n_bins,
-                settings.n_permutations, settings.random_state)
-        return _Prepared(variable, index, size, row, null, weights)
     null = None
     if settings.n_permutations > 0:
+        null = _submit_null(variable, index, size, residual, weights, settings, nulls)
+    return _Prepared(variable, index, size, row, null, weights)
+
+
+def _submit_null(
+    variable: Variable,
+    index: NDArray[np.intp],
+    size: int,
+    residual: NDArray[np.float64],
+    weights: NDArray[np.float64] | None,
+    settings: _RankSettings,
+    nulls: NullCache,
+) -> Future[NDArray[np.float64]]:
+    """Submit the permutation null of a binned variable: V permuted against its used rows,
+    or with ``weights`` (the used rows') among the rows of positive weight (rows of weight
+    0 are none of the weighted population), each keeping its residual and weight."""
+    if weights is None:
         sizes = np.bincount(index, minlength=size)
-        null = nulls.submit(residual, variable.used, sizes[sizes > 0],
+        return nulls.submit(residual, variable.used, sizes[sizes > 0],
                             settings.n_permutations, settings.random_state)
-    return _Prepared(variable, index, size, row, null)
+    positive = weights > 0
+    rows = variable.used.copy()
+    rows[variable.used] = positive
+    categorical = variable.kind == "categorical"
+    sizes = np.bincount(index[positive], minlength=size)
+    return nulls.submit_weighted(
+        residual[positive], weights[positive], rows,
+        None if categorical else np.sort(variable.values[positive]),
+        sizes[sizes > 0] if categorical else None, settings.n_bins,
+        settings.n_permutations, settings.random_state)
 
 
 def _gap_of(
     item: _Prepared,
     errors: Errors,
     settings: _RankSettings,
-    tracker: _Tracker,
+    tracker: RankingProgress,
     position: int,
 ) -> tuple[float, object]:
     """VCE(v*) and v* of a prepared variable (NaN without rows); run on a worker thread."""
@@ -375,23 +306,14 @@ def _few_values(values: NDArray[np.float64], most: int) -> bool:
 
 
 def _finish_one(item: _Prepared, gap: tuple[float, object],
-                tracker: _Tracker) -> dict[str, object]:
+                tracker: RankingProgress) -> dict[str, object]:
     """The row of a prepared variable with its gap, and its p-value once its null is drawn."""
     row = dict(item.row)
     row["vce_max"], row["v_star"] = gap
     if item.null is not None:
-        null = _wait(item.null, tracker)
+        null = wait_for(item.null, tracker)
         row["p_value"] = permutation_p_value(float(row["vece"]), null)  # type: ignore[arg-type]
     return row
-
-
-def _wait(future: Future[T], tracker: _Tracker) -> T:
-    """The future's result, reporting progress while it is not ready."""
-    while True:
-        try:
-            return future.result(timeout=_WAIT_SECONDS)
-        except FutureTimeout:
-            tracker.waiting()
 
 
 def _largest_gap(
@@ -412,14 +334,11 @@ def _largest_gap(
     """
     residual = (errors.predicted - errors.actual)[variable.used]
     if variable.kind == "categorical":
-        if weights is None:
-            counts = np.bincount(index, minlength=size)
-            gaps = (np.abs(np.bincount(index, weights=residual, minlength=size))
-                    / np.maximum(counts, 1))
-        else:
-            mass = np.bincount(index, weights=weights, minlength=size)
-            sums = np.abs(np.bincount(index, weights=weights * residual, minlength=size))
-            gaps = np.divide(sums, mass, out=np.zeros(size), where=mass > 0)
+        # without weights the mass is the count of rows
+        mass = np.bincount(index, weights=weights, minlength=size)
+        weighted = residual if weights is None else weights * residual
+        sums = np.abs(np.bincount(index, weights=weighted, minlength=size))
+        gaps = np.divide(sums, mass, out=np.zeros(size), where=mass > 0)
         worst = int(np.argmax(gaps))
         return float(gaps[worst]), variable.categories[worst]
     values, used_weights = variable.values, weights

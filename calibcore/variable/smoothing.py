@@ -60,18 +60,16 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
 from calibcore._validation import check_in_range, check_positive_int, describe_rows, first_rows
 from calibcore.exceptions import CalibrationInputError
 from calibcore.variable._binning import plain_weights
+from calibcore.variable._loess_band import Smoothed, smooth_exact, smooth_large
 from calibcore.variable._loess_moments import fit_by_moments, fit_only
 from calibcore.variable._loess_windows import (
     _bandwidth,
-    _deltas,
     _neighbour_count,
-    _operator_rows,
     enough_neighbours,
     relative_weights,
     window_mass,
@@ -97,10 +95,6 @@ N_EXACT = 1000
 MAX_LEVERAGE = 1.0
 #: Smallest floor(n * span): three points with positive weight plus the farthest (weight 0).
 MIN_NEIGHBOURS = 4
-#: Quantiles and equally spaced values of x added to the residual grid (large inputs).
-_COVERAGE_POINTS = 65
-#: Spline knots closer than this fraction of the range of x are merged.
-_KNOT_SEPARATION = 1e-6
 #: delta1 below this many per row means L = I (up to rounding): no band.
 _NO_FREEDOM = 1e-9
 #: Window rows per compiled call of :func:`loess_fit` (at most about 0.1 s: most are
@@ -158,18 +152,6 @@ class LoessFit:
     exact: bool
     confidence_level: float
     leverage: NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class _Smoothed:
-    """Everything a band needs, for r responses sharing x (internal)."""
-
-    fits: NDArray[np.float64]  # (r, m)
-    operator_norms: NDArray[np.float64]  # (m,)  ||l(x0)||
-    rss: NDArray[np.float64]  # (r,)
-    delta1: float
-    delta2: float
-    exact: bool
 
 
 def loess(
@@ -278,10 +260,11 @@ def loess_many(
     sorted_y = np.ascontiguousarray(responses[:, order])
     sorted_w = None if weights is None else np.ascontiguousarray(weights[order])
     if n <= n_exact:
-        smoothed = _smooth_exact(sorted_x, sorted_y, points, span, sorted_w)
+        smoothed = smooth_exact(sorted_x, sorted_y, points, span, sorted_w)
     else:
-        smoothed = _smooth_large(sorted_x, sorted_y, points, span, n_exact, random_state,
-                                 sorted_w)
+        # the subsample must itself allow a local quadratic (floor(m * span) >= 4)
+        size = min(n, max(n_exact, int(np.ceil(MIN_NEIGHBOURS / span))))
+        smoothed = smooth_large(sorted_x, sorted_y, points, span, size, random_state, sorted_w)
     return tuple(
         _with_band(points, smoothed, response, span, n, level)
         for response in range(responses.shape[0])
@@ -366,142 +349,9 @@ def _check_finite_vector(values: ArrayLike, name: str) -> NDArray[np.float64]:
     return vector
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-def _smooth_exact(
-    sorted_x: NDArray[np.float64],
-    sorted_y: NDArray[np.float64],
-    points: NDArray[np.float64],
-    span: float,
-    weights: NDArray[np.float64] | None = None,
-) -> _Smoothed:
-    if weights is not None:
-        return _smooth_exact_weighted(sorted_x, sorted_y, points, span, weights)
-    rows = _operator_rows(sorted_x, points, span)
-    operator = _operator_rows(sorted_x, sorted_x, span)
-    residuals = sorted_y - sorted_y @ operator.T
-    delta1, delta2 = _deltas(operator)
-    return _Smoothed(
-        fits=sorted_y @ rows.T,
-        operator_norms=np.sqrt((rows * rows).sum(axis=1)),
-        rss=(residuals * residuals).sum(axis=1),
-        delta1=delta1,
-        delta2=delta2,
-        exact=True,
-    )
-
-
-def _smooth_exact_weighted(
-    sorted_x: NDArray[np.float64],
-    sorted_y: NDArray[np.float64],
-    points: NDArray[np.float64],
-    span: float,
-    weights: NDArray[np.float64],
-) -> _Smoothed:
-    """:func:`_smooth_exact` with row weights: L's entries are a row's whole weight, so one
-    copy of row j has ``L_ij / w_j``; ``||l||^2 = sum_j w_j (L_j / w_j)^2`` and RSS
-    ``sum w r^2`` are those of the repeated rows, as are the traces (:func:`_deltas`)."""
-    rows = _operator_rows(sorted_x, points, span, weights)
-    operator = _operator_rows(sorted_x, sorted_x, span, weights)
-    residuals = sorted_y - sorted_y @ operator.T
-    delta1, delta2 = _deltas(operator, weights)
-    return _Smoothed(
-        fits=sorted_y @ rows.T,
-        operator_norms=np.sqrt((rows * rows / weights[None, :]).sum(axis=1)),
-        rss=(residuals * residuals * weights[None, :]).sum(axis=1),
-        delta1=delta1,
-        delta2=delta2,
-        exact=True,
-    )
-
-
-def _smooth_large(
-    sorted_x: NDArray[np.float64],
-    sorted_y: NDArray[np.float64],
-    points: NDArray[np.float64],
-    span: float,
-    n_exact: int,
-    random_state: int | None,
-    weights: NDArray[np.float64] | None = None,
-) -> _Smoothed:
-    grid = np.unique(np.concatenate([points, _coverage(sorted_x, points)]))
-    bandwidth = _bandwidth(sorted_x, grid, span, weights)
-    grid_fits, grid_norms = fit_by_moments(sorted_x, sorted_y, grid, bandwidth, weights)
-    # near-coincident knots (a quantile one ulp from an evaluation point) would
-    # make the spline amplify rounding noise, so knots closer than this are merged
-    separation = _KNOT_SEPARATION * (sorted_x[-1] - sorted_x[0])
-    knots = np.concatenate([[True], np.diff(grid) > separation])
-    if knots.sum() > 1:
-        fitted = CubicSpline(grid[knots], grid_fits[:, knots], axis=1)(sorted_x)
-    else:
-        fitted = np.repeat(grid_fits[:, :1], sorted_x.size, axis=1)
-    residuals = sorted_y - fitted
-    # the subsample must itself allow a local quadratic (floor(m * span) >= 4)
-    size = min(sorted_x.size, max(n_exact, int(np.ceil(MIN_NEIGHBOURS / span))))
-    rng = np.random.default_rng(random_state)
-    if weights is None:
-        subsample = np.sort(rng.choice(sorted_x, size=size, replace=False))
-        delta1, delta2 = _deltas(_operator_rows(subsample, subsample, span))
-        extra_rows = float(sorted_x.size - size)
-        rss = (residuals * residuals).sum(axis=1)
-    else:
-        # rows drawn with their weights; n - delta_k settles as without weights, so the
-        # rows' weight beyond the subsample's adds to each delta (the repeated rows' count)
-        chosen = np.sort(rng.choice(sorted_x.size, size=size, replace=False))
-        delta1, delta2 = _deltas(_operator_rows(sorted_x[chosen], sorted_x[chosen], span,
-                                                weights[chosen]), weights[chosen])
-        extra_rows = float(weights.sum() - weights[chosen].sum())
-        rss = (residuals * residuals * weights[None, :]).sum(axis=1)
-    at_points = np.searchsorted(grid, points)
-    return _Smoothed(
-        fits=grid_fits[:, at_points],
-        operator_norms=grid_norms[at_points],
-        rss=rss,
-        delta1=delta1 + extra_rows,
-        delta2=delta2 + extra_rows,
-        exact=False,
-    )
-
-
-def _coverage(sorted_x: NDArray[np.float64], points: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Knots where the evaluation points leave the range of x uncovered.
-
-    Candidates are 65 quantiles and 65 equally spaced values of x (so both dense
-    regions and long tails get knots); a candidate is dropped when an evaluation
-    point lies in its cell (half way to its neighbours), except the ends.
-    """
-    candidates = np.unique(
-        np.concatenate(
-            [
-                np.quantile(sorted_x, np.linspace(0.0, 1.0, _COVERAGE_POINTS)),
-                np.linspace(sorted_x[0], sorted_x[-1], _COVERAGE_POINTS),
-            ]
-        )
-    )
-    middles = (candidates[1:] + candidates[:-1]) / 2.0
-    low = np.concatenate([[-np.inf], middles])
-    high = np.concatenate([middles, [np.inf]])
-    ordered = np.sort(points)
-    covered = np.searchsorted(ordered, high, side="right") > np.searchsorted(ordered, low)
-    covered[[0, -1]] = False
-    return candidates[~covered]
-
-
 def _with_band(
     points: NDArray[np.float64],
-    smoothed: _Smoothed,
+    smoothed: Smoothed,
     response: int,
     span: float,
     n: int,

@@ -195,6 +195,7 @@ def test_recalibrate_with_the_dask_engine_writes_every_partition_corrected(
     assert main(["recalibrate", str(tmp_path / "whole.csv"), "--method", "platt"]) == 2
 
 
+@pytest.mark.slow
 def test_report_with_the_dask_engine_takes_the_roles_it_is_given(tmp_path, capsys) -> None:
     """--label, --probabilities, --features and --split as the README shows them: the
     roles echo back, and the test rows' measures are those of the test rows in memory."""
@@ -217,6 +218,7 @@ def test_report_with_the_dask_engine_takes_the_roles_it_is_given(tmp_path, capsy
     assert "4,000 values that are not calibration" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_dask_engine_runs_on_the_scheduler_of_calibdash_dask_scheduler(
         tmp_path, monkeypatch) -> None:
     """Without --scheduler, report and recalibrate use the cluster the server's setting

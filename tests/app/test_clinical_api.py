@@ -85,6 +85,7 @@ def test_one_class_against_the_rest(client, shared_data) -> None:
     assert body["ici"]["value"] == pytest.approx(core.ici.value, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_refusals(client, default_nb) -> None:
     dataset = upload(client, default_nb).json()["id"]
     assert_error(client.get("/api/v1/datasets/nope/clinical"), 404)

@@ -113,6 +113,7 @@ def test_the_dask_weighted_report_is_the_in_memory_weighted_report(
     assert "Kish n_eff" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_unit_weights_give_the_unweighted_dask_report(scheduler, tmp_path) -> None:
     folder = files(tmp_path / "logs", np.ones(N_ROWS))
     weighted = report(scheduler, str(folder / "*.parquet"), "--weight", "w",

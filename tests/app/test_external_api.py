@@ -301,6 +301,7 @@ def test_folders_are_checked_against_the_roots_as_files_are(settings_factory,
         assert client.get("/api/v1/datasets").json() == []
 
 
+@pytest.mark.slow
 def test_a_weight_column_is_registered_and_measured_on_every_weighted_row(
         settings_factory, scheduler, tmp_path) -> None:
     """The weight role is given as an upload gives it: the exact report of every row sums

@@ -137,6 +137,7 @@ def test_finished_jobs_keep_their_status_and_small_results(services, settings_fa
     restarted.jobs.shutdown()
 
 
+@pytest.mark.slow
 def test_progress_is_written_at_most_about_once_a_second(services, monkeypatch) -> None:
     writes: list[str] = []
     put = services.store.put

@@ -175,6 +175,7 @@ def test_nested_documents_round_trip_through_import_and_apply(
                                expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_the_value_limit_counts_every_array(settings_factory, shared_data) -> None:
     frame = pd.read_csv(shared_data / "default_nb.csv").head(300)
     with TestClient(create_app(settings_factory()), raise_server_exceptions=False) as client:

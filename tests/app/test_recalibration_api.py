@@ -321,6 +321,7 @@ def test_bad_model_documents_are_422(client, digits) -> None:
     assert client.get("/api/v1/models").json() == []
 
 
+@pytest.mark.slow
 def test_apply_names_the_missing_columns(client, digits, digits_frame) -> None:
     result = fit(client, digits, method="variable_tree", features=["px10"])
     new = _new_file(digits_frame).drop(columns=["proba_3", "proba_7", "px10"])
@@ -340,6 +341,7 @@ def test_apply_names_the_missing_columns(client, digits, digits_frame) -> None:
                              files={"file": ("x.csv", b"a\n1\n")}), 404, "not_found")
 
 
+@pytest.mark.slow
 def test_model_without_inputs_applies_by_inferred_columns(client, digits, digits_frame) -> None:
     document = client.get("/api/v1/recalibrations/" + fit(
         client, digits, method="platt")["id"] + "/model").json()
@@ -381,6 +383,7 @@ def test_bad_parameter_values_are_422_not_500(client, digits, method, params) ->
     assert client.get(f"/api/v1/datasets/{digits}/recalibrations").json() == []
 
 
+@pytest.mark.slow
 def test_a_single_class_calibration_split_is_a_422_naming_the_counts(client) -> None:
     rng = np.random.default_rng(4)
     frame = pd.DataFrame({"y_true": np.r_[np.ones(40, dtype=int), rng.integers(0, 2, 40)],

@@ -174,6 +174,7 @@ def test_pruning_equals_sklearn_where_alphas_tie(seed, n_rows, n_classes):
     check_pruning_equals_sklearn(seed, n_rows, n_classes)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(seed=st.integers(0, 10_000), n_rows=st.integers(5, 60), n_classes=st.integers(2, 4))
 def test_vectorized_pruning_equals_sklearn_ccp_pruning(seed, n_rows, n_classes):

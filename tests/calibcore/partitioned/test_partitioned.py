@@ -71,6 +71,7 @@ def test_partitioned_intervals_equal_the_in_memory_bootstrap(client, n_partition
         assert result[key].note == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_partitions", [1, 3, 17])
 def test_smooth_diagram_of_the_merged_cells_is_within_its_bound(client, n_partitions) -> None:
     """The smooth reliability curve and its smooth ECE from the merged cells stay within

@@ -148,6 +148,7 @@ def _check_curves(got, expected) -> None:
         expected.n, expected.n_missing, expected.span, expected.exact)
 
 
+@pytest.mark.slow
 def test_ranking_table_has_rank_variables_columns(client, rows, golden) -> None:
     result = partitioned_variables(dd.from_pandas(rows, npartitions=3), "y", ["p_0", "p_1"],
                                    ["0", "1"], FEATURES)

@@ -89,6 +89,7 @@ def test_a_binary_summary_of_one_dimensional_scores_and_its_refusals() -> None:
         summary.merge(BinnedSummary.empty(3, 5))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(n_classes=st.integers(2, 4), n_rows=st.integers(1, 300), n_bins=st.integers(1, 20),
        n_cuts=st.integers(0, 8), seed=st.integers(0, 2**32 - 1))

@@ -368,6 +368,7 @@ def _planted(seed=7, n=3000):
     return features, labels, confidence
 
 
+@pytest.mark.slow
 def test_rank_variables_columns_kinds_and_values():
     features, labels, confidence = _planted()
     features.loc[::10, "noise"] = np.nan

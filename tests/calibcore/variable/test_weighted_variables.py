@@ -119,6 +119,7 @@ def test_weights_all_one_are_the_unweighted_results_bit_for_bit() -> None:
         rank_variables(features, y, p, n_permutations=20, n_points=60), check_exact=True)
 
 
+@pytest.mark.slow
 def test_the_weighted_kernels_with_unit_weights_are_the_unweighted_ones() -> None:
     # the weighted code itself (not only the all-ones shortcut) reduces to the unweighted
     rng = np.random.default_rng(5)
@@ -142,6 +143,7 @@ def test_the_weighted_kernels_with_unit_weights_are_the_unweighted_ones() -> Non
     assert _deltas(operator, np.ones(small.size)) == _deltas(operator)
 
 
+@pytest.mark.slow
 def test_scaling_every_weight_changes_nothing() -> None:
     v, y, p, _ = _data(400, 6)
     w = np.random.default_rng(6).uniform(0.2, 3.0, v.size)

@@ -11,6 +11,15 @@ all variables, numeric and categorical, by the Variables ranking's rule
 variable are found once and shared by every method) as point estimates, and
 VECE along the variable of each variable-based tree with an interval.
 
+On a weighted dataset the table is that of the weighted held-out rows: the global
+measures and their intervals (:func:`calibcore.metrics.global_measures` with
+``sample_weight``), the VECE columns (:func:`calibcore.variable.variable_ece` with
+``sample_weight``: equal-weight bins, weighted means), the diagrams and the
+recommendation's NLL and Brier with their paired intervals, every resample drawing rows
+that carry their weights; so integer weights give what the rows repeated by their
+weights give. MLCE alone counts every row once (local calibration takes no weights yet)
+and its note says so.
+
 The recommendation (:mod:`app.services.recommendation`) weighs both proper scores,
 NLL and Brier, with paired bootstrap intervals of their differences, and the
 calibration errors: a method that makes every calibration error and Brier worse is
@@ -89,8 +98,8 @@ COLUMNS: tuple[Column, ...] = (
 
 def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.DataFrame,
             *, n_bins: int = 15, n_bootstrap: int = 100,
-            random_state: int = 0, progress: ProgressCallback | None = None
-            ) -> dict[str, Any]:
+            random_state: int = 0, progress: ProgressCallback | None = None,
+            sample_weight: NDArray[np.float64] | None = None) -> dict[str, Any]:
     """The comparison table, best marks, reliability diagrams and the recommendation.
 
     Parameters
@@ -104,6 +113,8 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     progress : callable, optional
         ``progress(fraction, message)``, called between steps and resamples (it may
         raise to stop).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights of the held-out rows (every column but MLCE is weighted).
     """
     report = progress or _nothing
     mlce_rows = _mlce_rows(labels.size, random_state)
@@ -111,12 +122,15 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     if mlce_rows is not None and phi is not None:
         mlce_note = (f"on a seeded sample of {mlce_rows.size:,} of the {labels.size:,} rows "
                      f"(the same for every method); {mlce_note}").strip("; ")
+    if sample_weight is not None and phi is not None:
+        mlce_note = ("every row counted once (local calibration takes no weights yet); "
+                     + mlce_note).strip("; ")
     variables = sorted({c.variable for c in candidates if c.variable})
     columns = list(COLUMNS) + [Column(f"vece:{v}", f"VECE({v})", "lower",
                                       f"variable-based ECE along {v} (10 equal-mass bins)")
                                for v in variables]
     report(0.0, "largest VECE over the variables")
-    max_vece = _max_vece(features, labels, [c.proba for c in candidates])
+    max_vece = _max_vece(features, labels, [c.proba for c in candidates], sample_weight)
     rows = []
     for number, candidate in enumerate(candidates):
         def step(fraction: float, message: str, number: int = number) -> None:
@@ -125,7 +139,8 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
 
         step(0.0, "bootstrap intervals")
         values = _global_values(labels, candidate.proba, n_bins, n_bootstrap, random_state,
-                                lambda done: step(0.8 * done, "bootstrap intervals"))
+                                lambda done: step(0.8 * done, "bootstrap intervals"),
+                                sample_weight)
         step(0.8, "MLCE")
         values["mlce"] = _mlce(phi, labels if mlce_rows is None else labels[mlce_rows],
                                candidate.proba if mlce_rows is None
@@ -136,7 +151,7 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
             heartbeat = partial(step, 0.9, f"VECE({variable}) interval")
             values[f"vece:{variable}"] = _vece_interval(
                 features[variable], labels, candidate.proba, n_bootstrap, random_state,
-                heartbeat)
+                heartbeat, sample_weight)
         rows.append({"id": candidate.id, "name": candidate.name, "method": candidate.method,
                      "values": values})
     _mark_best(rows, columns)
@@ -147,19 +162,22 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         # the MLCE depends on both: every place that shows it says them
         "mlce_gamma": MLCE_GAMMA,
         "mlce_space": None if phi is None else f"PCA({phi.shape[1]}) of standardized features",
-        "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state),
-        "reliability": _diagrams(labels, candidates, n_bins, "top_label"),
+        "recommendation": recommend(labels, candidates, rows, n_bootstrap, random_state,
+                                    sample_weight),
+        "reliability": _diagrams(labels, candidates, n_bins, "top_label", sample_weight),
         # binary: the diagram of P(second class) as well, the reading most users know
-        "positive_reliability": (_diagrams(labels, candidates, n_bins, "positive")
+        "positive_reliability": (_diagrams(labels, candidates, n_bins, "positive",
+                                           sample_weight)
                                  if candidates[0].proba.shape[1] == 2 else None),
     })
 
 
 def _diagrams(labels: NDArray[np.intp], candidates: list[Candidate], n_bins: int,
-              view: View) -> list[dict[str, Any]]:
+              view: View, weights: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
     """One binned held-out diagram of the view per candidate."""
     return [{"id": c.id, "name": c.name,
-             "diagram": binned_reliability(labels, c.proba, n_bins=n_bins, view=view)[0]}
+             "diagram": binned_reliability(labels, c.proba, n_bins=n_bins, view=view,
+                                           sample_weight=weights)[0]}
             for c in candidates]
 
 
@@ -169,10 +187,11 @@ def _nothing(fraction: float, message: str) -> None:
 
 def _global_values(labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int,
                    n_bootstrap: int, random_state: int,
-                   progress: Callable[[float], None]) -> dict[str, dict[str, Any]]:
+                   progress: Callable[[float], None],
+                   weights: NDArray[np.float64] | None = None) -> dict[str, dict[str, Any]]:
     result = global_measures(labels, proba, n_bins=n_bins, n_bootstrap=n_bootstrap,
                              random_state=random_state, measures=list(_GLOBAL_KEYS),
-                             interval="hybrid", progress=progress)
+                             interval="hybrid", progress=progress, sample_weight=weights)
     return {m.key: {"value": m.value, "low": m.low, "high": m.high, "plug_in": m.plug_in,
                     "note": m.note} for m in result.measures}
 
@@ -207,12 +226,14 @@ def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
 
 
 def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
-              probas: list[NDArray[np.float64]]) -> list[dict[str, Any]]:
+              probas: list[NDArray[np.float64]],
+              weights: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
     """The largest VECE over all variables for each set of probabilities (bins shared).
 
     Each variable is numeric or categorical by the ranking's rule, so the column agrees
     with the Variables page: a categorical variable at the top of the ranking is the one
-    named here too (on the same rows).
+    named here too (on the same rows). ``weights`` weigh the rows (a variable whose
+    present rows all weigh 0 has no weighted VECE and is left out).
     """
     groups: dict[VariableKind, list[str]] = {"numeric": [], "categorical": []}
     for column in features.columns:
@@ -220,14 +241,14 @@ def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
         kind = variable_kind(values)
         present = (values.notna() if kind == "categorical" else
                    np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan)))
-        if present.any():
+        if present.any() and (weights is None or bool((weights[np.asarray(present)] > 0).any())):
             groups[kind].append(column)
     scores: dict[str, NDArray[np.float64]] = {}
     kinds: dict[str, VariableKind] = {}
     for group, columns in groups.items():
         if columns:
             table = variable_eces([features[column] for column in columns], labels, probas,
-                                  kind=group)
+                                  kind=group, sample_weight=weights)
             scores.update({str(column): table[row] for row, column in enumerate(columns)})
             kinds.update({str(column): group for column in columns})
     if not scores:
@@ -243,16 +264,28 @@ def _max_vece(features: pd.DataFrame, labels: NDArray[np.intp],
 
 def _vece_interval(values: pd.Series, labels: NDArray[np.intp], proba: NDArray[np.float64],
                    n_bootstrap: int, random_state: int,
-                   heartbeat: Callable[[], None]) -> dict[str, Any]:
+                   heartbeat: Callable[[], None],
+                   weights: NDArray[np.float64] | None = None) -> dict[str, Any]:
     v = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    estimate = variable_ece(v, labels, proba, kind="numeric")
+    estimate = variable_ece(v, labels, proba, kind="numeric", sample_weight=weights)
     if not n_bootstrap:
         return {"value": estimate, "low": None, "high": None, "note": ""}
-    # Resample (v, label, probabilities) rows together: stack v as an extra column.
-    stacked = np.column_stack([proba, v])
+    # Resample (v, label, probabilities) rows together: stack v (and each row's weight)
+    # as extra columns, so a resampled row keeps its weight.
+    if weights is None:
+        stacked = np.column_stack([proba, v])
 
-    def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
-        return variable_ece(rows[:, -1], y, rows[:, :-1], kind="numeric")
+        def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
+            return variable_ece(rows[:, -1], y, rows[:, :-1], kind="numeric")
+    else:
+        stacked = np.column_stack([proba, weights, v])
+
+        def measure(y: NDArray[np.generic], rows: NDArray[np.float64]) -> float:
+            try:
+                return variable_ece(rows[:, -1], y, rows[:, :-2], kind="numeric",
+                                    sample_weight=rows[:, -2])
+            except CalibrationInputError:  # a resample whose rows all weigh 0
+                return float("nan")
 
     interval = _row_bootstrap(measure, labels, stacked, n_bootstrap, random_state, heartbeat)
     return {"value": estimate, "low": interval[0], "high": interval[1], "note": ""}
@@ -268,7 +301,8 @@ def _row_bootstrap(measure: Any, labels: NDArray[np.intp], rows: NDArray[np.floa
         heartbeat()
         chosen = rng.integers(0, labels.size, size=labels.size)
         values[resample] = measure(labels[chosen], rows[chosen])
-    low, high = np.quantile(values, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2])
+    low, high = np.nanquantile(values, [(1 - CONFIDENCE_LEVEL) / 2,
+                                        (1 + CONFIDENCE_LEVEL) / 2])
     return float(low), float(high)
 
 

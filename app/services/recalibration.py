@@ -43,7 +43,7 @@ from app.services.saved_models import (
 )
 from app.services.support import proximity_forest_work
 from app.services.tables import file_stem
-from app.services.weighting import unweighted, weighting
+from app.services.weighting import weighting
 from app.store import Record, Store, new_id, now
 from calibcore.data import PredictionSet, build_prediction_set, infer_roles
 from calibcore.exceptions import CalibrationInputError
@@ -55,7 +55,7 @@ COMPARISON_BOOTSTRAP = 100
 #: Bumped when the cached comparison's content changes (2: max VECE over all variables;
 #: 3: the MLCE header says its gamma and representation; 4: binary positive-class diagrams;
 #: 5: the recommendation weighs Brier and the calibration errors beside NLL).
-_COMPARISON_VERSION = 5
+_COMPARISON_VERSION = 6
 
 #: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
 Scores = Literal["model", "cross_fitted"]
@@ -248,12 +248,13 @@ class RecalibrationService:
         table = comparison.compare(
             prediction_set.y_true[rows], candidates, prediction_set.features[rows].reset_index(
                 drop=True), n_bins=n_bins,
-            n_bootstrap=n_bootstrap, random_state=self._random_state, progress=progress)
+            n_bootstrap=n_bootstrap, random_state=self._random_state, progress=progress,
+            sample_weight=prediction_set.weights_of(rows))
         scheme = records[0].meta["scheme"] if records else ""
         return {"dataset_id": dataset_id, "scheme": scheme,
                 "positive_class": (prediction_set.classes[1]
                                    if prediction_set.n_classes == 2 else None), **table,
-                **unweighted(prediction_set)}
+                **weighting(prediction_set, rows)}
 
     def corrected_probabilities(self, recalibration_id: str,
                                 n_classes: int) -> NDArray[np.float64]:

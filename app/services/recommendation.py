@@ -19,7 +19,8 @@ Brier get worse. So the advice never rests on one score:
 - whenever NLL and Brier favour different probabilities, the advice says so and why.
 
 The intervals are paired bootstrap intervals of the per-row differences (the same
-resampled rows for both methods), much tighter than two separate intervals.
+resampled rows for both methods), much tighter than two separate intervals. With row
+weights the scores are weighted means and the resampled rows carry their weights.
 """
 
 from __future__ import annotations
@@ -93,26 +94,45 @@ def _row_brier(labels: NDArray[np.intp], proba: NDArray[np.float64]) -> NDArray[
 
 
 def paired_difference(losses: NDArray[np.float64], reference: NDArray[np.float64],
-                      n_bootstrap: int, random_state: int) -> tuple[float, float, float]:
+                      n_bootstrap: int, random_state: int,
+                      sample_weight: NDArray[np.float64] | None = None
+                      ) -> tuple[float, float, float]:
     """Mean of ``losses - reference`` with a paired percentile bootstrap 95% interval."""
-    return paired_differences((losses - reference)[:, None], n_bootstrap, random_state)[0]
+    return paired_differences((losses - reference)[:, None], n_bootstrap, random_state,
+                              sample_weight)[0]
 
 
 def paired_differences(differences: NDArray[np.float64], n_bootstrap: int,
-                       random_state: int) -> list[tuple[float, float, float]]:
+                       random_state: int, sample_weight: NDArray[np.float64] | None = None
+                       ) -> list[tuple[float, float, float]]:
     """:func:`paired_difference` of each column of ``differences`` (n, m), every column
     with the same seeded resamples. Above 20,000 rows the resamples are an m-out-of-n
     bootstrap of a seeded 20,000-row subsample, their spread scaled by sqrt(m / n)
     (:func:`calibcore.metrics.subsample_plan`): drawing row resamples of a million
-    rows took 2 s of a 9 s comparison, for the same interval of a mean."""
-    estimates = differences.mean(axis=0)
+    rows took 2 s of a 9 s comparison, for the same interval of a mean. With
+    ``sample_weight`` the means are weighted and each resampled row carries its weight
+    (a resample of weight 0 is left out)."""
+    if sample_weight is None:
+        estimates = differences.mean(axis=0)
+    else:
+        estimates = sample_weight @ differences / sample_weight.sum()
     if not n_bootstrap:
         return [(float(e), float(e), float(e)) for e in estimates]
     plan = subsample_plan(differences.shape[0], random_state)
     rows = differences if plan.groups is None else differences[plan.groups]
-    centre = rows.mean(axis=0)
-    means = np.concatenate([np.einsum("bi,ij->bj", weights, rows) / weights.sum(axis=1)[:, None]
-                            for weights in plan.blocks(n_bootstrap, random_state)])
+    if sample_weight is None:
+        centre = rows.mean(axis=0)
+        means = np.concatenate([np.einsum("bi,ij->bj", counts, rows)
+                                / counts.sum(axis=1)[:, None]
+                                for counts in plan.blocks(n_bootstrap, random_state)])
+    else:
+        row_weights = sample_weight if plan.groups is None else sample_weight[plan.groups]
+        centre = row_weights @ rows / row_weights.sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.concatenate([np.einsum("bi,ij->bj", counts * row_weights, rows)
+                                    / (counts @ row_weights)[:, None]
+                                    for counts in plan.blocks(n_bootstrap, random_state)])
+        means = means[np.isfinite(means).all(axis=1)]
     means = estimates + plan.scale * (means - centre)
     low, high = np.quantile(means, [(1 - CONFIDENCE_LEVEL) / 2, (1 + CONFIDENCE_LEVEL) / 2],
                             axis=0)
@@ -190,9 +210,21 @@ def _suggestions(shape: dict[str, Any], fitted: set[str | None]) -> list[dict[st
             for method, reason in chosen.items() if method not in fitted]
 
 
+def _mean(values: NDArray[np.float64], weights: NDArray[np.float64] | None,
+          rows: NDArray[np.bool_] | None = None) -> float:
+    """The (weighted) mean of ``values`` over ``rows`` (all rows if None)."""
+    if rows is not None:
+        values = values[rows]
+        weights = None if weights is None else weights[rows]
+    if weights is None:
+        return float(values.mean())
+    return float(weights @ values / weights.sum()) if weights.sum() > 0 else float("nan")
+
+
 def explain_disagreement(labels: NDArray[np.intp], candidates: list[Candidate],
                          nll: list[NDArray[np.float64]], brier: list[float], by_nll: int,
-                         by_brier: int) -> str:
+                         by_brier: int, sample_weight: NDArray[np.float64] | None = None
+                         ) -> str:
     """Why NLL favours candidate ``by_nll`` and Brier candidate ``by_brier``.
 
     When the rows where ``by_brier`` gives the outcome that happened a probability below
@@ -200,23 +232,26 @@ def explain_disagreement(labels: NDArray[np.intp], candidates: list[Candidate],
     the lower NLL too), those rows are named as the reason.
     """
     favoured, other = _called(candidates, by_nll), _called(candidates, by_brier)
-    nll_favoured, nll_other = float(nll[by_nll].mean()), float(nll[by_brier].mean())
+    w = sample_weight
+    nll_favoured, nll_other = _mean(nll[by_nll], w), _mean(nll[by_brier], w)
     brier_says = (f"Brier, which charges a confident mistake at most 2, favours {other} "
                   f"({_two(brier[by_brier], brier[by_nll])}).")
     p_true = candidates[by_brier].proba[np.arange(labels.size), labels]
     misses = p_true < CONFIDENT_MISS
     rest = ~misses
-    if misses.any() and rest.any() and nll[by_brier][rest].mean() <= nll[by_nll][rest].mean():
+    if misses.any() and rest.any() and _mean(nll[by_brier], w, rest) <= _mean(
+            nll[by_nll], w, rest):
         at = ("probability 0 (certain of another class)" if np.all(p_true[misses] <= NLL_CLIP)
               else f"a probability below {CONFIDENT_MISS:g} (near-certain of another class)")
         count = int(misses.sum())
         rows = f"{count:,} row{'s' if count > 1 else ''}"
+        on_misses = _mean(nll[by_brier], w, misses)
         return (f"NLL and Brier disagree. NLL favours {favoured} ({_two(nll_favoured, nll_other)}"
                 f") because {rows} of {other} give an outcome that happened "
-                f"{at}, which NLL punishes without bound (here {nll[by_brier][misses].mean():.1f}"
-                f" nats per row, against {nll[by_brier][rest].mean():.2f} on average over the "
+                f"{at}, which NLL punishes without bound (here {on_misses:.1f}"
+                f" nats per row, against {_mean(nll[by_brier], w, rest):.2f} on average over the "
                 f"other rows); without {'them' if count > 1 else 'it'} {other} has the lower "
-                f"NLL too ({_two(nll[by_brier][rest].mean(), nll[by_nll][rest].mean())}). "
+                f"NLL too ({_two(_mean(nll[by_brier], w, rest), _mean(nll[by_nll], w, rest))}). "
                 f"{brier_says}")
     return (f"NLL and Brier disagree: NLL favours {favoured} ({_two(nll_favoured, nll_other)}"
             f"). {brier_says} NLL weighs confident mistakes far more than Brier does, which "
@@ -256,7 +291,8 @@ def _none_helps(candidates: list[Candidate], rows: list[dict[str, Any]],
 
 
 def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[dict[str, Any]],
-              n_bootstrap: int, random_state: int) -> dict[str, Any]:
+              n_bootstrap: int, random_state: int,
+              sample_weight: NDArray[np.float64] | None = None) -> dict[str, Any]:
     """Which probabilities to use, and why, from both proper scores and the calibration
     errors on the held-out rows (the rule is in the module's docstring).
 
@@ -269,6 +305,9 @@ def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[
     rows : list of dict
         The comparison table's rows, in the order of ``candidates`` (their calibration
         errors are read from it).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights: NLL and Brier are weighted means, the paired intervals resample rows
+        carrying their weights.
 
     Returns
     -------
@@ -292,8 +331,8 @@ def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[
                 **empty}
     nll = [_row_nll(labels, c.proba) for c in candidates]
     brier_rows = [_row_brier(labels, c.proba) for c in candidates]
-    nll_means = [float(loss.mean()) for loss in nll]
-    brier = [float(loss.mean()) for loss in brier_rows]
+    nll_means = [_mean(loss, sample_weight) for loss in nll]
+    brier = [_mean(loss, sample_weight) for loss in brier_rows]
     methods = range(1, len(candidates))
     best_nll = min(methods, key=lambda i: nll_means[i])
     best_brier = min(methods, key=lambda i: brier[i])
@@ -311,7 +350,8 @@ def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[
     if front is not None:
         columns += ([nll[i] - nll[front] for i in methods]
                     + [brier_rows[i] - brier_rows[front] for i in methods])
-    every = paired_differences(np.column_stack(columns), n_bootstrap, random_state)
+    every = paired_differences(np.column_stack(columns), n_bootstrap, random_state,
+                               sample_weight)
     favourites, paired = every[:2], every[2:]
     m = len(candidates) - 1
     nll_base, nll_best, brier_base, brier_best = (paired[k * m:(k + 1) * m] for k in range(4))
@@ -325,7 +365,7 @@ def recommend(labels: NDArray[np.intp], candidates: list[Candidate], rows: list[
         disagreement = {"nll_favours": candidates[by_nll].name,
                         "brier_favours": candidates[by_brier].name,
                         "reason": explain_disagreement(labels, candidates, nll, brier, by_nll,
-                                                       by_brier)}
+                                                       by_brier, sample_weight)}
     common = {"differences": differences, "disagreement": disagreement,
               "worse_than_uncalibrated": [candidates[i].name for i in worse],
               "score_shape": shape}

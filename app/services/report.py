@@ -19,7 +19,6 @@ from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
 from app.services.tables import load_table
 from app.services.weighting import (
-    NOT_WEIGHTED_NOTE,
     weighted_caption,
     weighting,
 )
@@ -186,7 +185,7 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     rate) weigh the rows as :func:`build_report` weighs them: the measures, intervals,
     diagrams and test come from weight sums merged from the partitions, with Kish's
     effective n in ``n_eff`` and ``weights_note``, the equal-mass ECE at the weighted
-    quantiles; the variables ranking does not take the weights yet and says so."""
+    quantiles, and the variables ranking with equal-weight bins and weighted curves."""
     label, probabilities = roles.label, list(roles.probabilities)
     if label is None:
         raise CalibrationInputError("no label column found; name it (--label, or \"label\" "
@@ -226,9 +225,10 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
     ranking = None
     if roles.features:
         ranking = _partitioned_ranking(frame, roles, classes, stage(
-            0.85, 0.95, f"VECE and LOESS curves of {len(roles.features)} variables"))
+            0.85, 0.95, f"VECE and LOESS curves of {len(roles.features)} variables"),
+            negative_rate)
         if weighted:
-            ranking = {**ranking, "weighted": False, "weights_note": NOT_WEIGHTED_NOTE}
+            ranking = {**ranking, **_summary_weighting(summary)}
     step(0.95, "intervals and the test of calibration")
     subsets = {"all": (summary, cells, scores)}
     if test_summaries is not None:
@@ -315,14 +315,18 @@ def _partitioned_test(scores: dict[View, ScoreSummary | None], n_classes: int,
 
 
 def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles, classes: list[str],
-                         progress: Callable[[float], None] | None) -> dict[str, Any]:
+                         progress: Callable[[float], None] | None,
+                         negative_rate: float | None = None) -> dict[str, Any]:
     """The variable ranking of every row: VECE exact (equal-mass bins at pandas.qcut's
     edges of all rows, found in two passes), VCE(v*) from LOESS on binned sums (within
-    the stated bound); no permutation p-values (they need every row in one place)."""
+    the stated bound); no permutation p-values (they need every row in one place). The
+    weight role and ``negative_rate`` weigh the rows (equal-weight bins at the weighted
+    quantiles, weighted VECE and curves)."""
     result = partitioned_variables(frame, str(roles.label), list(roles.probabilities),
                                    classes, list(roles.features),
                                    max_categories=variables.MAX_CATEGORIES,
-                                   progress=progress)
+                                   progress=progress, weight=roles.weight,
+                                   negative_rate=negative_rate)
     rows = jsonable(result.ranking().to_dict("records"))
     for row in rows:
         row["significant"] = None
@@ -330,7 +334,10 @@ def _partitioned_ranking(frame: dd.DataFrame, roles: ColumnRoles, classes: list[
             "n_permutations": 0, "n": result.n_rows, "min_p_value": None, "subset": "all",
             "variables": rows,
             "note": "VECE exact on every row (equal-mass bins at the quantiles of all rows, "
-                    "found exactly in two passes); VCE(v*) from LOESS on binned sums, within "
+                    "found exactly in two passes" + ("; weighted: equal-weight bins at the "
+                    "weighted quantiles, weighted sums and LOESS windows holding a share of "
+                    "the weight" if result.weighted else "")
+                    + "); VCE(v*) from LOESS on binned sums, within "
                     f"{result.loess_bound:g} of the curves on the rows; no permutation "
                     "p-values on the dask engine"}
 

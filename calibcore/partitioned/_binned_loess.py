@@ -37,6 +37,7 @@ rows). The stated bound, :data:`LOESS_BOUND` = 1e-3, is tested in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -74,22 +75,41 @@ class CellDistribution:
     low, high : ndarray of shape (n_occupied,)
         Smallest and largest value of V in each cell (equal: ties only, exactly).
     counts : ndarray of int64, shape (n_occupied,)
+        Rows, or with row weights each cell's weight (float; a window then holds a share
+        ``span`` of the weight, spread evenly within a cell as rows are).
+    integral : bool
+        Whether the counts are rows or integer weights (a window holds
+        ``floor(n * span)``) or other weights (``n * span``, as
+        :func:`calibcore.variable._loess_windows.window_mass`).
     """
 
     low: NDArray[np.float64]
     high: NDArray[np.float64]
-    counts: NDArray[np.int64]
+    counts: NDArray[np.int64] | NDArray[np.float64]
+    integral: bool = True
 
     @classmethod
     def of(cls, minima: NDArray[np.float64], maxima: NDArray[np.float64],
-           counts: NDArray[np.int64]) -> CellDistribution:
-        """The occupied cells, from every cell's smallest and largest value and count."""
+           counts: NDArray[np.int64] | NDArray[np.float64],
+           integral: bool = True) -> CellDistribution:
+        """The occupied cells, from every cell's smallest and largest value and count
+        (or weight: float counts are kept as they are)."""
         occupied = counts > 0
-        return cls(minima[occupied], maxima[occupied], counts[occupied].astype(np.int64))
+        kept = counts[occupied]
+        return cls(minima[occupied], maxima[occupied],
+                   kept.astype(np.int64) if kept.dtype.kind in "iu" else kept, integral)
 
     @property
-    def n(self) -> int:
-        return int(self.counts.sum())
+    def n(self) -> Any:
+        """Rows (int), or the weight (float)."""
+        total = self.counts.sum()
+        return int(total) if self.counts.dtype.kind in "iu" else float(total)
+
+    def window(self, span: float) -> float:
+        """Rows (or weight) a window holds: ``floor(n * span)``, or ``n * span`` for
+        weights other than integers."""
+        n = self.n
+        return min(n, int(np.floor(n * span))) if self.integral else min(n, n * span)
 
     def _cdf_knots(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Rows at or below each cell's ends, the rows spread evenly within a cell."""
@@ -120,7 +140,7 @@ class CellDistribution:
         """Distance from each point to its ``floor(n * span)``-th nearest row
         (:func:`calibcore.variable._loess_windows._bandwidth`), from the cells' counts."""
         n = self.n
-        q = min(n, int(np.floor(n * span)))
+        q = self.window(span)
         widest = np.maximum(np.abs(points - self.low[0]), np.abs(self.high[-1] - points))
         if q >= n:
             return widest * max(span, 1.0)
@@ -142,7 +162,7 @@ class CellDistribution:
         the cell, is not seen), and the reaches read the order statistics off the cells
         (:meth:`at_ranks`: exact at cells of one or two rows, or of ties)."""
         n, last = self.n, self.low.size - 1
-        q = max(min(n, int(np.floor(n * span))), 1)
+        q = max(self.window(span), 1)
         after = np.cumsum(self.counts)
         cell = np.searchsorted(self.low, points, side="right") - 1
         within = (cell >= 0) & (self.high[np.maximum(cell, 0)] >= points)
@@ -309,9 +329,10 @@ def binned_curves(distribution: CellDistribution, groups: GroupSums, *, x: NDArr
     separation = KNOT_SEPARATION * (maximum - minimum)
     knots = np.concatenate([[True], np.diff(grid) > separation])
     rss = _residual_sums(grid[knots], fits[:, knots], groups)
-    size = min(n, max(N_EXACT, int(np.ceil(MIN_NEIGHBOURS / span))))
+    rows = round(float(n))  # weights: ranks in the weight, each rank standing for a row
+    size = min(rows, max(N_EXACT, int(np.ceil(MIN_NEIGHBOURS / span))))
     # the rows loess_many's subsample draws (the same ranks), each within its cell
-    ranks = np.random.default_rng(random_state).choice(n, size=size, replace=False)
+    ranks = np.random.default_rng(random_state).choice(rows, size=size, replace=False)
     subsample = np.sort(distribution.at_ranks(ranks.astype(np.float64)))
     delta1, delta2 = _deltas(_operator_rows(subsample, subsample, span))
     at_points = np.searchsorted(grid, x)

@@ -30,6 +30,9 @@ from calibcore.partitioned._binned_loess import (
     plan_groups,
 )
 from calibcore.partitioned._variable_summaries import CellCounts, CollectPlan, FeatureValues, summed
+from calibcore.partitioned._weighted_numeric import qcut as weighted_qcut
+from calibcore.partitioned._weighted_numeric import quantiles as weighted_quantiles
+from calibcore.partitioned._weighted_numeric import target_cells, weighted_levels
 from calibcore.partitioned.exact_quantiles import (
     FloatCells,
     linear_quantile_ranks,
@@ -44,6 +47,7 @@ from calibcore.variable._curves import (
     LoessCurves,
     variable_curves,
 )
+from calibcore.variable._loess_windows import window_mass
 from calibcore.variable.smoothing import MIN_NEIGHBOURS, N_EXACT
 
 #: Most distinct values the cells around the histogram's edges may send for its counts to
@@ -65,9 +69,21 @@ class VariableSettings:
     random_state: int | None
     curves: bool
 
-    def smoothed(self, n: int) -> bool:
-        """Whether a numeric variable of n rows gets curves (``floor(n * span) >= 4``)."""
+    def smoothed(self, n: int, weight: float | None = None, integral: bool = True) -> bool:
+        """Whether a numeric variable of n rows gets curves (``floor(n * span) >= 4``; with
+        integer weights of total ``weight``, ``floor(weight * span) >= 4``, as in memory;
+        with other weights n counts the rows of positive weight)."""
+        if weight is not None and integral:
+            return self.curves and window_mass(np.array([weight]), self.span) >= MIN_NEIGHBOURS
         return self.curves and min(n, int(np.floor(n * self.span))) >= MIN_NEIGHBOURS
+
+
+@dataclass(frozen=True)
+class Weights:
+    """What the scan says of a numeric variable's row weights."""
+
+    integral: bool
+    n_positive: int
 
 
 @dataclass(frozen=True)
@@ -94,18 +110,27 @@ def qcut_levels(n_bins: int) -> NDArray[np.float64]:
 
 
 def collect_plan(cells: FloatCells, counted: CellCounts, n: int,
-                 settings: VariableSettings) -> CollectPlan:
-    """Target cells and LOESS groups of a numeric variable of n finite values."""
-    ranks = linear_quantile_ranks(n, np.concatenate([qcut_levels(settings.n_bins),
-                                                     CURVE_QUANTILES]))
-    targets = rank_cells(counted.counts, ranks)
+                 settings: VariableSettings, weights: Weights | None = None) -> CollectPlan:
+    """Target cells and LOESS groups of a numeric variable of n finite values (weighted:
+    the cells of the weighted quantiles, :mod:`calibcore.partitioned._weighted_numeric`)."""
+    if weights is None or counted.weights is None:
+        ranks = linear_quantile_ranks(n, np.concatenate([qcut_levels(settings.n_bins),
+                                                         CURVE_QUANTILES]))
+        targets = rank_cells(counted.counts, ranks)
+        smoothed = settings.smoothed(n)
+    else:
+        targets = target_cells(counted.weights, np.concatenate(
+            [weighted_levels(settings.n_bins), CURVE_QUANTILES]), weights.integral)
+        smoothed = settings.smoothed(weights.n_positive, float(counted.weights.sum()),
+                                     weights.integral) and bool(targets.size)
     gather = settings.curves and n <= N_EXACT
     starts, references = np.zeros(1, dtype=np.int64), np.zeros(1)
-    if settings.smoothed(n):
-        targets = np.union1d(targets, _histogram_cells(cells, counted, n, settings))
+    if smoothed:
+        targets = np.union1d(targets, _histogram_cells(cells, counted, n, settings, weights))
         if not gather:
-            distribution = CellDistribution.of(counted.minima, counted.maxima, counted.counts)
-            low, high = distribution.at_ranks((n - 1) * np.asarray(CURVE_QUANTILES))
+            distribution = _distribution(counted, weights)
+            low, high = distribution.at_ranks((distribution.n - 1)
+                                              * np.asarray(CURVE_QUANTILES))
             width = group_width(distribution, settings.span, low, high, settings.n_points)
             starts = plan_groups(counted.counts, counted.minima, width)
             references = np.where(np.isfinite(counted.minima[starts]),
@@ -127,13 +152,43 @@ def _quantile_bounds(counted: CellCounts, n: int, level: float) -> tuple[float, 
             float(high[first] + (high[second] - high[first]) * gamma))
 
 
+def _distribution(counted: CellCounts, weights: Weights | None) -> CellDistribution:
+    """The cells' rows, or their weight (other than integer weights rescaled to add up
+    to the rows of positive weight, as :func:`calibcore.variable.loess_many` rescales
+    them)."""
+    if weights is None or counted.weights is None:
+        return CellDistribution.of(counted.minima, counted.maxima, counted.counts)
+    return CellDistribution.of(counted.minima, counted.maxima,
+                               counted.weights * _scale(counted.weights, weights),
+                               weights.integral)
+
+
+def _scale(mass: NDArray[np.float64], weights: Weights) -> float:
+    total = float(mass.sum())
+    return 1.0 if weights.integral or total <= 0 else weights.n_positive / total
+
+
+def _weighted_bounds(counted: CellCounts, weights: Weights,
+                     level: float) -> tuple[float, float]:
+    """Bounds of a weighted quantile: within the smallest and largest values of the cells
+    its rows can lie in."""
+    assert counted.weights is not None
+    found = target_cells(counted.weights, np.array([level]), weights.integral)
+    return float(counted.minima[found].min()), float(counted.maxima[found].max())
+
+
 def _histogram_cells(cells: FloatCells, counted: CellCounts, n: int,
-                     settings: VariableSettings) -> NDArray[np.int64]:
+                     settings: VariableSettings,
+                     weights: Weights | None = None) -> NDArray[np.int64]:
     """Every cell that could hold an edge of ``np.histogram(v, n_histogram_bins,
     range=(q05, q95))`` (none when they would send more than
     :data:`MAX_HISTOGRAM_VALUES`)."""
-    low5, high5 = _quantile_bounds(counted, n, CURVE_QUANTILES[0])
-    low95, high95 = _quantile_bounds(counted, n, CURVE_QUANTILES[1])
+    if weights is None or counted.weights is None:
+        low5, high5 = _quantile_bounds(counted, n, CURVE_QUANTILES[0])
+        low95, high95 = _quantile_bounds(counted, n, CURVE_QUANTILES[1])
+    else:
+        low5, high5 = _weighted_bounds(counted, weights, CURVE_QUANTILES[0])
+        low95, high95 = _weighted_bounds(counted, weights, CURVE_QUANTILES[1])
     steps = np.arange(settings.n_histogram_bins + 1) / settings.n_histogram_bins
     scale = max(abs(low5), abs(high5), abs(low95), abs(high95))
     slack = 1e-12 * scale + np.finfo(np.float64).tiny  # linspace's rounding, generously
@@ -154,37 +209,67 @@ def _histogram_cells(cells: FloatCells, counted: CellCounts, n: int,
 
 def finish_numeric(plan: CollectPlan, counted: CellCounts, values: FeatureValues,
                    n_missing: int, settings: VariableSettings,
-                   integral: bool = False) -> NumericResult:
-    """Equal-mass bins, VECE and curves of a numeric variable from its summaries."""
+                   integral: bool = False, weights: Weights | None = None) -> NumericResult:
+    """Equal-mass bins, VECE and curves of a numeric variable from its summaries (with
+    ``weights``: equal-weight bins, the weighted VECE and weighted curves)."""
     sample, sums = _sample(plan, counted, values)
     n = int(sums[:, 0].sum())
-    edges, index = _qcut(sample, sums, settings.n_bins)
-    bin_sums = summed(index, sums, max(edges.size - 1, 1))
-    vece = float(np.abs(bin_sums[:, 2] - bin_sums[:, 1]).sum() / n)
-    if not settings.smoothed(n):
+    weighted = weights is not None and sums.shape[1] > 4
+    if weights is not None and weighted:
+        mass = sums[:, 4]
+        total = float(mass.sum())
+        edges, index = weighted_qcut(sample, mass, settings.n_bins, weights.integral)
+        bin_sums = summed(index, sums, max(edges.size - 1, 1))
+        vece = (float(np.abs(bin_sums[:, 2] - bin_sums[:, 1]).sum() / total) if total > 0
+                else float("nan"))
+        smoothed = total > 0 and settings.smoothed(weights.n_positive, total,
+                                                   weights.integral)
+    else:
+        edges, index = _qcut(sample, sums, settings.n_bins)
+        bin_sums = summed(index, sums, max(edges.size - 1, 1))
+        vece = float(np.abs(bin_sums[:, 2] - bin_sums[:, 1]).sum() / n)
+        smoothed = settings.smoothed(n)
+    if not smoothed:
         return NumericResult(edges, bin_sums, vece, None, True)
     if values.rows is not None:  # few rows: gathered in the table's order, smoothed exactly
         rows = values.rows
         variable = Variable("numeric", np.ones(n, dtype=bool), rows[:, 0],
                             np.empty(0, dtype=object))
+        row_weights = rows[:, 3] if rows.shape[1] > 3 and not np.all(rows[:, 3] == 1.0) else None
         curves = variable_curves(variable, Errors(predicted=rows[:, 2], actual=rows[:, 1]),
                          settings.span, settings.n_points, settings.confidence_level,
-                         settings.n_histogram_bins, settings.random_state)
+                         settings.n_histogram_bins, settings.random_state,
+                         weights=row_weights)
         return NumericResult(edges, bin_sums, vece, replace(curves, n_missing=n_missing), True)
-    low, high = weighted_linear_quantiles(sample, sums[:, 0].astype(np.int64),
-                                          np.asarray(CURVE_QUANTILES))
+    if weights is not None and weighted:
+        low, high = weighted_quantiles(sample, sums[:, 4], np.asarray(CURVE_QUANTILES),
+                                       weights.integral)
+    else:
+        low, high = weighted_linear_quantiles(sample, sums[:, 0].astype(np.int64),
+                                              np.asarray(CURVE_QUANTILES))
     x = np.linspace(float(low), float(high), settings.n_points)
     histogram, histogram_edges = _histogram(plan, counted, values, x, settings.n_histogram_bins,
                                             integral)
     edge_cells = plan.cells.cells_of(histogram_edges)
     exact = bool(np.all(np.isin(edge_cells, plan.targets) | (counted.counts[edge_cells] == 0)))
+    distribution, groups = _distribution(counted, weights), values.groups
+    if weights is not None and counted.weights is not None:
+        scale = _scale(counted.weights, weights)
+        groups = groups.copy()
+        groups[:, [0, 1, 2, 3, 4, 5, 6]] *= scale  # every column is a sum weighted by w
+        kept = sample[sums[:, 4] > 0]
+        lowest, highest = float(kept[0]), float(kept[-1])
+    else:
+        lowest, highest = float(sample[0]), float(sample[-1])
     curves = binned_curves(
-        CellDistribution.of(counted.minima, counted.maxima, counted.counts),
-        GroupSums.of(values.groups, plan.group_references), x=x, minimum=float(sample[0]),
-        maximum=float(sample[-1]), span=settings.span,
+        distribution,
+        GroupSums.of(groups, plan.group_references), x=x, minimum=lowest,
+        maximum=highest, span=settings.span,
         confidence_level=settings.confidence_level, random_state=settings.random_state,
         histogram_edges=histogram_edges,
         histogram_counts=histogram, n_missing=n_missing)
+    if weights is not None:
+        curves = replace(curves, n=n)  # rows, as in memory (the weight is in the fits)
     return NumericResult(edges, bin_sums, vece, curves, exact)
 
 
@@ -244,5 +329,5 @@ def _qcut(sample: NDArray[np.float64], sums: NDArray[np.float64],
     return np.asarray(edges, dtype=np.float64), index.astype(np.intp)
 
 
-__all__ = ["MAX_HISTOGRAM_VALUES", "NumericResult", "VariableSettings", "collect_plan",
+__all__ = ["MAX_HISTOGRAM_VALUES", "NumericResult", "VariableSettings", "Weights", "collect_plan",
            "finish_numeric", "qcut_levels"]

@@ -20,7 +20,11 @@ in any grouping, so the result is the same on any partitioning):
 
 The sums of a set of rows are :data:`STATISTICS`, of the top-label view
 (:mod:`calibcore.variable`): rows, errors ``1[y != argmax]``, predicted errors
-``1 - max_k p_k`` and their squares.
+``1 - max_k p_k`` and their squares. With row weights (a
+:class:`calibcore.partitioned.weighting.Weighting`: a weight column, the negatives'
+1 / rate, or both) the sums are :data:`WEIGHTED_STATISTICS`: rows, the weighted sums of
+the same three and the weight, and every pass sums weight where it counted rows (the
+cells' weight, the LOESS groups' weight).
 """
 
 from __future__ import annotations
@@ -33,8 +37,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore._validation import check_predictions
-from calibcore.data.views import score_outcome
+from calibcore.partitioned._row_statistics import (
+    STATISTICS,
+    WEIGHTED_STATISTICS,
+    _row_statistics,
+    _sums_of,
+    _weights_of,
+)
 from calibcore.partitioned.exact_quantiles import (
     FloatCells,
     coarse_counts,
@@ -42,9 +51,7 @@ from calibcore.partitioned.exact_quantiles import (
     merge_coarse_counts,
 )
 from calibcore.partitioned.partitions import partition_rows
-
-#: Sums kept for every set of rows (columns of the sums' arrays and tables).
-STATISTICS = ("n", "error", "predicted_error", "predicted_error_squares")
+from calibcore.partitioned.weighting import Weighting
 
 CoarseCounts = tuple[NDArray[np.int64], NDArray[np.int64]]
 #: Values looked at before hashing a whole capped column.
@@ -89,6 +96,12 @@ class FeatureScan:
     integral : bool
         Whether every finite value is a whole number (the histogram under the curves
         then has a bar per integer, as :func:`calibcore.variable.loess_curves` draws it).
+    integral_weights : bool
+        Whether every weight of a row where the value is present is a whole number
+        (integer weights: quantiles of the repeated rows; else the weighted inverted CDF).
+    n_positive : int
+        Rows where the value is present (finite, for a numeric column) of positive weight
+        (every such row when unweighted).
     """
 
     n_rows: int
@@ -100,6 +113,8 @@ class FeatureScan:
     min_key: int | None
     max_key: int | None
     integral: bool = True
+    integral_weights: bool = True
+    n_positive: int = 0
 
     def merge(self, other: FeatureScan) -> FeatureScan:
         values = None
@@ -112,7 +127,9 @@ class FeatureScan:
         return FeatureScan(self.n_rows + other.n_rows, self.n_missing + other.n_missing,
                            self.n_finite + other.n_finite, values, self.limit, coarse,
                            min(keys) if keys else None, max(top) if top else None,
-                           self.integral and other.integral)
+                           self.integral and other.integral,
+                           self.integral_weights and other.integral_weights,
+                           self.n_positive + other.n_positive)
 
 
 @dataclass(frozen=True)
@@ -165,8 +182,9 @@ class FeatureValues:
     groups : ndarray of shape (n_groups, 7)
         Sums per LOESS group, columns as
         :attr:`calibcore.partitioned._binned_loess.GroupSums.COLUMNS`.
-    rows : ndarray of shape (n_rows, 3) or None
-        V, error and predicted error of every row in the table's order (when gathered).
+    rows : ndarray of shape (n_rows, 3), or (n_rows, 4) when weighted, or None
+        V, error, predicted error (and weight) of every row in the table's order (when
+        gathered).
     """
 
     values: pd.DataFrame
@@ -200,7 +218,8 @@ def _capped(values: pd.DataFrame, limit: int | None) -> pd.DataFrame | None:
 
 def _value_sums(values: pd.Series | NDArray[np.float64], statistics: NDArray[np.float64],
                 limit: int | None = None) -> pd.DataFrame | None:
-    """:data:`STATISTICS` per distinct value (None beyond ``limit`` values)."""
+    """:data:`STATISTICS` (or :data:`WEIGHTED_STATISTICS`) per distinct value (None beyond
+    ``limit`` values)."""
     if limit is not None:
         head = values.iloc[:_PREFIX] if isinstance(values, pd.Series) else values[:_PREFIX]
         if len(pd.unique(head)) > limit:
@@ -212,18 +231,11 @@ def _value_sums(values: pd.Series | NDArray[np.float64], statistics: NDArray[np.
     if index.dtype.kind not in "iuf":  # strings, booleans, categories: plain objects
         index = pd.Index(np.asarray(uniques, dtype=object), dtype=object)
     return pd.DataFrame(summed(codes, statistics, len(index)), index=index,
-                        columns=list(STATISTICS))
+                        columns=_names(statistics.shape[1]))
 
 
-def _row_statistics(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str]) -> NDArray[np.float64]:
-    """:data:`STATISTICS` of each row of a partition (rows x 4)."""
-    if part.shape[0] == 0:
-        return np.empty((0, len(STATISTICS)))
-    labels, proba = check_predictions(*partition_rows(part, label, probabilities, classes))
-    top = score_outcome(labels, proba, "top_label")
-    predicted, errors = 1.0 - top.scores[0], 1.0 - top.outcomes[0]
-    return np.column_stack([np.ones_like(errors), errors, predicted, predicted * predicted])
+def _names(n_columns: int) -> list[str]:
+    return list(WEIGHTED_STATISTICS if n_columns == len(WEIGHTED_STATISTICS) else STATISTICS)
 
 
 def _finite(part: pd.DataFrame, name: str) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
@@ -234,18 +246,27 @@ def _finite(part: pd.DataFrame, name: str) -> tuple[NDArray[np.bool_], NDArray[n
 
 
 def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                   classes: Sequence[str], features: Sequence[FeatureSpec]
-                   ) -> list[FeatureScan]:
+                   classes: Sequence[str], features: Sequence[FeatureSpec],
+                   weighting: Weighting | None = None) -> list[FeatureScan]:
     """Pass one: a :class:`FeatureScan` of each feature."""
-    statistics = _row_statistics(part, label, probabilities, classes)
+    statistics = _row_statistics(part, label, probabilities, classes, weighting)
+    weights = _weights_of(statistics)
+    sums = _sums_of(statistics)
     scans = []
     for feature in features:
         series = part[feature.name]
         missing = series.isna().to_numpy()
-        values = _value_sums(series[~missing], statistics[~missing], feature.limit)
+        values = _value_sums(series[~missing], sums[~missing], feature.limit)
+        present = ~missing
+        if feature.numeric:
+            present = _finite(part, feature.name)[0]
+        kept = None if weights is None else weights[present]
+        integral_weights = kept is None or bool(np.all(kept == np.round(kept)))
+        n_positive = int(present.sum()) if kept is None else int((kept > 0).sum())
         if not feature.numeric:
             scans.append(FeatureScan(len(series), int(missing.sum()), 0, values,
-                                     feature.limit, None, None, None))
+                                     feature.limit, None, None, None, True, integral_weights,
+                                     n_positive))
             continue
         finite, numbers = _finite(part, feature.name)
         keys = float_keys(numbers)
@@ -253,7 +274,7 @@ def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
             len(series), int(missing.sum()), int(finite.sum()), values, feature.limit,
             coarse_counts(keys), int(keys.min()) if keys.size else None,
             int(keys.max()) if keys.size else None,
-            bool(np.all(numbers == np.round(numbers)))))
+            bool(np.all(numbers == np.round(numbers))), integral_weights, n_positive))
     return scans
 
 
@@ -264,33 +285,52 @@ def merge_scans(first: list[FeatureScan], second: list[FeatureScan]) -> list[Fea
 @dataclass(frozen=True)
 class CellCounts:
     """Pass two's summary of a numeric feature: per cell, its finite values' count,
-    smallest and largest (+inf and -inf in an empty cell). A cell whose smallest and
-    largest values are equal holds ties only (exactly; LOESS windows end on ties)."""
+    smallest and largest (+inf and -inf in an empty cell), and with row weights the
+    cell's weight. A cell whose smallest and largest values are equal holds ties only
+    (exactly; LOESS windows end on ties)."""
 
     counts: NDArray[np.int64]
     minima: NDArray[np.float64]
     maxima: NDArray[np.float64]
+    weights: NDArray[np.float64] | None = None
 
     @classmethod
-    def of(cls, cells: FloatCells, numbers: NDArray[np.float64]) -> CellCounts:
+    def of(cls, cells: FloatCells, numbers: NDArray[np.float64],
+           weights: NDArray[np.float64] | None = None) -> CellCounts:
         cell = cells.cells_of(numbers)
         minima = np.full(cells.n_cells, np.inf)
         maxima = np.full(cells.n_cells, -np.inf)
         np.minimum.at(minima, cell, numbers)
         np.maximum.at(maxima, cell, numbers)
-        return cls(np.bincount(cell, minlength=cells.n_cells).astype(np.int64), minima, maxima)
+        mass = (None if weights is None
+                else np.bincount(cell, weights=weights, minlength=cells.n_cells).astype(
+                    np.float64))
+        return cls(np.bincount(cell, minlength=cells.n_cells).astype(np.int64), minima, maxima,
+                   mass)
 
     def merge(self, other: CellCounts) -> CellCounts:
+        mass = (None if self.weights is None or other.weights is None
+                else self.weights + other.weights)
         return CellCounts(self.counts + other.counts, np.minimum(self.minima, other.minima),
-                          np.maximum(self.maxima, other.maxima))
+                          np.maximum(self.maxima, other.maxima), mass)
 
 
 def count_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                    classes: Sequence[str], cells: Sequence[tuple[str, FloatCells]]
-                    ) -> list[CellCounts]:
-    """Pass two: the finite values of each numeric feature per cell."""
-    return [CellCounts.of(feature_cells, _finite(part, name)[1])
-            for name, feature_cells in cells]
+                    classes: Sequence[str], cells: Sequence[tuple[str, FloatCells]],
+                    weighting: Weighting | None = None) -> list[CellCounts]:
+    """Pass two: the finite values of each numeric feature per cell (and their weight)."""
+    weights = None
+    if weighting is not None and weighting.weighted and part.shape[0]:
+        labels, _ = partition_rows(part, label, probabilities, classes)
+        weights = weighting.of(part, labels)
+    elif weighting is not None and weighting.weighted:
+        weights = np.empty(0)
+    counted = []
+    for name, feature_cells in cells:
+        finite, numbers = _finite(part, name)
+        counted.append(CellCounts.of(feature_cells, numbers,
+                                     None if weights is None else weights[finite]))
+    return counted
 
 
 def merge_counts(first: list[CellCounts], second: list[CellCounts]) -> list[CellCounts]:
@@ -298,10 +338,10 @@ def merge_counts(first: list[CellCounts], second: list[CellCounts]) -> list[Cell
 
 
 def collect_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
-                      classes: Sequence[str], plans: Sequence[tuple[str, CollectPlan]]
-                      ) -> list[FeatureValues]:
+                      classes: Sequence[str], plans: Sequence[tuple[str, CollectPlan]],
+                      weighting: Weighting | None = None) -> list[FeatureValues]:
     """Pass three: a :class:`FeatureValues` of each numeric feature."""
-    statistics = _row_statistics(part, label, probabilities, classes)
+    statistics = _row_statistics(part, label, probabilities, classes, weighting)
     collected = []
     for name, plan in plans:
         finite, numbers = _finite(part, name)
@@ -314,24 +354,30 @@ def _collect(numbers: NDArray[np.float64], statistics: NDArray[np.float64],
     cell = plan.cells.cells_of(numbers)
     is_target, segment_of, group_of = plan.lookup
     in_target = is_target[cell]
-    values = _value_sums(numbers[in_target], statistics[in_target])
-    segments = summed(segment_of[cell[~in_target]], statistics[~in_target],
+    weights, sums = _weights_of(statistics), _sums_of(statistics)
+    values = _value_sums(numbers[in_target], sums[in_target])
+    segments = summed(segment_of[cell[~in_target]], sums[~in_target],
                       plan.targets.size + 1)
     group = group_of[cell]
     offset = numbers - plan.group_references[group]
-    errors, predicted = statistics[:, 1], statistics[:, 2]
+    errors, predicted = statistics[:, 1], statistics[:, 2]  # weighted, with weights
+    mass = statistics[:, 0] if weights is None else weights
     # in the order of calibcore.partitioned._binned_loess.GroupSums.COLUMNS
-    columns = np.column_stack([statistics[:, 0], offset, errors, errors * offset, predicted,
-                               predicted * offset, statistics[:, 3]])
+    columns = np.column_stack([mass, mass * offset if weights is not None else offset,
+                               errors, errors * offset, predicted, predicted * offset,
+                               statistics[:, 3]])
     groups = summed(group, columns, plan.group_starts.size)
-    rows = np.column_stack([numbers, errors, predicted]) if plan.gather_rows else None
-    return FeatureValues(values if values is not None else _no_values(), segments, groups,
-                         rows)
+    rows = None
+    if plan.gather_rows:
+        rows = (np.column_stack([numbers, errors, predicted]) if weights is None else
+                np.column_stack([numbers, statistics[:, 5], statistics[:, 6], weights]))
+    return FeatureValues(values if values is not None else _no_values(sums.shape[1]),
+                         segments, groups, rows)
 
 
-def _no_values() -> pd.DataFrame:
-    return pd.DataFrame(np.empty((0, len(STATISTICS))), index=pd.Index([], dtype=np.float64),
-                        columns=list(STATISTICS))
+def _no_values(n_columns: int = len(STATISTICS)) -> pd.DataFrame:
+    return pd.DataFrame(np.empty((0, n_columns)), index=pd.Index([], dtype=np.float64),
+                        columns=_names(n_columns))
 
 
 def merge_collected(first: list[FeatureValues],
@@ -339,6 +385,7 @@ def merge_collected(first: list[FeatureValues],
     return [a.merge(b) for a, b in zip(first, second, strict=True)]
 
 
-__all__ = ["STATISTICS", "CellCounts", "CollectPlan", "FeatureScan", "FeatureSpec",
-           "FeatureValues", "collect_partition", "count_partition", "merge_collected",
-           "merge_counts", "merge_scans", "merge_value_sums", "scan_partition", "summed"]
+__all__ = ["STATISTICS", "WEIGHTED_STATISTICS", "CellCounts", "CollectPlan", "FeatureScan",
+           "FeatureSpec", "FeatureValues", "collect_partition", "count_partition",
+           "merge_collected", "merge_counts", "merge_scans", "merge_value_sums",
+           "scan_partition", "summed"]

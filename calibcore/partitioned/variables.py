@@ -32,6 +32,15 @@ them unless the cells around its edges would send more than
 bands and ``vce_max`` are within :data:`calibcore.partitioned._binned_loess.LOESS_BOUND` of the
 in-memory ones (exactly equal for variables of at most
 :data:`calibcore.variable.N_EXACT` rows, whose rows are gathered and smoothed in memory).
+
+Row weights (``weight=``, a column, and ``negative_rate=``, as
+:func:`calibcore.partitioned.partitioned_summaries` takes them) make it the ranking of
+``rank_variables(..., sample_weight=)``: every sum is weighted and carries the weight,
+the bins are at the weighted quantiles (:mod:`calibcore.partitioned._weighted_numeric`;
+integer weights: those of the rows repeated by their weights, bit for bit), VECE is
+``sum_b |W_b (predicted error_b - error_b)| / W`` as in memory, and the LOESS windows
+hold a share ``span`` of the weight (the cells' and groups' weight in place of their
+rows).
 """
 
 from __future__ import annotations
@@ -45,17 +54,18 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
 from calibcore.partitioned._binned_loess import LOESS_BOUND
 from calibcore.partitioned._dask_progress import compute_reporting, within
 from calibcore.partitioned._numeric_variables import (
     MAX_HISTOGRAM_VALUES,
     VariableSettings,
+    Weights,
     collect_plan,
     finish_numeric,
     qcut_levels,
 )
+from calibcore.partitioned._variable_checks import _checked_features, _checked_settings, _spec
 from calibcore.partitioned._variable_summaries import (
     STATISTICS,
     CellCounts,
@@ -72,7 +82,8 @@ from calibcore.partitioned._variable_summaries import (
 )
 from calibcore.partitioned.exact_quantiles import CELLS, FloatCells
 from calibcore.partitioned.measures import _tree
-from calibcore.partitioned.partitions import checked_roles, each_partition
+from calibcore.partitioned.partitions import checked_weighting, each_partition
+from calibcore.partitioned.weighting import Weighting, checked_negative_rate
 from calibcore.variable._binning import _factorize
 from calibcore.variable.ranking import RANKING_COLUMNS
 from calibcore.variable.vece import LoessCurves
@@ -108,9 +119,10 @@ class PartitionedVariable:
         ``[v, v]`` for a constant V); empty for a categorical variable.
     categories : ndarray of object
         The categories, sorted (categorical); empty for a numeric variable.
-    bin_sums : ndarray of shape (n_bins_or_categories, 4)
+    bin_sums : ndarray of shape (n_bins_or_categories, 4), or 5 columns when weighted
         Per bin (or category): rows, errors, predicted errors and squared predicted
-        errors summed (:data:`calibcore.partitioned.STATISTICS`).
+        errors summed (:data:`calibcore.partitioned.STATISTICS`); weighted: rows, the
+        weighted sums and the weight (``WEIGHTED_STATISTICS``).
     curves : LoessCurves or None
         The LOESS curves (numeric, with at least ``floor(n * span) >= 4`` rows).
     histogram_exact : bool
@@ -153,6 +165,7 @@ class PartitionedVariables:
     span: float
     n_points: int
     loess_bound: float
+    weighted: bool = False
 
     def __getitem__(self, name: str) -> PartitionedVariable:
         for variable in self.variables:
@@ -187,6 +200,8 @@ def partitioned_variables(
     random_state: int | None = 0,
     curves: bool = True,
     progress: Callable[[float], None] | None = None,
+    weight: str | None = None,
+    negative_rate: float | None = None,
 ) -> PartitionedVariables:
     """VECE, kind, VCE(v*) and LOESS curves of every feature of a Dask table.
 
@@ -216,6 +231,10 @@ def partitioned_variables(
         ``progress(fraction)``, called as each partition of each pass is done (a third
         of the fraction a pass; without numeric variables the scan is the last); it may
         raise to stop the pass (what is left of it is cancelled).
+    weight : str, optional
+        A column of non-negative row weights (not a feature).
+    negative_rate : float, optional
+        Two classes: the negatives weigh 1 / rate (times ``weight``).
 
     Returns
     -------
@@ -225,19 +244,23 @@ def partitioned_variables(
 
     settings = _checked_settings(n_bins, max_categories, span, n_points, confidence_level,
                                  n_histogram_bins, random_state, curves)
-    classes, columns = checked_roles(frame, label, probabilities, classes)
-    names = _checked_features(frame.columns, label, columns, features)
-    parts = frame[[label, *columns, *names]].to_delayed()
+    classes, columns, weighting = checked_weighting(frame, label, probabilities, classes,
+                                                    weight, negative_rate)
+    names = _checked_features(frame.columns, label, [*columns, *weighting.columns], features)
+    parts = frame[[label, *columns, *weighting.columns, *names]].to_delayed()
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
         # the plan is one task of the graph, not a copy inside every partition's task
-        leaves = each_partition(parts, function, label, columns, classes, dask.delayed(plan))
+        extra = (weighting,) if weighting.weighted else ()
+        leaves = each_partition(parts, function, label, columns, classes,
+                                dask.delayed(plan), *extra)
         index = (scan_partition, count_partition, collect_partition).index(function)
         (merged,) = compute_reporting([_tree(merge, leaves)], leaves,
                                       within(progress, index / 3, (index + 1) / 3))
         return merged
 
-    return _diagnose(reduce, names, [frame[name].dtype for name in names], settings)
+    return _diagnose(reduce, names, [frame[name].dtype for name in names], settings,
+                     weighting.weighted)
 
 
 def variables_of_parts(
@@ -255,6 +278,8 @@ def variables_of_parts(
     n_histogram_bins: int = 30,
     random_state: int | None = 0,
     curves: bool = True,
+    weight: str | None = None,
+    negative_rate: float | None = None,
 ) -> PartitionedVariables:
     """:func:`partitioned_variables` of pandas parts of a table, in this process.
 
@@ -267,31 +292,21 @@ def variables_of_parts(
     if not parts:
         raise CalibrationInputError("there are no parts to summarize.")
     columns, classes = list(probabilities), [str(c) for c in classes]
-    names = _checked_features(parts[0].columns, label, columns, features)
+    weighting = Weighting(weight, checked_negative_rate(negative_rate, classes))
+    names = _checked_features(parts[0].columns, label, [*columns, *weighting.columns],
+                              features)
+    extra = (weighting,) if weighting.weighted else ()
 
     def reduce(function: Any, merge: Any, plan: Any) -> Any:
-        return functools.reduce(merge, [function(part, label, columns, classes, plan)
+        return functools.reduce(merge, [function(part, label, columns, classes, plan, *extra)
                                         for part in parts])
 
-    return _diagnose(reduce, names, [parts[0][name].dtype for name in names], settings)
-
-
-def _checked_settings(n_bins: int, max_categories: int, span: float, n_points: int,
-                      confidence_level: float, n_histogram_bins: int,
-                      random_state: int | None, curves: bool) -> VariableSettings:
-    return VariableSettings(
-        n_bins=check_positive_int(n_bins, "n_bins"),
-        max_categories=check_positive_int(max_categories, "max_categories", minimum=0),
-        span=check_in_range(span, "span", low=0.0, high=np.inf, inclusive=False),
-        n_points=check_positive_int(n_points, "n_points"),
-        confidence_level=check_in_range(confidence_level, "confidence_level", low=0, high=1,
-                                        inclusive=False),
-        n_histogram_bins=check_positive_int(n_histogram_bins, "n_histogram_bins"),
-        random_state=random_state, curves=bool(curves))
+    return _diagnose(reduce, names, [parts[0][name].dtype for name in names], settings,
+                     weighting.weighted)
 
 
 def _diagnose(reduce: Any, names: list[str], dtypes: list[Any],
-              settings: VariableSettings) -> PartitionedVariables:
+              settings: VariableSettings, weighted: bool = False) -> PartitionedVariables:
     """The three passes, each ``reduce(partition function, merge, plan)``, and the
     results from the merged summaries."""
     specs = [_spec(name, dtype, settings.max_categories) for name, dtype in zip(
@@ -300,49 +315,25 @@ def _diagnose(reduce: Any, names: list[str], dtypes: list[Any],
     kinds = [_kind(spec, scan, settings.max_categories) for spec, scan in zip(specs, scans,
                                                                                strict=True)]
     numeric = [i for i, kind in enumerate(kinds) if kind == "numeric" and scans[i].n_finite]
+    weights = {i: Weights(scans[i].integral_weights, scans[i].n_positive) if weighted else None
+               for i in numeric}
     cells = {i: _cells(scans[i]) for i in numeric}
     counts: list[CellCounts] = []
     collected: list[FeatureValues] = []
     plans: dict[int, CollectPlan] = {}
     if numeric:
         counts = reduce(count_partition, merge_counts, [(names[i], cells[i]) for i in numeric])
-        plans = {i: collect_plan(cells[i], count, scans[i].n_finite, settings)
+        plans = {i: collect_plan(cells[i], count, scans[i].n_finite, settings, weights[i])
                  for i, count in zip(numeric, counts, strict=True)}
         collected = reduce(collect_partition, merge_collected,
                            [(names[i], plans[i]) for i in numeric])
-    finished = {i: _numeric(names[i], scans[i], plans[i], count, values, settings)
+    finished = {i: _numeric(names[i], scans[i], plans[i], count, values, settings, weights[i])
                 for i, count, values in zip(numeric, counts, collected, strict=True)}
     results = tuple(finished[i] if i in finished else _other(names[i], kinds[i], scans[i])
                     for i in range(len(names)))
     return PartitionedVariables(results, scans[0].n_rows if scans else 0, settings.n_bins,
                                 settings.max_categories, settings.span, settings.n_points,
-                                LOESS_BOUND)
-
-
-def _checked_features(columns: Any, label: str, probabilities: list[str],
-                      features: Sequence[str] | None) -> list[str]:
-    roles = {label, *probabilities}
-    if features is None:
-        return [str(c) for c in columns if c not in roles]
-    names = [str(name) for name in features]
-    unknown = [name for name in names if name not in columns]
-    if unknown:
-        raise CalibrationInputError(
-            f"no feature column named {', '.join(map(repr, unknown))}; the columns are "
-            f"{', '.join(map(repr, columns))}.", code="unknown_column", column=unknown[0])
-    taken = [name for name in names if name in roles]
-    if taken:
-        raise CalibrationInputError(
-            f"{taken[0]!r} is the label or a probability column, not a feature.",
-            column=taken[0])
-    return names
-
-
-def _spec(name: str, dtype: Any, max_categories: int) -> FeatureSpec:
-    """Numeric (by the dtype, as :func:`calibcore.variable._binning.prepare_variable`
-    decides): keep the sums of at most ``max_categories`` finite values and +/-inf."""
-    numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-    return FeatureSpec(name, numeric, max_categories + 2 if numeric else None)
+                                LOESS_BOUND, weighted)
 
 
 def _kind(spec: FeatureSpec, scan: FeatureScan,
@@ -367,13 +358,17 @@ def _other(name: str, kind: Literal["numeric", "categorical"],
     positions = scan.values.index.get_indexer(pd.Index(categories, dtype=object))
     sums = scan.values.to_numpy(dtype=np.float64)[positions]
     n = int(sums[:, 0].sum())
-    if n == 0:
-        return PartitionedVariable(name, kind, 0, scan.n_missing, np.nan, np.nan, np.nan,
+    # weighted: each category's weight in place of its rows (the sums are weighted)
+    mass = sums[:, 4] if sums.shape[1] > 4 else sums[:, 0]
+    if n == 0 or not mass.sum() > 0:
+        return PartitionedVariable(name, kind, n, scan.n_missing, np.nan, np.nan, np.nan,
                                    empty_edges, categories, sums, None, True)
-    gaps = np.abs(sums[:, 2] - sums[:, 1]) / np.maximum(sums[:, 0], 1.0)
+    gaps = np.abs(sums[:, 2] - sums[:, 1]) / np.where(mass > 0, mass, 1.0)
+    if sums.shape[1] > 4:
+        gaps = np.where(mass > 0, gaps, -np.inf)  # a category of weight 0 has no mean
     worst = int(np.argmax(gaps))
     return PartitionedVariable(name, kind, n, scan.n_missing,
-                               float(np.abs(sums[:, 2] - sums[:, 1]).sum() / n),
+                               float(np.abs(sums[:, 2] - sums[:, 1]).sum() / mass.sum()),
                                float(gaps[worst]), categories[worst], empty_edges, categories,
                                sums, None, True)
 
@@ -385,9 +380,11 @@ def _cells(scan: FeatureScan) -> FloatCells:
 
 
 def _numeric(name: str, scan: FeatureScan, plan: CollectPlan, counted: CellCounts,
-             values: FeatureValues, settings: VariableSettings) -> PartitionedVariable:
+             values: FeatureValues, settings: VariableSettings,
+             weights: Weights | None = None) -> PartitionedVariable:
     n_missing = scan.n_rows - scan.n_finite
-    result = finish_numeric(plan, counted, values, n_missing, settings, scan.integral)
+    result = finish_numeric(plan, counted, values, n_missing, settings, scan.integral,
+                            weights)
     curves = result.curves
     return PartitionedVariable(
         name, "numeric", scan.n_finite, n_missing, result.vece,

@@ -14,7 +14,6 @@ import pytest
 from dask.distributed import LocalCluster
 
 from app.cli import main
-from app.services.weighting import NOT_WEIGHTED_NOTE
 from calibcore.metrics import global_measures
 
 N_ROWS = 2_000
@@ -94,9 +93,14 @@ def test_the_dask_weighted_report_is_the_in_memory_weighted_report(
             assert np.allclose(np.array(ours[field], dtype=float),
                                np.array(theirs[field], dtype=float), atol=1e-12,
                                equal_nan=True), field
-    # what is not weighted says so; the HTML shows the caption
-    assert dask_report["variables"]["weighted"] is False
-    assert dask_report["variables"]["weights_note"] == NOT_WEIGHTED_NOTE
+    # the variables ranking is weighted too: the in-memory weighted VECE of each variable
+    assert dask_report["variables"]["weighted"] is True
+    assert dask_report["variables"]["weights_note"] == memory["weights_note"]
+    assert "equal-weight bins" in dask_report["variables"]["note"]
+    vece = {row["variable"]: row["vece"] for row in memory["variables"]["variables"]}
+    assert vece and {row["variable"] for row in dask_report["variables"]["variables"]} == set(vece)
+    for row in dask_report["variables"]["variables"]:
+        assert row["vece"] == pytest.approx(vece[row["variable"]], rel=1e-9, abs=1e-12)
     # the equal-mass ECE at the weighted quantiles of every row
     equal_mass = global_measures(frame["y_true"], frame["y_prob"], view="positive",
                                  binning="equal_mass", n_bootstrap=0, sample_weight=applied,

@@ -462,3 +462,82 @@ def test_binary_comparison_has_positive_class_diagrams(client, binary, shared_da
     assert sum(top["count"]) == test.sum() and all(
         count == 0 for count, right in zip(top["count"], top["edges"][1:], strict=True)
         if right <= 0.5)
+
+
+def test_comparison_weighs_the_heldout_rows(client) -> None:
+    """On an upload with integer weights the comparison's uncalibrated row (not refitted,
+    so the same probabilities in both files) has the measures, max VECE, VECE(v) and
+    diagram of the same file with every row repeated by its weight, and variable_ece of
+    the repeated held-out rows computed here; the table says it is weighted, with Kish's
+    n_eff of the held-out rows, and that MLCE counts every row once."""
+    rng = np.random.default_rng(21)
+    n = 1500
+    hour = rng.integers(0, 24, n).astype(float)
+    distance = rng.gamma(3, 300, n).round(1)
+    confidence = rng.uniform(0.55, 0.98, n)
+    correct = rng.random(n) < np.clip(confidence - 0.01 * hour, 0, 1)
+    y_prob = np.where(rng.random(n) < 0.5, confidence, 1 - confidence).round(6)
+    predicted = (y_prob >= 0.5).astype(int)
+    frame = pd.DataFrame({"y_true": np.where(correct, predicted, 1 - predicted),
+                          "y_prob": y_prob, "hour": hour, "distance": distance,
+                          "split": np.where(rng.random(n) < 0.5, "calibration", "test")})
+    weights = rng.integers(0, 4, n)
+    weights[:3] = 1
+    repeated = frame.loc[frame.index.repeat(weights)].reset_index(drop=True)
+    tables = []
+    for name, table in (("weighted.csv", frame.assign(sample_weight=weights)),
+                        ("repeated.csv", repeated)):
+        dataset = str(upload(client, table.to_csv(index=False).encode(), name).json()["id"])
+        tables.append(fit(client, dataset, method="variable_tree",
+                          features=["distance"], n_bootstrap=20)["comparison"])
+    ours, theirs = tables
+    held_out = weights[frame["split"] == "test"].astype(float)
+    assert ours["weighted"] is True and theirs["weighted"] is False
+    assert ours["n_eff"] == pytest.approx(held_out.sum() ** 2 / np.sum(held_out**2), rel=1e-9)
+    assert ours["weights_note"].startswith("weighted (Kish n_eff")
+    assert ours["mlce_note"].startswith("every row counted once")
+    test = repeated[repeated["split"] == "test"].reset_index(drop=True)
+    by_hand = {name: variable_ece(test[name], test["y_true"], test["y_prob"], kind="numeric")
+               for name in ("hour", "distance")}
+    first, second = ours["rows"][0]["values"], theirs["rows"][0]["values"]
+    for key in ("ece", "smooth_ece", "laplace_kernel_calibration_error", "brier", "nll",
+                "accuracy", "max_vece", "vece:distance"):
+        field = "plug_in" if "plug_in" in first[key] else "value"
+        assert first[key][field] == pytest.approx(second[key][field], abs=1e-9), key
+    assert first["max_vece"]["variable"] == second["max_vece"]["variable"]
+    assert first["max_vece"]["value"] == pytest.approx(max(by_hand.values()), abs=1e-9)
+    assert first["vece:distance"]["value"] == pytest.approx(by_hand["distance"], abs=1e-9)
+    # the Brier score of the repeated held-out rows, by hand
+    p1 = test["y_prob"].to_numpy()
+    brier = np.mean((p1 - test["y_true"]) ** 2 + ((1 - p1) - (1 - test["y_true"])) ** 2)
+    assert first["brier"]["value"] == pytest.approx(brier, abs=1e-12)
+    low, high = first["vece:distance"]["low"], first["vece:distance"]["high"]
+    assert low is not None and low <= high
+    ours_diagram = ours["reliability"][0]["diagram"]
+    theirs_diagram = theirs["reliability"][0]["diagram"]
+    np.testing.assert_allclose(np.array(ours_diagram["observed"], dtype=float),
+                               np.array(theirs_diagram["observed"], dtype=float), atol=1e-12)
+    # the unweighted VECE of the same held-out rows differs: the weights were used
+    plain = frame[frame["split"] == "test"]
+    assert abs(variable_ece(plain["distance"], plain["y_true"], plain["y_prob"],
+                            kind="numeric") - by_hand["distance"]) > 1e-4
+
+
+def test_weighted_paired_differences_are_weighted_means_resampled_with_weights() -> None:
+    """The estimate is sum w d / sum w (by hand); weights of 1 give the unweighted
+    intervals exactly; the interval of integer weights is near the repeated rows' one (the
+    resamples draw n rows carrying weights, not sum w rows)."""
+    rng = np.random.default_rng(5)
+    differences = rng.normal(0.1, 1.0, size=(800, 2))
+    weights = rng.integers(1, 4, 800).astype(float)
+    got = paired_differences(differences, 400, 0, weights)
+    for column, (estimate, low, high) in enumerate(got):
+        assert estimate == pytest.approx(np.sum(weights * differences[:, column])
+                                         / weights.sum(), rel=1e-12)
+        assert low < estimate < high
+    np.testing.assert_allclose(paired_differences(differences, 50, 0, np.ones(800)),
+                               paired_differences(differences, 50, 0), rtol=1e-12)
+    repeated = paired_differences(np.repeat(differences, weights.astype(int), axis=0), 400, 0)
+    for (_, low, high), (_, their_low, their_high) in zip(got, repeated, strict=True):
+        # sum w = ~1,600 repeated rows: narrower than the 800 weighted rows' interval
+        assert their_high - their_low < high - low < 2.0 * (their_high - their_low)

@@ -147,6 +147,7 @@ class Recalibrator(BaseEstimator):
         sample_weight : array-like of shape (n,), optional
             Row weights, as scikit-learn estimators take them: the fit is that of the
             weighted rows (for integer weights, of the rows repeated by their weights).
+            Weights all 1 are treated as no weights, so they fit bit for bit the same.
             Methods without ``supports_weights`` refuse them with a
             :class:`~calibcore.CalibrationInputError` naming the method.
 
@@ -161,6 +162,8 @@ class Recalibrator(BaseEstimator):
                 f"{self.display_name or type(self).__name__} does not take sample weights "
                 "yet; fit it without them, or choose a method that does: "
                 f"{', '.join(weighted_methods())}.", code="weights_not_supported")
+        if weights is not None and bool(np.all(weights == 1.0)):
+            weights = None  # weights all 1 are no weights: the same fit, bit for bit
         _check_two_classes(labels if weights is None else labels[weights > 0], proba.shape[1])
         checked = self._check_features(features, proba.shape[0])
         self.n_classes_ = proba.shape[1]

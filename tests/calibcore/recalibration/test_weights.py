@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.isotonic import IsotonicRegression
 
 from calibcore.exceptions import CalibrationInputError
-from calibcore.recalibration import REGISTRY
+from calibcore.recalibration import REGISTRY, VennAbers
+from calibcore.recalibration.similarity import SWC, SWCHH
+from tests.calibcore.recalibration.test_similarity import local_problem, reference_calibrate
 
-WEIGHTED = ["temperature", "platt", "beta", "dirichlet", "isotonic", "histogram",
-            "scaling_binning", "prior_shift"]
-#: Closed forms and sorts agree to rounding; L-BFGS-B stops at its tolerances.
+#: Methods whose weighted fit is the fit of the repeated rows (to the tolerance below).
+REPEATABLE = ["temperature", "platt", "beta", "dirichlet", "isotonic", "histogram",
+              "scaling_binning", "prior_shift", "venn_abers"]
+#: SWC and SWC-HH: their forests' bootstrap draws rows, so only the votes given a forest are.
+WEIGHTED = [*REPEATABLE, "swc", "swc_hh"]
+#: Closed forms and sorts agree to rounding; L-BFGS-B stops at its tolerances; Venn-Abers'
+#: weighted cumulative sums of integers are the repeated rows' counts exactly.
 TOLERANCE = {"temperature": 1e-9, "platt": 1e-7, "isotonic": 1e-12, "histogram": 1e-12,
-             "scaling_binning": 1e-7, "beta": 1e-5, "dirichlet": 1e-4, "prior_shift": 1e-9}
+             "scaling_binning": 1e-7, "beta": 1e-5, "dirichlet": 1e-4, "prior_shift": 1e-9,
+             "venn_abers": 0.0}
 
 
 def _data(n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -31,7 +41,7 @@ def test_the_registry_says_which_methods_take_weights() -> None:
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("method", WEIGHTED)
+@pytest.mark.parametrize("method", REPEATABLE)
 def test_integer_weights_fit_the_repeated_rows(method: str, n_classes: int) -> None:
     labels, proba, weights = _data(n_classes, seed=n_classes)
     repeated = np.repeat(np.arange(labels.size), weights.astype(int))
@@ -44,11 +54,19 @@ def test_integer_weights_fit_the_repeated_rows(method: str, n_classes: int) -> N
 
 @pytest.mark.parametrize("method", WEIGHTED)
 def test_weights_of_one_fit_as_no_weights(method: str) -> None:
-    labels, proba, _ = _data(2, seed=5)
-    ones = REGISTRY[method]().fit(proba, labels, sample_weight=np.ones(labels.size))
-    plain = REGISTRY[method]().fit(proba, labels)
-    np.testing.assert_allclose(ones.predict_proba(proba), plain.predict_proba(proba),
-                               atol=1e-9)
+    """Bit for bit: the weighted path with every weight 1 does the unweighted arithmetic."""
+    labels, proba, _ = _data(3, seed=5)
+    features = np.random.default_rng(5).normal(size=(labels.size, 2))
+    estimator = REGISTRY[method]()
+    if "n_estimators" in estimator.get_params():
+        estimator.set_params(n_estimators=10)
+    given = features if estimator.needs_features else None
+    ones = clone(estimator).fit(proba, labels, given, sample_weight=np.ones(labels.size))
+    plain = clone(estimator).fit(proba, labels, given)
+    assert ones.to_json() == plain.to_json()
+    if method != "swc_hh":  # its prediction fits a forest per neighbourhood: slow
+        np.testing.assert_array_equal(ones.predict_proba(proba, given),
+                                      plain.predict_proba(proba, given))
 
 
 def test_temperature_by_hand_on_two_rows() -> None:
@@ -79,3 +97,180 @@ def test_bad_weights_are_refused() -> None:
     with pytest.raises(CalibrationInputError, match="negative") as caught:
         REGISTRY["platt"]().fit(proba, labels, sample_weight=weights)
     assert caught.value.rows == [2, 5]
+
+
+# ------------------------------------------------------------------ Venn-Abers
+
+
+def _weighted_brute_force(scores, labels, weights, test):
+    """(p0, p1) by scikit-learn's weighted isotonic regression of the calibration rows plus
+    the test row (weight 1) labelled 0, then 1, read at the test score."""
+    ends = []
+    for label in (0.0, 1.0):
+        model = IsotonicRegression().fit(np.append(scores, test), np.append(labels, label),
+                                         sample_weight=np.append(weights, 1.0))
+        ends.append(float(model.predict([test])[0]))
+    return ends
+
+
+def test_venn_abers_with_weights_is_the_weighted_isotonic_fit():
+    rng = np.random.default_rng(11)
+    scores = np.round(rng.uniform(size=60), 1)  # ties pool as one block
+    labels = (rng.random(60) < scores ** 0.5).astype(float)
+    weights = rng.uniform(0.0, 3.0, 60)
+    weights[:5] = 0.0
+    model = VennAbers().fit(scores, labels.astype(int), sample_weight=weights)
+    tests = np.array([0.0, 0.05, 0.3, 0.35, 0.72, 1.0])
+    lower, upper = model.predict_interval(tests)
+    present = weights > 0
+    for row, test in enumerate(tests):
+        p0, p1 = _weighted_brute_force(scores[present], labels[present], weights[present], test)
+        assert lower[row, 1] == pytest.approx(p0, abs=1e-12)
+        assert upper[row, 1] == pytest.approx(p1, abs=1e-12)
+
+
+def test_venn_abers_weights_change_the_fit():
+    """Weighting the label-1 rows up raises every p1 (a check that could fail)."""
+    rng = np.random.default_rng(3)
+    scores = rng.uniform(size=80)
+    labels = (rng.random(80) < scores).astype(int)
+    plain = VennAbers().fit(scores, labels)
+    heavy = VennAbers().fit(scores, labels, sample_weight=np.where(labels == 1, 3.0, 1.0))
+    grid = np.linspace(0.05, 0.95, 19)
+    assert np.all(heavy.predict_interval(grid)[1][:, 1] >= plain.predict_interval(grid)[1][:, 1])
+    assert np.any(heavy.predict_proba(grid)[:, 1] > plain.predict_proba(grid)[:, 1] + 0.01)
+
+
+@pytest.mark.parametrize("multiclass", ["one_vs_rest", "one_vs_one"])
+def test_venn_abers_integer_weights_are_the_repeated_rows_bit_for_bit(multiclass):
+    labels, proba, weights = _data(4, seed=8)
+    repeated = np.repeat(np.arange(labels.size), weights.astype(int))
+    weighted = VennAbers(multiclass=multiclass).fit(proba, labels, sample_weight=weights)
+    plain = VennAbers(multiclass=multiclass).fit(proba[repeated], labels[repeated])
+    grid = _data(4, seed=98)[1]
+    np.testing.assert_array_equal(weighted.predict_proba(grid), plain.predict_proba(grid))
+    for ours, theirs in zip(weighted.predict_interval(grid), plain.predict_interval(grid),
+                            strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_cross_venn_abers_takes_weights_fold_by_fold():
+    """Cross Venn-Abers splits the rows (with their weights) into folds: zero weights are
+    those rows left out of their fold's fits."""
+    labels, proba, weights = _data(2, seed=4)
+    model = VennAbers(cross_folds=3).fit(proba, labels, sample_weight=weights)
+    folds = VennAbers(cross_folds=3)._fold_rows(labels)
+    for fold, rows in enumerate(folds):
+        kept = rows[weights[rows] > 0]
+        alone = VennAbers().fit(proba[kept], labels[kept], sample_weight=weights[kept])
+        np.testing.assert_array_equal(model.grids_[fold], alone.grids_[0])
+        np.testing.assert_array_equal(model.upper_[fold], alone.upper_[0])
+
+
+# ------------------------------------------------------------------ SWC and SWC-HH
+
+
+def _weighted_problem(seed: int, n_classes: int = 3):
+    X_cal, y_cal, p_cal, X, _, p = local_problem(seed, n_cal=120, n_test=25,
+                                                 n_classes=n_classes)
+    weights = np.random.default_rng(seed).integers(0, 4, y_cal.size).astype(np.float64)
+    return X_cal, y_cal, p_cal, X, p, weights
+
+
+def _reference_weighted_similarity(X_cal, y_cal, p_cal, X, p, weights, n_estimators, seed):
+    """The proximity of scikit-learn's forest fitted with sample_weight on [X, p
+    standardized with weighted moments], by the pairwise loop, on the rows of weight > 0."""
+    kept = weights > 0
+    X_cal, y_cal, p_cal, weights = X_cal[kept], y_cal[kept], p_cal[kept], weights[kept]
+    mean = np.average(p_cal, axis=0, weights=weights)
+    scale = np.sqrt(np.average((p_cal - mean) ** 2, axis=0, weights=weights))
+    cal, query = np.hstack((X_cal, (p_cal - mean) / scale)), np.hstack((X, (p - mean) / scale))
+    forest = RandomForestClassifier(n_estimators=n_estimators, random_state=seed).fit(
+        cal, y_cal, sample_weight=weights)
+    cal_leaves, query_leaves = forest.apply(cal), forest.apply(query)
+    similarity = (query_leaves[:, None, :] == cal_leaves[None, :, :]).mean(axis=2)
+    return similarity, y_cal, weights
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_swc_with_weights_equals_the_weighted_reference(prior):
+    """Eq. 5 with row weights on the forest scikit-learn grows with those weights."""
+    X_cal, y_cal, p_cal, X, p, weights = _weighted_problem(0)
+    model = SWC(n_estimators=25, random_state=3, prior_strength=prior)
+    model.fit(p_cal, y_cal, X_cal, sample_weight=weights)
+    similarity, labels, kept_weights = _reference_weighted_similarity(
+        X_cal, y_cal, p_cal, X, p, weights, 25, 3)
+    expected = reference_calibrate(similarity * kept_weights, labels, p, prior=prior)
+    np.testing.assert_allclose(model.predict_proba(p, X), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.calibration_support(p, X),
+                               (similarity * kept_weights).sum(axis=1), rtol=1e-12)
+
+
+def test_swc_hh_with_weights_weighs_the_votes_not_the_filter():
+    X_cal, y_cal, p_cal, X, p, weights = _weighted_problem(1)
+    model = SWCHH(n_estimators=25, random_state=0, prior_strength=0.0)
+    model.fit(p_cal, y_cal, X_cal, sample_weight=weights)
+    similarity, labels, kept_weights = _reference_weighted_similarity(
+        X_cal, y_cal, p_cal, X, p, weights, 25, 0)
+    hh = np.resize([0.0, 0.3, 0.8, 2.0], p.shape[0])
+    # the filter is on s(t, i) alone; the kept rows then vote s(t, i) w_i
+    kept = similarity >= hh[:, None] / 2.0
+    nobody = ~kept.any(axis=1)
+    kept[nobody, similarity[nobody].argmax(axis=1)] = True
+    expected = reference_calibrate(np.where(kept, similarity * kept_weights, 0.0), labels, p)
+    np.testing.assert_allclose(model.predict_with_heterogeneity(p, X, hh), expected,
+                               rtol=0, atol=1e-12)
+    assert model.calibration_features_.shape[0] == int((weights > 0).sum())
+
+
+@pytest.mark.parametrize("estimator", [SWC, SWCHH])
+def test_swc_integer_weights_vote_as_the_repeated_rows_given_the_forest(estimator):
+    """The same forest, its calibration leaves repeated by the weights and no weights: the
+    votes (sums of integers) are bit for bit those of the weighted model."""
+    X_cal, y_cal, p_cal, X, p, weights = _weighted_problem(2)
+    weighted = estimator(n_estimators=20, random_state=1).fit(p_cal, y_cal, X_cal,
+                                                             sample_weight=weights)
+    document = weighted.to_json()
+    copies = np.repeat(np.arange(weighted.calibration_labels_.size),
+                       weighted.calibration_weights_.astype(int))
+    repeated = type(weighted).from_json(document)
+    repeated.calibration_leaves_ = weighted.calibration_leaves_[copies]
+    repeated.calibration_labels_ = weighted.calibration_labels_[copies]
+    repeated.calibration_weights_ = None
+    hh = np.full(p.shape[0], 0.2)
+    if estimator is SWC:
+        np.testing.assert_array_equal(weighted.predict_proba(p, X), repeated.predict_proba(p, X))
+        np.testing.assert_array_equal(weighted.calibration_support(p, X),
+                                      repeated.calibration_support(p, X))
+    else:  # a matrix product of weighted similarities: equal to rounding
+        np.testing.assert_allclose(weighted.predict_with_heterogeneity(p, X, hh),
+                                   repeated.predict_with_heterogeneity(p, X, hh),
+                                   rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("estimator", [SWC, SWCHH])
+def test_swc_zero_weights_are_the_rows_left_out(estimator):
+    X_cal, y_cal, p_cal, X, p, weights = _weighted_problem(4)
+    weights = np.where(weights > 0, 1.0, 0.0)
+    kept = weights > 0
+    weighted = estimator(n_estimators=15, random_state=2).fit(p_cal, y_cal, X_cal,
+                                                             sample_weight=weights)
+    dropped = estimator(n_estimators=15, random_state=2).fit(p_cal[kept], y_cal[kept],
+                                                            X_cal[kept])
+    hh = np.full(p.shape[0], 0.3)
+    np.testing.assert_array_equal(weighted.predict_with_heterogeneity(p, X, hh)
+                                  if estimator is SWCHH else weighted.predict_proba(p, X),
+                                  dropped.predict_with_heterogeneity(p, X, hh)
+                                  if estimator is SWCHH else dropped.predict_proba(p, X))
+
+
+def test_swc_weights_survive_the_json_round_trip_and_old_documents_load():
+    X_cal, y_cal, p_cal, X, p, weights = _weighted_problem(5)
+    model = SWC(n_estimators=10).fit(p_cal, y_cal, X_cal, sample_weight=weights + 0.5)
+    again = SWC.from_json(model.to_json())
+    np.testing.assert_array_equal(again.predict_proba(p, X), model.predict_proba(p, X))
+    plain = SWC(n_estimators=10).fit(p_cal, y_cal, X_cal)
+    document = plain.to_json()
+    del document["state"]["calibration_weights_"]  # written before weights were taken
+    np.testing.assert_array_equal(SWC.from_json(document).predict_proba(p, X),
+                                  plain.predict_proba(p, X))

@@ -10,14 +10,26 @@ from sklearn.isotonic import IsotonicRegression
 
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration import REGISTRY, VennAbers
+from calibcore.recalibration._base import Recalibrator
+from calibcore.recalibration.lece import (
+    LECD,
+    LECE,
+    Composed,
+    cross_validated_log_loss,
+    weighted_neighbour_means,
+)
+from calibcore.recalibration.lore import LoRe
+from calibcore.recalibration.scaling import PlattScaling, TemperatureScaling
 from calibcore.recalibration.similarity import SWC, SWCHH
+from calibcore.recalibration.variable_tree import VariableTreeCalibration
 from tests.calibcore.recalibration.test_similarity import local_problem, reference_calibrate
 
 #: Methods whose weighted fit is the fit of the repeated rows (to the tolerance below).
 REPEATABLE = ["temperature", "platt", "beta", "dirichlet", "isotonic", "histogram",
               "scaling_binning", "prior_shift", "venn_abers"]
 #: SWC and SWC-HH: their forests' bootstrap draws rows, so only the votes given a forest are.
-WEIGHTED = [*REPEATABLE, "swc", "swc_hh"]
+WEIGHTED = [*REPEATABLE, "swc", "swc_hh", "lece", "lecd", "composed", "lore",
+            "variable_tree"]
 #: Closed forms and sorts agree to rounding; L-BFGS-B stops at its tolerances; Venn-Abers'
 #: weighted cumulative sums of integers are the repeated rows' counts exactly.
 TOLERANCE = {"temperature": 1e-9, "platt": 1e-7, "isotonic": 1e-12, "histogram": 1e-12,
@@ -56,7 +68,7 @@ def test_integer_weights_fit_the_repeated_rows(method: str, n_classes: int) -> N
 def test_weights_of_one_fit_as_no_weights(method: str) -> None:
     """Bit for bit: the weighted path with every weight 1 does the unweighted arithmetic."""
     labels, proba, _ = _data(3, seed=5)
-    features = np.random.default_rng(5).normal(size=(labels.size, 2))
+    features = np.random.default_rng(5).normal(size=(labels.size, 1))  # v of variable_tree
     estimator = REGISTRY[method]()
     if "n_estimators" in estimator.get_params():
         estimator.set_params(n_estimators=10)
@@ -79,16 +91,37 @@ def test_temperature_by_hand_on_two_rows() -> None:
     assert fitted.temperature_ == pytest.approx(margin / np.log(3.0), rel=1e-9)
 
 
-@pytest.mark.parametrize("method", sorted(set(REGISTRY) - set(WEIGHTED)))
-def test_methods_without_weights_refuse_them_by_name(method: str) -> None:
+class _Unweighted(Recalibrator):
+    """A recalibrator outside the registry that does not take weights (the identity)."""
+
+    method = "test_unweighted"
+    display_name = "Unweighted identity"
+
+    def _fit(self, proba, labels, features, heartbeat):
+        pass
+
+    def _predict(self, proba, features, heartbeat):
+        return proba
+
+
+def test_a_recalibrator_without_weights_refuses_them_by_name():
     labels, proba, weights = _data(2)
-    estimator = REGISTRY[method]()
-    features = np.random.default_rng(0).normal(size=(labels.size, 2))
-    with pytest.raises(CalibrationInputError, match="does not take sample weights") as caught:
-        estimator.fit(proba, labels, features if estimator.needs_features else None,
-                      sample_weight=weights)
+    with pytest.raises(CalibrationInputError, match="Unweighted identity does not take sample "
+                       "weights") as caught:
+        _Unweighted().fit(proba, labels, sample_weight=weights)
     assert caught.value.code == "weights_not_supported"
     assert "temperature" in str(caught.value)
+    _Unweighted().fit(proba, labels)  # and fits without them
+
+
+def test_a_composition_takes_weights_when_every_step_does():
+    assert Composed.supports_weights  # the default, TS+LECE
+    assert Composed(steps=[PlattScaling(), VennAbers()]).supports_weights
+    mixed = Composed(steps=[PlattScaling(), _Unweighted()])
+    assert not mixed.supports_weights
+    labels, proba, weights = _data(2)
+    with pytest.raises(CalibrationInputError, match=r"its step\(s\) Unweighted identity do not"):
+        mixed.fit(proba, labels, sample_weight=weights)
 
 
 def test_bad_weights_are_refused() -> None:
@@ -274,3 +307,150 @@ def test_swc_weights_survive_the_json_round_trip_and_old_documents_load():
     del document["state"]["calibration_weights_"]  # written before weights were taken
     np.testing.assert_array_equal(SWC.from_json(document).predict_proba(p, X),
                                   plain.predict_proba(p, X))
+
+
+# ------------------------------------------------------------------ LECE, LECD, composition
+
+
+def _reference_weighted_means(query, reference, targets, weights, mass):
+    """Row by row: KL by its definition, rows taken nearest first (stable on ties) until
+    their weights make ``mass``, the last with the part that fits."""
+    out = np.empty((query.shape[0], targets.shape[1]))
+    q, r = np.clip(query, 1e-30, 1.0), np.clip(reference, 1e-30, 1.0)
+    for i in range(query.shape[0]):
+        distance = np.sum(q[i] * np.log(q[i] / r), axis=1)
+        left, total = mass, np.zeros(targets.shape[1])
+        for j in np.argsort(distance, kind="stable"):
+            share = min(weights[j], left)
+            total += share * targets[j]
+            left -= share
+            if left <= 0:
+                break
+        out[i] = total / mass
+    return out
+
+
+@pytest.mark.parametrize("mass", [0.7, 5.0, 31.5])
+def test_weighted_neighbour_means_by_hand(mass):
+    rng = np.random.default_rng(21)
+    reference, query = rng.dirichlet([2, 2, 2], 60), rng.dirichlet([2, 2, 2], 15)
+    targets, weights = rng.normal(size=(60, 2)), rng.uniform(0.2, 2.5, 60)
+    ours = weighted_neighbour_means(query, reference, targets, weights, [mass])[0]
+    np.testing.assert_allclose(ours, _reference_weighted_means(query, reference, targets,
+                                                               weights, mass), atol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("estimator", [LECE, LECD])
+def test_lece_integer_weights_are_the_repeated_rows(estimator, n_classes):
+    """Given q and t: the k = int(q W) nearest units of weight are the repeated rows' k
+    nearest rows (continuous data: no ties between distinct rows)."""
+    labels, proba, weights = _data(n_classes, seed=31)
+    repeated = np.repeat(np.arange(labels.size), weights.astype(int))
+    grid = _data(n_classes, seed=97)[1]
+    for size, threshold in [(0.03, 0.0), (0.2, 0.01), (1.0, 0.0)]:
+        weighted = estimator(neighborhood_size=size, threshold=threshold).fit(
+            proba, labels, sample_weight=weights)
+        plain = estimator(neighborhood_size=size, threshold=threshold).fit(
+            proba[repeated], labels[repeated])
+        np.testing.assert_allclose(weighted.predict_proba(grid), plain.predict_proba(grid),
+                                   rtol=0, atol=1e-12)
+
+
+def test_lece_weighted_cross_validation_with_unit_weights_is_the_unweighted_one():
+    """The weighted search path (weighted neighbourhoods and held-out means) with every
+    weight 1 gives the unweighted path's losses."""
+    labels, proba, _ = _data(3, seed=12)
+    common = {"assumption": "errors", "neighborhood_sizes": (0.02, 0.1, 1.0),
+              "thresholds": (0.0, 0.01, 1.0), "n_folds": 4, "random_state": 0}
+    weighted = cross_validated_log_loss(proba, labels, sample_weight=np.ones(labels.size),
+                                        **common)
+    np.testing.assert_allclose(weighted, cross_validated_log_loss(proba, labels, **common),
+                               rtol=1e-12)
+
+
+def test_lece_weighted_fit_searches_and_round_trips():
+    labels, proba, weights = _data(3, seed=13)
+    model = LECE(n_folds=4).fit(proba, labels, sample_weight=weights + 0.5)
+    assert model.cv_log_loss_.shape == (10, 10) and np.isfinite(model.cv_log_loss_).all()
+    again = LECE.from_json(model.to_json())
+    np.testing.assert_array_equal(again.predict_proba(proba), model.predict_proba(proba))
+    plain = LECE(neighborhood_size=0.1, threshold=0.0).fit(proba, labels)
+    document = plain.to_json()
+    del document["state"]["calibration_weights_"]  # written before weights were taken
+    np.testing.assert_array_equal(LECE.from_json(document).predict_proba(proba),
+                                  plain.predict_proba(proba))
+
+
+def test_composed_weights_reach_every_step():
+    labels, proba, weights = _data(3, seed=14)
+    steps = [TemperatureScaling(), LECE(neighborhood_size=0.1, threshold=0.0)]
+    model = Composed(steps=steps).fit(proba, labels, sample_weight=weights)
+    temperature = TemperatureScaling().fit(proba, labels, sample_weight=weights)
+    assert model.steps_[0].temperature_ == temperature.temperature_
+    second = LECE(neighborhood_size=0.1, threshold=0.0).fit(
+        temperature.predict_proba(proba), labels, sample_weight=weights)
+    grid = _data(3, seed=96)[1]
+    np.testing.assert_allclose(model.predict_proba(grid),
+                               second.predict_proba(temperature.predict_proba(grid)),
+                               rtol=0, atol=1e-15)
+
+
+# ------------------------------------------------------------------ LoRe and the variable tree
+
+
+def _featured(n_classes: int, seed: int):
+    labels, proba, weights = _data(n_classes, seed=seed)
+    rng = np.random.default_rng(seed + 100)
+    features = rng.normal(size=(labels.size, 2))
+    labels = np.where(features[:, 0] > 0.5, proba.argmax(axis=1), labels)
+    return labels, proba, weights, features
+
+
+@pytest.mark.parametrize("prior", [0.0, 1.0])
+def test_lore_integer_weights_are_the_repeated_rows_on_given_columns(prior):
+    labels, proba, weights, features = _featured(3, seed=41)
+    repeated = np.repeat(np.arange(labels.size), weights.astype(int))
+    model = LoRe(reducer="columns", prior_strength=prior)
+    weighted = clone(model).fit(proba, labels, features, sample_weight=weights)
+    plain = clone(model).fit(proba[repeated], labels[repeated], features[repeated])
+    _, grid, _, grid_features = _featured(3, seed=42)
+    np.testing.assert_allclose(weighted.predict_proba(grid, grid_features),
+                               plain.predict_proba(grid, grid_features), rtol=0, atol=1e-12)
+    # far from every calibration row (the underflow fallback), too
+    far = grid_features * 400.0
+    np.testing.assert_allclose(weighted.predict_proba(grid, far), plain.predict_proba(grid, far),
+                               rtol=0, atol=1e-12)
+
+
+def test_lore_zero_weights_are_the_rows_left_out_and_weights_matter():
+    labels, proba, weights, features = _featured(2, seed=43)
+    kept = weights > 0
+    ones = np.where(kept, 1.0, 0.0)
+    weighted = LoRe(n_components=2).fit(proba, labels, features, sample_weight=ones)
+    dropped = LoRe(n_components=2).fit(proba[kept], labels[kept], features[kept])
+    np.testing.assert_array_equal(weighted.predict_proba(proba, features),
+                                  dropped.predict_proba(proba, features))
+    heavy = LoRe(n_components=2).fit(proba, labels, features, sample_weight=weights)
+    assert np.abs(heavy.predict_proba(proba, features)
+                  - dropped.predict_proba(proba, features)).max() > 1e-3
+
+
+@pytest.mark.parametrize("criterion", ["label", "residual"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_variable_tree_integer_weights_are_the_repeated_rows(criterion, n_classes):
+    labels, proba, weights, features = _featured(n_classes, seed=51)
+    variable = features[:, 0]
+    repeated = np.repeat(np.arange(labels.size), weights.astype(int))
+    model = VariableTreeCalibration(split_criterion=criterion, min_region_size=20)
+    weighted = clone(model).fit(proba, labels, variable, sample_weight=weights)
+    plain = clone(model).fit(proba[repeated], labels[repeated], variable[repeated])
+    np.testing.assert_array_equal(weighted.thresholds_, plain.thresholds_)
+    assert weighted.thresholds_.size >= 2
+    np.testing.assert_array_equal(weighted.region_sizes_, plain.region_sizes_)
+    assert [m is None for m in weighted.region_models_] == [
+        m is None for m in plain.region_models_]
+    _, grid, _, grid_features = _featured(n_classes, seed=52)
+    np.testing.assert_allclose(weighted.predict_proba(grid, grid_features[:, 0]),
+                               plain.predict_proba(grid, grid_features[:, 0]),
+                               rtol=0, atol=1e-4)  # beta/temperature fits' own tolerance

@@ -595,7 +595,7 @@ class Composed(Recalibrator):
     display_name = "Composition (e.g. TS+LECE)"
     fitted_attributes = ("steps_",)
     _DEFAULT_STEPS: ClassVar[tuple[Recalibrator, ...]] = (TemperatureScaling(), LECE())
-    supports_weights = _StepsTakeWeights()  # type: ignore[assignment]
+    supports_weights = _StepsTakeWeights()
 
     def __init__(self, *, steps: Sequence[Recalibrator] | None = None) -> None:
         self.steps = steps

@@ -58,8 +58,10 @@ def grow_forest(
     random_state: int,
     n_jobs: int | None,
     heartbeat: Callable[[float], None] | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> list[Any]:
-    """The trees of ``RandomForestClassifier(n_estimators, random_state).fit(features, labels)``.
+    """The trees of ``RandomForestClassifier(n_estimators, random_state).fit(features, labels,
+    sample_weight=sample_weight)``.
 
     Parameters
     ----------
@@ -72,6 +74,9 @@ def grow_forest(
     heartbeat : callable, optional
         Called on the calling thread with the fraction of trees grown, before the
         first and after each tree; it may raise to stop (trees not started are dropped).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights (positive): each tree's bootstrap sample draws n rows with
+        probability proportional to them, as scikit-learn 1.9's forest does.
 
     Returns
     -------
@@ -85,12 +90,14 @@ def grow_forest(
     beat = heartbeat if heartbeat is not None else _ignore
     if Tree is not None:
         targets = encoded.astype(np.float64).reshape(-1, 1)
-        private = partial(_grow_private, values, targets, np.array([classes.size], dtype=np.intp))
+        private = partial(_grow_private, values, targets, np.array([classes.size], dtype=np.intp),
+                          sample_weight=sample_weight)
         try:
             return _grow_all(private, seeds, effective_n_jobs(n_jobs), beat)
         except TypeError:  # pragma: no cover - private signatures changed
             pass
-    return _grow_all(partial(_grow_public, values, encoded), seeds, 1, beat)
+    return _grow_all(partial(_grow_public, values, encoded, sample_weight=sample_weight),
+                     seeds, 1, beat)
 
 
 def _ignore(fraction: float) -> None:
@@ -120,9 +127,17 @@ def _grow_all(
     return trees
 
 
-def _bootstrap_counts(seed: int, n_rows: int) -> NDArray[np.float64]:
-    """How often each row is drawn into the tree's bootstrap sample, as the forest draws it."""
-    draws = np.random.RandomState(seed).randint(0, n_rows, n_rows)
+def _bootstrap_counts(seed: int, n_rows: int,
+                      sample_weight: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """How often each row is drawn into the tree's bootstrap sample, as the forest draws it:
+    n rows uniformly, or, with weights, n rows with probability proportional to the weight
+    (scikit-learn 1.9's ``_generate_sample_indices``); the tree weighs rows by the counts."""
+    state = np.random.RandomState(seed)
+    if sample_weight is None:
+        draws = state.randint(0, n_rows, n_rows)
+    else:
+        draws = state.choice(n_rows, n_rows, replace=True,
+                             p=sample_weight / np.sum(sample_weight))
     return np.bincount(draws, minlength=n_rows).astype(np.float64)
 
 
@@ -133,7 +148,7 @@ def _max_features(n_features: int) -> int:
 
 def _grow_private(
     values: NDArray[np.float32], targets: NDArray[np.float64], classes: NDArray[np.intp],
-    seed: int,
+    seed: int, *, sample_weight: NDArray[np.float64] | None = None,
 ) -> Any:
     """One tree by scikit-learn's builder, set up as ``DecisionTreeClassifier._fit`` does
     (``targets``: class indices as an (n, 1) float column; ``classes``: [n_classes])."""
@@ -142,12 +157,14 @@ def _grow_private(
                             np.random.RandomState(seed), None)
     builder = DepthFirstTreeBuilder(splitter, 2, 1, 0.0, _INT32_MAX, 0.0)
     tree = Tree(values.shape[1], classes, 1)
-    builder.build(tree, values, targets, _bootstrap_counts(seed, values.shape[0]), None)
+    builder.build(tree, values, targets,
+                  _bootstrap_counts(seed, values.shape[0], sample_weight), None)
     return tree
 
 
-def _grow_public(values: NDArray[np.float32], encoded: NDArray[np.intp], seed: int) -> Any:
+def _grow_public(values: NDArray[np.float32], encoded: NDArray[np.intp], seed: int, *,
+                 sample_weight: NDArray[np.float64] | None = None) -> Any:
     """One tree by the public estimator (calling thread only: see the module docstring)."""
     tree = DecisionTreeClassifier(max_features="sqrt", random_state=seed)
-    weights = _bootstrap_counts(seed, values.shape[0])
+    weights = _bootstrap_counts(seed, values.shape[0], sample_weight)
     return tree.fit(values, encoded, sample_weight=weights).tree_

@@ -157,11 +157,16 @@ def leaf_indicator(leaves: NDArray[np.int64], n_nodes: int) -> sparse.csr_array:
 
 
 def node_class_counts(
-    leaves: NDArray[np.int64], labels: NDArray[np.intp], n_nodes: int, n_classes: int
-) -> NDArray[np.int64]:
-    """How many rows of each class reach each node: shape (n_nodes, n_classes)."""
+    leaves: NDArray[np.int64], labels: NDArray[np.intp], n_nodes: int, n_classes: int,
+    weights: NDArray[np.float64] | None = None,
+) -> NDArray[np.int64] | NDArray[np.float64]:
+    """How many rows of each class reach each node: shape (n_nodes, n_classes).
+
+    With ``weights`` (shape (n,)), the sum of the weights of those rows instead (floats).
+    """
     cells = leaves * n_classes + labels[:, None]
-    counts = np.bincount(cells.ravel(), minlength=n_nodes * n_classes)
+    cell_weights = None if weights is None else np.repeat(weights, leaves.shape[1])
+    counts = np.bincount(cells.ravel(), weights=cell_weights, minlength=n_nodes * n_classes)
     return counts.reshape(n_nodes, n_classes)
 
 
@@ -267,6 +272,7 @@ def fit_proximity_forest(
     random_state: int = 0,
     n_jobs: int | None = None,
     heartbeat: Callable[[float], None] | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> ProximityForest:
     """Fit the proximity forest of SWC on calibration rows (Wagstaff & Dietterich 2023, §4).
 
@@ -282,15 +288,23 @@ def fit_proximity_forest(
     heartbeat : callable, optional
         Called with the fraction of trees grown, before the first tree and after each
         (it may raise to stop).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights: the probability columns are standardized with the weighted mean and
+        standard deviation, and the forest is grown as ``RandomForestClassifier.fit(...,
+        sample_weight=sample_weight)`` grows it in scikit-learn 1.9 (each tree's
+        bootstrap sample draws n rows with probability proportional to the weights).
+        The repeated rows would draw sum(w) rows, so integer weights give their forest
+        only approximately. Weights must be positive (drop rows of weight 0 first).
     """
     n_estimators = check_positive_int(n_estimators, "n_estimators")
     random_state = check_positive_int(random_state, "random_state", minimum=0)
-    scaler = StandardScaler().fit(proba)
+    scaler = StandardScaler().fit(proba, sample_weight=sample_weight)
     augmented = augmented_rows(features, proba, scaler.mean_, scaler.scale_)
     # RandomForestClassifier's trees, not its fit: with n_jobs > 1 that fit corrupts
     # the process's warning filters (see calibcore.heterogeneity._forest_growth).
     trees = grow_forest(augmented, labels, n_estimators=n_estimators,
-                        random_state=random_state, n_jobs=n_jobs, heartbeat=heartbeat)
+                        random_state=random_state, n_jobs=n_jobs, heartbeat=heartbeat,
+                        sample_weight=sample_weight)
     return ProximityForest(
         trees=TreeEnsemble.from_trees(trees),
         probability_mean=scaler.mean_,

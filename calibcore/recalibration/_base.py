@@ -147,6 +147,7 @@ class Recalibrator(BaseEstimator):
         sample_weight : array-like of shape (n,), optional
             Row weights, as scikit-learn estimators take them: the fit is that of the
             weighted rows (for integer weights, of the rows repeated by their weights).
+            Weights all 1 are treated as no weights, so they fit bit for bit the same.
             Methods without ``supports_weights`` refuse them with a
             :class:`~calibcore.CalibrationInputError` naming the method.
 
@@ -158,9 +159,10 @@ class Recalibrator(BaseEstimator):
         weights = check_sample_weight(sample_weight, labels.size)
         if weights is not None and not self.supports_weights:
             raise CalibrationInputError(
-                f"{self.display_name or type(self).__name__} does not take sample weights "
-                "yet; fit it without them, or choose a method that does: "
-                f"{', '.join(weighted_methods())}.", code="weights_not_supported")
+                f"{self._weights_refusal()}; fit it without them, or choose a method that "
+                f"does: {', '.join(weighted_methods())}.", code="weights_not_supported")
+        if weights is not None and bool(np.all(weights == 1.0)):
+            weights = None  # weights all 1 are no weights: the same fit, bit for bit
         _check_two_classes(labels if weights is None else labels[weights > 0], proba.shape[1])
         checked = self._check_features(features, proba.shape[0])
         self.n_classes_ = proba.shape[1]
@@ -189,6 +191,10 @@ class Recalibrator(BaseEstimator):
         proba = self._checked_proba(y_prob)
         checked = self._check_features(features, proba.shape[0])
         return _to_simplex(self._predict(proba, checked, _heartbeat(progress)))
+
+    def _weights_refusal(self) -> str:
+        """Why this recalibrator refuses ``sample_weight`` (the start of the message)."""
+        return f"{self.display_name or type(self).__name__} does not take sample weights"
 
     def _checked_proba(self, y_prob: ArrayLike) -> NDArray[np.float64]:
         """``y_prob`` validated, with as many classes as the fit saw."""

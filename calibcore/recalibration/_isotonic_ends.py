@@ -14,6 +14,11 @@ The points have integer coordinates (row counts and label sums), so the turn and
 above-the-line tests are exact products of integers below 2**53, and each value is one
 division of two such integers, as in a direct isotonic fit.
 
+With row weights the CSD's steps are the weights (and weighted label sums) instead of
+counts: the GCM's slopes are then the weighted isotonic regression (weighted pool
+adjacent violators), the test row weighing 1. Integer weights keep the coordinates
+integers, so they give bit for bit what the rows repeated by their weights give.
+
 Private: :mod:`calibcore.recalibration.venn_abers` is the public interface.
 """
 
@@ -128,7 +133,8 @@ def _lower_ends(cum_rows: NDArray[np.float64], cum_labels: NDArray[np.float64]
     return lower
 
 
-def isotonic_ends(scores: NDArray[np.float64], labels: NDArray[np.float64]
+def isotonic_ends(scores: NDArray[np.float64], labels: NDArray[np.float64],
+                  weights: NDArray[np.float64] | None = None
                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """The distinct calibration scores and the two fits at every place of a test score.
 
@@ -138,6 +144,9 @@ def isotonic_ends(scores: NDArray[np.float64], labels: NDArray[np.float64]
         Calibration scores (ties allowed).
     labels : ndarray of shape (n,)
         Their 0/1 labels.
+    weights : ndarray of shape (n,), optional
+        Row weights (non-negative); rows of weight 0 are left out, as if absent. The
+        test row weighs 1.
 
     Returns
     -------
@@ -149,8 +158,15 @@ def isotonic_ends(scores: NDArray[np.float64], labels: NDArray[np.float64]
         with (s, 1), added to the calibration rows (a tied test score is pooled with its
         calibration rows, as a direct isotonic fit pools ties).
     """
+    if weights is not None:
+        present = weights > 0
+        scores, labels, weights = scores[present], labels[present], weights[present]
     grid, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse.ravel(), weights=labels, minlength=grid.size)
+    if weights is None:
+        sums = np.bincount(inverse.ravel(), weights=labels, minlength=grid.size)
+    else:
+        counts = np.bincount(inverse.ravel(), weights=weights, minlength=grid.size)
+        sums = np.bincount(inverse.ravel(), weights=labels * weights, minlength=grid.size)
     cum_rows = np.concatenate([[0.0], np.cumsum(counts, dtype=np.float64)])
     cum_labels = np.concatenate([[0.0], np.cumsum(sums)])
     return grid, _lower_ends(cum_rows, cum_labels), _upper_ends(cum_rows, cum_labels)

@@ -16,7 +16,13 @@ of the n calibration rows. Composing with temperature scaling first (TS+LECE,
 The distances are one matrix product per block of query rows,
 KL(p || p') = sum_j p_j log p_j - p . log p' (the first term is constant per
 query row, so the ranking uses the product alone), and neighbours are selected
-with ``argpartition``. Choosing q and t by cross-validation computes the distances
+with ``argpartition``. With row weights w_i (``sample_weight``) the neighbourhood is the
+k = int(q W) units of weight nearest to p (W = sum_i w_i), the row at its edge counting
+with the part of its weight that fits, and the means are weighted:
+c(p) = w p + sum_i a_i (y_i - w p_i) / k with a_i the weight taken from row i. For
+integer weights that is the neighbourhood of the rows repeated by their weights (up to
+how ties between distinct rows at the same distance are broken). Choosing q and t by
+cross-validation computes the distances
 once per fold, sorts each validation row's nearest neighbours once and reads
 every q off prefix sums of the sorted neighbours' targets.
 """
@@ -53,6 +59,7 @@ __all__ = [
     "kl_divergence_matrix",
     "neighbour_count",
     "neighbour_means",
+    "weighted_neighbour_means",
 ]
 
 #: The paper's cross-validation grid for the neighbourhood size q = k / n (Section 4.2.2).
@@ -213,6 +220,88 @@ def neighbour_means(
     return sums / count_array[:, None, None]
 
 
+def neighbour_mass(neighborhood_size: float, total_weight: float) -> float:
+    """k = int(q W) units of weight, at least 1 and at most W (the weighted
+    :func:`neighbour_count`: what the rows repeated by integer weights would take)."""
+    return min(float(total_weight), float(max(1, int(total_weight * neighborhood_size))))
+
+
+def weighted_neighbour_means(
+    query: FloatArray,
+    reference: FloatArray,
+    targets: FloatArray,
+    weights: FloatArray,
+    masses: Sequence[float] | FloatArray,
+    *,
+    heartbeat: Callable[[float], None] | None = None,
+) -> FloatArray:
+    """Weighted mean of ``targets`` over the nearest ``mass`` units of weight (by KL), for
+    each mass in ``masses``: :func:`neighbour_means` with row weights.
+
+    Reference rows are taken nearest first (ties by index, as a stable sort takes them)
+    until their weights reach the mass; the last one taken counts with the part of its
+    weight that fits. For integer weights and integer masses this is the mean over the
+    nearest rows of the reference repeated by its weights.
+
+    Parameters
+    ----------
+    query : ndarray of shape (n_query, K)
+    reference : ndarray of shape (n_reference, K)
+    targets : ndarray of shape (n_reference, d)
+    weights : ndarray of shape (n_reference,)
+        Positive row weights.
+    masses : sequence of float
+        Neighbourhood masses, increasing, each in (0, sum(weights)].
+    heartbeat : callable, optional
+        As in :func:`neighbour_means`.
+
+    Returns
+    -------
+    ndarray of shape (len(masses), n_query, d)
+
+    Notes
+    -----
+    Each query row's reference rows are partitioned to the fewest that surely hold the
+    largest mass (mass / smallest weight) and those are sorted: O(n log n) per query row
+    at worst, where the unweighted search only selects.
+    """
+    mass_array = np.asarray(masses, dtype=np.float64)
+    n_reference = reference.shape[0]
+    total = float(weights.sum())
+    partial = mass_array[mass_array < total]
+    sums = np.empty((mass_array.size, query.shape[0], targets.shape[1]))
+    sums[partial.size:] = weights @ targets  # the whole reference: no search
+    if partial.size == 0:
+        return sums / mass_array[:, None, None]
+    largest = min(n_reference, int(np.ceil(partial.max() / weights.min())))
+    negative_log_reference = _negative_log(reference)
+    block = max(1, _BLOCK_ENTRIES // n_reference)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, query.shape[0], block):
+            if heartbeat is not None:
+                heartbeat(start / query.shape[0])
+            rows = slice(start, start + block)
+            distances = _cross_entropy(query[rows], negative_log_reference)
+            if largest < n_reference:
+                nearest = np.argpartition(distances, largest - 1, axis=1)[:, :largest]
+                # the partition's order is arbitrary: index order first, then a stable sort
+                nearest = np.sort(nearest, axis=1)
+            else:
+                nearest = np.broadcast_to(np.arange(n_reference), distances.shape)
+            order = np.argsort(np.take_along_axis(distances, nearest, axis=1), axis=1,
+                               kind="stable")
+            nearest = np.take_along_axis(nearest, order, axis=1)
+            taken_weights = weights[nearest]
+            before = np.cumsum(taken_weights, axis=1) - taken_weights
+            share = np.zeros(distances.shape)
+            for position, mass in enumerate(partial):
+                taken = np.clip(mass - before, 0.0, taken_weights)
+                share[:] = 0.0
+                np.put_along_axis(share, nearest, taken, axis=1)
+                sums[position, rows] = share @ targets
+    return sums / mass_array[:, None, None]
+
+
 def apply_threshold(proba: FloatArray, calibrated: FloatArray, threshold: float) -> FloatArray:
     """Algorithm 1, lines 7-12: keep p_j where p_j <= t or c_j <= t, then renormalize rows.
 
@@ -246,11 +335,15 @@ def cross_validated_log_loss(
     n_folds: int,
     random_state: int | np.random.RandomState | None,
     heartbeat: Callable[[float, str], None] | None = None,
+    sample_weight: FloatArray | None = None,
 ) -> FloatArray:
     """Mean over folds of the held-out log-loss for every (q, t) pair.
 
     Folds are ``KFold(n_folds, shuffle=True, random_state)``, as in the authors'
     code; k = int(q * n_fold_train). Probabilities are clipped at 1e-12 in the loss.
+    With ``sample_weight`` (positive) the folds split the rows with their weights, the
+    neighbourhoods are weighted (:func:`weighted_neighbour_means`, k = int(q W_train))
+    and each fold's held-out loss is the weighted mean.
     ``heartbeat(fraction done, message)`` is called between blocks of the neighbour
     searches (see :func:`neighbour_means`).
 
@@ -263,17 +356,29 @@ def cross_validated_log_loss(
     losses = np.zeros((len(neighborhood_sizes), len(thresholds)))
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=random_state)
     for fold, (train, held_out) in enumerate(folds.split(proba)):
-        counts = [neighbour_count(q, train.size) for q in neighborhood_sizes]
-        unique_counts, position = np.unique(counts, return_inverse=True)
         fold_heartbeat = None if heartbeat is None else _fold_heartbeat(heartbeat, fold, n_folds)
-        means = neighbour_means(proba[held_out], proba[train], targets[train], unique_counts,
-                                heartbeat=fold_heartbeat)
+        if sample_weight is None:
+            counts = [neighbour_count(q, train.size) for q in neighborhood_sizes]
+            unique_counts, position = np.unique(counts, return_inverse=True)
+            means = neighbour_means(proba[held_out], proba[train], targets[train],
+                                    unique_counts, heartbeat=fold_heartbeat)
+        else:
+            total = float(sample_weight[train].sum())
+            masses = [neighbour_mass(q, total) for q in neighborhood_sizes]
+            unique_masses, position = np.unique(masses, return_inverse=True)
+            means = weighted_neighbour_means(proba[held_out], proba[train], targets[train],
+                                             sample_weight[train], unique_masses,
+                                             heartbeat=fold_heartbeat)
         calibrated = weight * proba[held_out] + means[position]
         rows = np.arange(held_out.size)
         for column, threshold in enumerate(thresholds):
             output = apply_threshold(proba[held_out], calibrated, threshold)
             true_class = np.clip(output[:, rows, labels[held_out]], NLL_CLIP, 1.0)
-            losses[:, column] -= np.log(true_class).mean(axis=1)
+            if sample_weight is None:
+                losses[:, column] -= np.log(true_class).mean(axis=1)
+            else:
+                losses[:, column] -= np.average(np.log(true_class), axis=1,
+                                                weights=sample_weight[held_out])
     return losses / n_folds
 
 
@@ -296,13 +401,17 @@ class _NeighbourhoodRecalibrator(Recalibrator):
     """
 
     assumption: ClassVar[Assumption]
+    supports_weights = True
     fitted_attributes = (
         "calibration_proba_",
         "calibration_labels_",
         "neighborhood_size_",
         "threshold_",
         "cv_log_loss_",
+        "calibration_weights_",
     )
+    #: documents written before weights were taken have none
+    calibration_weights_: FloatArray | None = None
 
     def __init__(
         self,
@@ -323,7 +432,11 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         labels: NDArray[np.intp],
         features: FloatArray | None,
         heartbeat: Heartbeat,
+        weights: FloatArray | None = None,
     ) -> None:
+        if weights is not None:  # rows of weight 0 are absent
+            present = weights > 0
+            proba, labels, weights = proba[present], labels[present], weights[present]
         sizes = _search_grid(self.neighborhood_size, NEIGHBORHOOD_SIZE_GRID,
                              "neighborhood_size", allow_zero=False)
         thresholds = _search_grid(self.threshold, THRESHOLD_GRID, "threshold", allow_zero=True)
@@ -340,7 +453,7 @@ class _NeighbourhoodRecalibrator(Recalibrator):
             self.cv_log_loss_ = cross_validated_log_loss(
                 proba, labels, assumption=self.assumption, neighborhood_sizes=sizes,
                 thresholds=thresholds, n_folds=n_folds, random_state=self.random_state,
-                heartbeat=heartbeat,
+                heartbeat=heartbeat, sample_weight=weights,
             )
             # The first minimum in q-major order, as the authors' grid search takes it.
             best = np.unravel_index(int(np.argmin(self.cv_log_loss_)), self.cv_log_loss_.shape)
@@ -349,6 +462,7 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         self.threshold_ = float(thresholds[best_threshold])
         self.calibration_proba_ = proba.copy()
         self.calibration_labels_ = labels.copy()
+        self.calibration_weights_ = None if weights is None else weights.astype(np.float64)
 
     def _predict(
         self,
@@ -358,6 +472,18 @@ class _NeighbourhoodRecalibrator(Recalibrator):
     ) -> FloatArray:
         reference = self.calibration_proba_
         targets = _neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
+        weights = self.calibration_weights_
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            mass = neighbour_mass(self.neighborhood_size_, float(weights.sum()))
+
+            def weighed(done: float) -> None:
+                heartbeat(done, f"averaging the nearest {mass:,g} units of weight")
+
+            means = weighted_neighbour_means(proba, reference, targets, weights, [mass],
+                                             heartbeat=weighed)[0]
+            calibrated = _PREDICTION_WEIGHT[self.assumption] * proba + means
+            return apply_threshold(proba, calibrated, self.threshold_)
         count = neighbour_count(self.neighborhood_size_, reference.shape[0])
         def beat(done: float) -> None:
             heartbeat(done, f"averaging the {count:,} nearest calibration rows")
@@ -405,6 +531,11 @@ class LECE(_NeighbourhoodRecalibrator):
     calibration_proba_ : ndarray of shape (n, K)
     calibration_labels_ : ndarray of shape (n,)
         The calibration rows, which are the fitted state of this method.
+    calibration_weights_ : ndarray of shape (n,) or None
+        Their weights (None: fitted without weights). With weights the neighbourhood is
+        the k = int(q W) units of weight nearest to p and the means are weighted (see
+        the module docstring); the folds of the cross-validation split the rows, and
+        its held-out log-loss is weighted.
     neighborhood_size_, threshold_ : float
         The values used (given, or chosen by cross-validation).
     cv_log_loss_ : ndarray of shape (n_sizes, n_thresholds) or None
@@ -430,12 +561,24 @@ class LECD(_NeighbourhoodRecalibrator):
     assumption = "distributions"
 
 
+class _StepsTakeWeights:
+    """``Composed.supports_weights``: on a composition, whether every one of its steps
+    takes weights; on the class, whether the default steps (TS+LECE) do."""
+
+    def __get__(self, instance: Composed | None, owner: type[Composed]) -> bool:
+        steps = owner._DEFAULT_STEPS if instance is None else instance._template_steps()
+        return all(step.supports_weights for step in steps)
+
+
 @register
 class Composed(Recalibrator):
     """Recalibrators applied in sequence, each fitted on the previous one's output.
 
     The paper's TS+LECE is ``Composed(steps=[TemperatureScaling(), LECE()])``,
     which is also what ``steps=None`` means.
+
+    It takes ``sample_weight`` when every step does (each step is fitted with the
+    weights); with a step that does not, the weights are refused naming that step.
 
     Parameters
     ----------
@@ -451,13 +594,15 @@ class Composed(Recalibrator):
     method = "composed"
     display_name = "Composition (e.g. TS+LECE)"
     fitted_attributes = ("steps_",)
+    _DEFAULT_STEPS: ClassVar[tuple[Recalibrator, ...]] = (TemperatureScaling(), LECE())
+    supports_weights = _StepsTakeWeights()
 
     def __init__(self, *, steps: Sequence[Recalibrator] | None = None) -> None:
         self.steps = steps
 
     def _template_steps(self) -> list[Recalibrator]:
         if self.steps is None:
-            return [TemperatureScaling(), LECE()]
+            return [clone(step) for step in self._DEFAULT_STEPS]
         steps = list(self.steps)
         if not steps or not all(isinstance(step, Recalibrator) for step in steps):
             raise CalibrationInputError(
@@ -465,6 +610,12 @@ class Composed(Recalibrator):
                 f"{self.steps!r}."
             )
         return steps
+
+    def _weights_refusal(self) -> str:
+        refusing = [step.display_name or type(step).__name__
+                    for step in self._template_steps() if not step.supports_weights]
+        return (f"this composition does not take sample weights: its step(s) "
+                f"{', '.join(refusing)} do not")
 
     def _check_features(self, features: Any, n_rows: int) -> FloatArray | None:
         needing = [step for step in self._template_steps() if step.needs_features]
@@ -476,12 +627,13 @@ class Composed(Recalibrator):
         labels: NDArray[np.intp],
         features: FloatArray | None,
         heartbeat: Heartbeat,
+        weights: FloatArray | None = None,
     ) -> None:
         self.steps_ = [clone(step) for step in self._template_steps()]
         current = proba
         for position, step in enumerate(self.steps_):
             step_features = features if step.needs_features else None
-            step.fit(current, labels, step_features, progress=heartbeat)
+            step.fit(current, labels, step_features, progress=heartbeat, sample_weight=weights)
             if position < len(self.steps_) - 1:
                 current = step.predict_proba(current, step_features, progress=heartbeat)
 

@@ -21,6 +21,14 @@ bin without calibration rows keeps the original probabilities. The paper
 recalibrates the confidence of a fixed prediction; in a probability vector a new
 confidence below another class's share makes that class the top label.
 
+With row weights w_i (``sample_weight``) the sums of eq. 6 are weighted,
+sum_i k(x, x_i) w_i 1[f(x_i) = y_i] and sum_i k(x, x_i) w_i (the prior pseudo-rows keep
+their mass s), and rows of weight 0 are left out. The representation phi is not
+weighted: its standardization, imputation and PCA are fitted on the calibration rows
+of positive weight each counted once. So integer weights give what the repeated rows
+give exactly (to rounding) with ``reducer="columns"``, and with the other reducers
+up to the difference between phi fitted on the rows and on their repetitions.
+
 The representation phi is fitted on the calibration rows and is part of the
 estimator (standardization, one-hot levels, imputation and PCA are plain
 arrays; see :class:`calibcore.local.Representation`), so a fitted LoRe
@@ -88,12 +96,18 @@ class LoRe(Recalibrator):
         Confidence bin of each calibration row.
     correct_ : ndarray of shape (n_cal,)
         1.0 where the calibration row's top label was right.
+    sample_weight_ : ndarray of shape (n_cal,) or None
+        Row weights of the calibration rows (None: fitted without weights).
     """
 
     method = "lore"
     display_name = "LoRe (local recalibration)"
     needs_features = True
-    fitted_attributes = ("representation_", "coordinates_", "bin_index_", "correct_")
+    supports_weights = True
+    fitted_attributes = ("representation_", "coordinates_", "bin_index_", "correct_",
+                         "sample_weight_")
+    #: documents written before weights were taken have none
+    sample_weight_: NDArray[np.float64] | None = None
 
     def __init__(
         self,
@@ -127,7 +141,11 @@ class LoRe(Recalibrator):
             )
         return table
 
-    def _fit(self, proba, labels, features, heartbeat):
+    def _fit(self, proba, labels, features, heartbeat, weights=None):
+        if weights is not None:  # rows of weight 0 are absent
+            present = np.flatnonzero(weights > 0)
+            proba, labels, weights = proba[present], labels[present], weights[present]
+            features = features.iloc[present].reset_index(drop=True)
         check_gamma(self.gamma)
         check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
         n_bins = check_positive_int(self.n_bins, "n_bins")
@@ -141,6 +159,7 @@ class LoRe(Recalibrator):
         self.coordinates_ = representation.transform(features)
         self.bin_index_ = assign_bins(confidence, equal_width_edges(n_bins))
         self.correct_ = (predicted == labels).astype(np.float64)
+        self.sample_weight_ = None if weights is None else weights.astype(np.float64)
 
     def _predict(self, proba, features, heartbeat):
         representation = Representation.from_dict(self.representation_)
@@ -163,7 +182,9 @@ class LoRe(Recalibrator):
         calibration = (self.coordinates_ - center) / scale
         targets = (coordinates - center) / scale
         bins = assign_bins(confidence, equal_width_edges(int(self.n_bins)))
-        weights = np.column_stack([self.correct_, np.ones_like(self.correct_)])
+        row_weights = (np.ones_like(self.correct_) if self.sample_weight_ is None
+                       else np.asarray(self.sample_weight_, dtype=np.float64))
+        weights = np.column_stack([self.correct_ * row_weights, row_weights])
         result = confidence.copy()
         groups = []
         for b in np.unique(bins):
@@ -182,13 +203,15 @@ class LoRe(Recalibrator):
             result[rows[~tiny]] = total[~tiny, 0] / total[~tiny, 1]
             if tiny.any():
                 result[rows[tiny]] = _shifted_accuracy(
-                    targets[rows[tiny]], calibration[sources], self.correct_[sources]
+                    targets[rows[tiny]], calibration[sources], self.correct_[sources],
+                    None if self.sample_weight_ is None else row_weights[sources],
                 )
         return result
 
 
 def _shifted_accuracy(
-    targets: NDArray[np.float64], sources: NDArray[np.float64], correct: NDArray[np.float64]
+    targets: NDArray[np.float64], sources: NDArray[np.float64], correct: NDArray[np.float64],
+    row_weights: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Eq. 6 with every kernel divided by the largest one (the nearest source), so no
     weight underflows; the ratio is unchanged. Used only for far-away rows."""
@@ -197,7 +220,10 @@ def _shifted_accuracy(
         block = slice(start, start + _FALLBACK_BLOCK)
         distance = cdist(targets[block], sources, metric="cityblock")
         kernel = np.exp(distance.min(axis=1, keepdims=True) - distance)
-        out[block] = kernel @ correct / kernel.sum(axis=1)
+        if row_weights is None:
+            out[block] = kernel @ correct / kernel.sum(axis=1)
+        else:
+            out[block] = kernel @ (correct * row_weights) / (kernel @ row_weights)
     return out
 
 

@@ -16,6 +16,15 @@ s pseudo-rows of similarity mass: q_t = (sum_i s(t, i) 1[y_i = k] + s p_t[k]) /
 shares t's leaf in one tree of 100; s = 0 is eq. 5 as published. The zero-mass
 fallback is the limit of this formula, so it needs no special case when s > 0.
 
+Row weights w_i (``sample_weight``) enter twice: the proximity forest is grown with
+them, as ``RandomForestClassifier.fit(..., sample_weight=w)`` grows it, and the votes
+are q_t[k] = sum_i s(t, i) w_i 1[y_i = k] / sum_i s(t, i) w_i (eq. 5 with row weights;
+the prior pseudo-rows keep their mass s). Given the forest, integer weights give the
+votes of the rows repeated by their weights exactly (SWC; sums of integers); the forest
+itself matches theirs only approximately: its bootstrap draws n rows with probability
+proportional to the weights where the repeated rows would draw sum(w) rows uniformly.
+Rows of weight 0 are left out before anything is fitted; weights all 1 are no weights.
+
 The fitted state is plain arrays: the forest's node arrays, the calibration
 rows' leaf ids and labels (and, for SWC-HH, the calibration rows themselves,
 which HH needs); leaves of new rows come from a vectorized traversal.
@@ -79,6 +88,8 @@ class SWC(Recalibrator):
     calibration_leaves_ : ndarray of shape (n_cal, n_estimators)
         Global leaf id of each calibration row in each tree.
     calibration_labels_ : ndarray of shape (n_cal,)
+    calibration_weights_ : ndarray of shape (n_cal,) or None
+        Row weights of the calibration rows kept (None: fitted without weights).
     n_features_in_ : int
         Feature columns d (the probabilities are added to them).
     """
@@ -86,9 +97,13 @@ class SWC(Recalibrator):
     method = "swc"
     display_name = "SWC (similarity-weighted)"
     needs_features = True
+    supports_weights = True
     fitted_attributes: ClassVar[tuple[str, ...]] = (
         "forest_", "calibration_leaves_", "calibration_labels_", "n_features_in_",
+        "calibration_weights_",
     )
+    #: documents written before weights were taken have none
+    calibration_weights_: NDArray[np.float64] | None = None
 
     def __init__(
         self, *, n_estimators: int = 100, random_state: int = 0, n_jobs: int | None = -1,
@@ -106,24 +121,35 @@ class SWC(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
-        self._fit_forest(*self._calibration_rows(proba, labels, features), heartbeat)
+        self._fit_forest(*self._calibration_rows(proba, labels, features, weights), heartbeat)
 
     def _calibration_rows(
         self, proba: NDArray[np.float64], labels: NDArray[np.intp],
-        features: NDArray[np.float64] | None,
-    ) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]]:
-        """The calibration rows to use (all, or the seeded sample), validated."""
+        features: NDArray[np.float64] | None, weights: NDArray[np.float64] | None = None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64],
+               NDArray[np.float64] | None]:
+        """The calibration rows to use (all of positive weight, or the seeded sample of
+        them), validated, with their weights (None when unweighted)."""
         features = check_features(features, proba.shape[0])
         check_in_range(self.prior_strength, "prior_strength", low=0.0, high=1e6)
+        if weights is not None:
+            present = np.flatnonzero(weights > 0)
+            proba, labels, features, weights = (proba[present], labels[present],
+                                                features[present], weights[present])
+            if bool(np.all(weights == 1.0)):
+                weights = None  # weights 0 and 1 only: the rows of weight 1, unweighted
         kept = self._calibration_sample(proba.shape[0])
         if kept is None:
-            return proba, labels, features
-        return proba[kept], labels[kept], features[kept]
+            return proba, labels, features, weights
+        return (proba[kept], labels[kept], features[kept],
+                None if weights is None else weights[kept])
 
     def _fit_forest(
         self, proba: NDArray[np.float64], labels: NDArray[np.intp],
-        features: NDArray[np.float64], heartbeat: Heartbeat,
+        features: NDArray[np.float64], weights: NDArray[np.float64] | None,
+        heartbeat: Heartbeat,
     ) -> None:
         def growing(done: float) -> None:
             heartbeat(0.9 * done, f"growing the proximity forest ({done:.0%} of the trees)")
@@ -131,6 +157,7 @@ class SWC(Recalibrator):
         forest = fit_proximity_forest(
             features, proba, labels, n_estimators=self.n_estimators,
             random_state=self.random_state, n_jobs=self.n_jobs, heartbeat=growing,
+            sample_weight=weights,
         )
         heartbeat.now(0.9, "finding the leaves of the calibration rows")
         self.forest_ = {
@@ -140,6 +167,7 @@ class SWC(Recalibrator):
         }
         self.calibration_leaves_ = forest.apply(features, proba, heartbeat).astype(np.int32)
         self.calibration_labels_ = labels.astype(np.int32)
+        self.calibration_weights_ = None if weights is None else weights.astype(np.float64)
         self.n_features_in_ = int(features.shape[1])
 
     def _calibration_sample(self, n_rows: int) -> NDArray[np.intp] | None:
@@ -165,7 +193,8 @@ class SWC(Recalibrator):
         counts = self._node_counts()
         votes = np.empty((proba.shape[0], counts.shape[1]))
         for rows, leaves in forest.apply_in_blocks(checked, proba, heartbeat):
-            # the counts of the rows' leaves, tree by tree: integers, so exact in any order
+            # the counts of the rows' leaves, tree by tree: integers (unweighted), so exact
+            # in any order
             votes[rows] = counts[leaves].sum(axis=1)
             heartbeat(rows.stop / proba.shape[0], "similarity-weighted label counts")
         return self._normalize_votes(votes / forest.trees.n_trees, proba)
@@ -173,7 +202,8 @@ class SWC(Recalibrator):
     def calibration_support(self, y_prob: ArrayLike, features: ArrayLike) -> NDArray[np.float64]:
         """S_t = sum_i s(t, i) over all calibration rows, per row.
 
-        The calibration support of Wagstaff & Dietterich 2023, eq. 6.
+        The calibration support of Wagstaff & Dietterich 2023, eq. 6; fitted with row
+        weights, sum_i s(t, i) w_i.
 
         Parameters
         ----------
@@ -183,7 +213,7 @@ class SWC(Recalibrator):
         Returns
         -------
         ndarray of shape (n,)
-            Expected number of calibration rows sharing a leaf with the row.
+            Expected number (weight) of calibration rows sharing a leaf with the row.
         """
         check_is_fitted(self, "forest_")
         proba = self._check_probabilities_like_fit(y_prob)
@@ -232,12 +262,17 @@ class SWC(Recalibrator):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(mass > 0, votes / mass, proba)
 
-    def _node_counts(self) -> NDArray[np.int64]:
+    def _calibration_weights(self) -> NDArray[np.float64] | None:
+        weights = self.calibration_weights_
+        return None if weights is None else np.asarray(weights, dtype=np.float64)
+
+    def _node_counts(self) -> NDArray[np.int64] | NDArray[np.float64]:
+        """Rows (weight, when fitted with weights) of each class reaching each node."""
         n_nodes = int(np.asarray(self.forest_["left"]).size)
         return node_class_counts(
             np.asarray(self.calibration_leaves_, dtype=np.int64),
             np.asarray(self.calibration_labels_, dtype=np.intp),
-            n_nodes, self.n_classes_,
+            n_nodes, self.n_classes_, self._calibration_weights(),
         )
 
 
@@ -247,6 +282,13 @@ class SWCHH(SWC):
 
     SWC-HH of Wagstaff & Dietterich 2023, §4. HH_t is computed on the calibration rows
     stored at fit time, with the same ``random_state`` (as the reference, which seeds both with 0).
+
+    With ``sample_weight`` the forest and the votes are weighted as in :class:`SWC` (the
+    kept rows vote s(t, i) w_i), but the filter is not: HH_t is computed on the
+    calibration rows of positive weight each counted once (its local forests and
+    neighbourhood Brier scores are unweighted), and the threshold HH_t / 2 is on the
+    similarity s(t, i) alone. Integer weights therefore give the repeated rows' votes
+    only approximately, even given the forest.
 
     Parameters
     ----------
@@ -308,11 +350,13 @@ class SWCHH(SWC):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         if self.hh_grid is not None:  # refused before the forest is grown
             check_in_range(self.hh_grid, "hh_grid", low=1e-6, high=1.0)
-        proba, labels, checked = self._calibration_rows(proba, labels, features)
-        self._fit_forest(proba, labels, checked, heartbeat)
+        proba, labels, checked, weights = self._calibration_rows(proba, labels, features,
+                                                                 weights)
+        self._fit_forest(proba, labels, checked, weights, heartbeat)
         self.__dict__.pop("_neighbourhood_results", None)  # results of an earlier fit
         self.calibration_features_ = checked
         self.calibration_probabilities_ = proba
@@ -380,6 +424,9 @@ class SWCHH(SWC):
             )
         forest = self._proximity_forest()
         one_hot = np.eye(self.n_classes_)[np.asarray(self.calibration_labels_, dtype=np.intp)]
+        weights = self._calibration_weights()
+        if weights is not None:
+            one_hot = one_hot * weights[:, None]  # kept rows vote s(t, i) w_i
         votes = np.empty_like(proba)
         reference = np.asarray(self.calibration_leaves_, dtype=np.int64)
         for block, leaves in forest.apply_in_blocks(checked, proba, heartbeat):

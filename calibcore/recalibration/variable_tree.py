@@ -35,6 +35,16 @@ _MULTICLASS_MAPS: dict[str, type[Recalibrator]] = {
 }
 
 
+def _leaf_limits(min_leaf: int, weights: NDArray[np.float64] | None) -> dict[str, float]:
+    """The tree's least leaf: ``min_leaf`` rows, or with weights that much weight (what the
+    rows repeated by their weights would need)."""
+    if weights is None:
+        return {"min_samples_leaf": min_leaf}
+    # a hair below min_leaf, so a leaf of exactly min_leaf weight passes despite rounding
+    return {"min_samples_leaf": 1,
+            "min_weight_fraction_leaf": min_leaf * (1.0 - 1e-12) / float(weights.sum())}
+
+
 def _label_tree(
     variable: NDArray[np.float64],
     proba: NDArray[np.float64],
@@ -42,11 +52,12 @@ def _label_tree(
     max_depth: int,
     min_leaf: int,
     random_state: int | None,
+    weights: NDArray[np.float64] | None = None,
 ) -> DecisionTreeClassifier | DecisionTreeRegressor:
     """The paper's tree: classify the label y from v alone."""
-    tree = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=min_leaf,
-                                  random_state=random_state)
-    return tree.fit(variable[:, None], labels)
+    tree = DecisionTreeClassifier(max_depth=max_depth, random_state=random_state,
+                                  **_leaf_limits(min_leaf, weights))
+    return tree.fit(variable[:, None], labels, sample_weight=weights)
 
 
 def _residual_tree(
@@ -56,13 +67,14 @@ def _residual_tree(
     max_depth: int,
     min_leaf: int,
     random_state: int | None,
+    weights: NDArray[np.float64] | None = None,
 ) -> DecisionTreeClassifier | DecisionTreeRegressor:
     """Regress the top-label gap 1[argmax = y] - max p on v: the quantity VECE averages."""
     predicted = proba.argmax(axis=1)
     gap = (predicted == labels) - proba[np.arange(labels.size), predicted]
-    tree = DecisionTreeRegressor(max_depth=max_depth, min_samples_leaf=min_leaf,
-                                 random_state=random_state)
-    return tree.fit(variable[:, None], gap)
+    tree = DecisionTreeRegressor(max_depth=max_depth, random_state=random_state,
+                                 **_leaf_limits(min_leaf, weights))
+    return tree.fit(variable[:, None], gap, sample_weight=weights)
 
 
 _SPLITTERS = {"label": _label_tree, "residual": _residual_tree}
@@ -127,6 +139,11 @@ class VariableTreeCalibration(Recalibrator):
     ``features`` is the variable v itself: shape (n,) or (n, 1). Pass the one
     column the regions should follow.
 
+    With ``sample_weight`` the tree is grown with the weights (its least leaf and
+    ``min_region_size`` count weight instead of rows) and every map is fitted with them;
+    rows of weight 0 are left out. Integer weights then give the regions of the rows
+    repeated by their weights, and maps equal to theirs to the maps' own tolerance.
+
     Attributes
     ----------
     thresholds_ : ndarray of shape (r - 1,)
@@ -134,7 +151,7 @@ class VariableTreeCalibration(Recalibrator):
     region_models_ : list of Recalibrator or None
         The fitted map of each region, None where the global map is used.
     region_sizes_ : ndarray of shape (r,)
-        Calibration rows in each region.
+        Calibration rows in each region (their weight, when fitted with weights).
     global_model_ : Recalibrator
         The map fitted on every calibration row.
     """
@@ -142,6 +159,7 @@ class VariableTreeCalibration(Recalibrator):
     method = "variable_tree"
     display_name = "Variable-based tree calibration"
     needs_features = True
+    supports_weights = True
     fitted_attributes = ("thresholds_", "region_models_", "region_sizes_", "global_model_")
 
     def __init__(
@@ -177,8 +195,13 @@ class VariableTreeCalibration(Recalibrator):
         labels: NDArray[np.intp],
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
+        weights: NDArray[np.float64] | None = None,
     ) -> None:
         variable = _variable(features)
+        if weights is not None:  # rows of weight 0 are absent (and move no threshold)
+            present = weights > 0
+            variable, proba, labels, weights = (variable[present], proba[present],
+                                                labels[present], weights[present])
         max_depth = check_positive_int(self.max_depth, "max_depth")
         fraction = check_in_range(self.min_leaf_fraction, "min_leaf_fraction",
                                   low=0.0, high=0.5, inclusive=False)
@@ -189,14 +212,15 @@ class VariableTreeCalibration(Recalibrator):
                 f"got {self.split_criterion!r}."
             )
         template = self._template(proba.shape[1])
-        self.global_model_ = clone(template).fit(proba, labels)
+        self.global_model_ = clone(template).fit(proba, labels, sample_weight=weights)
 
         known = np.isfinite(variable)
-        min_leaf = max(1, int(fraction * labels.size))
-        if known.sum() >= 2 * min_leaf:
+        mass = np.ones(labels.size) if weights is None else weights
+        min_leaf = max(1, int(fraction * float(mass.sum())))
+        if mass[known].sum() >= 2 * min_leaf:
             tree = _SPLITTERS[self.split_criterion](
                 variable[known], proba[known], labels[known], max_depth, min_leaf,
-                self.random_state,
+                self.random_state, None if weights is None else weights[known],
             )
             self.thresholds_ = tree_thresholds(tree)
         else:
@@ -204,13 +228,18 @@ class VariableTreeCalibration(Recalibrator):
 
         regions = assign_regions(variable[known], self.thresholds_)
         n_regions = self.thresholds_.size + 1
-        self.region_sizes_ = np.bincount(regions, minlength=n_regions)
+        self.region_sizes_ = (np.bincount(regions, minlength=n_regions) if weights is None
+                              else np.bincount(regions, weights=weights[known],
+                                               minlength=n_regions))
         self.region_models_: list[Recalibrator | None] = []
         for region in range(n_regions):
             rows = np.flatnonzero(known)[regions == region]
-            usable = rows.size >= min_region_size and not _degenerate(proba[rows], labels[rows])
+            usable = (self.region_sizes_[region] >= min_region_size
+                      and not _degenerate(proba[rows], labels[rows]))
             self.region_models_.append(
-                clone(template).fit(proba[rows], labels[rows]) if usable else None
+                clone(template).fit(proba[rows], labels[rows],
+                                    sample_weight=None if weights is None else weights[rows])
+                if usable else None
             )
 
     def _predict(

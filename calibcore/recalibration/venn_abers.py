@@ -101,6 +101,13 @@ class VennAbers(Recalibrator):
     coupling of its pairs' lower and upper ends) divided by the same row total as the
     probabilities, so it holds the reported probability.
 
+    With ``sample_weight`` both isotonic fits are weighted isotonic regressions (pool
+    adjacent violators with weights: a block's value is its weighted label mean), the
+    test row weighing 1; rows of weight 0 are left out. Integer weights give bit for bit
+    what the rows repeated by their weights give for the inductive predictor; cross
+    Venn-Abers splits the weighted rows into folds, so there it is the same only in
+    distribution (the repeated rows would be split copy by copy).
+
     Parameters
     ----------
     cross_folds : int, default=1
@@ -134,6 +141,7 @@ class VennAbers(Recalibrator):
     method = "venn_abers"
     display_name = "Venn-Abers"
     fitted_attributes = ("grids_", "lower_", "upper_")
+    supports_weights = True
 
     def __init__(self, *, cross_folds: int = 1, multiclass: Multiclass = "one_vs_rest",
                  random_state: int = 0) -> None:
@@ -142,7 +150,8 @@ class VennAbers(Recalibrator):
         self.random_state = random_state
 
     def _fit(self, proba: NDArray[np.float64], labels: NDArray[np.intp],
-             features: NDArray[np.float64] | None, heartbeat: Heartbeat) -> None:
+             features: NDArray[np.float64] | None, heartbeat: Heartbeat,
+             weights: NDArray[np.float64] | None = None) -> None:
         problems = binary_problems(proba.shape[1], self.multiclass)
         folds = self._fold_rows(labels)
         self.grids_, self.lower_, self.upper_ = [], [], []
@@ -152,8 +161,10 @@ class VennAbers(Recalibrator):
                 first, second = problem
                 mine = rows if first == REST else rows[
                     (labels[rows] == first) | (labels[rows] == second)]
-                grid, lower, upper = isotonic_ends(problem_scores(proba[mine], problem),
-                                                   (labels[mine] == second).astype(np.float64))
+                grid, lower, upper = isotonic_ends(
+                    problem_scores(proba[mine], problem),
+                    (labels[mine] == second).astype(np.float64),
+                    None if weights is None else weights[mine])
                 self.grids_.append(grid)
                 self.lower_.append(lower)
                 self.upper_.append(upper)

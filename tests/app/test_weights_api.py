@@ -132,9 +132,9 @@ def test_a_csv_written_by_pandas_round_trips_its_weights(client) -> None:
     assert staged["inferred"]["weight"] == "Sample_Weight"
 
 
-def test_the_workbench_fits_with_the_dataset_weights_and_says_which_methods_cannot(
-        client, weighted_frames) -> None:
+def test_the_workbench_fits_every_method_with_the_dataset_weights(client, weighted_frames) -> None:
     from calibcore.recalibration import Recalibrator, TemperatureScaling
+    from calibcore.recalibration.lece import LECE
 
     weighted, _ = weighted_frames
     dataset = _stage_and_confirm(client, weighted)[1].json()
@@ -142,20 +142,30 @@ def test_the_workbench_fits_with_the_dataset_weights_and_says_which_methods_cann
                            json={"methods": ["temperature", "lece"]})
     assert response.status_code == 201, response.text
     temperature, lece = response.json()["recalibrations"]
-    assert temperature["weighted"] is True and "Kish n_eff" in temperature["weights_note"]
-    assert lece["weighted"] is False and "does not take weights yet" in lece["weights_note"]
+    for fitted in (temperature, lece):
+        assert fitted["weighted"] is True and "Kish n_eff" in fitted["weights_note"]
+        assert "does not take weights" not in fitted["weights_note"]
     # the comparison table weighs the held-out rows (MLCE alone counts every row once)
     comparison = response.json()["comparison"]
     assert comparison["weighted"] is True and "Kish n_eff" in comparison["weights_note"]
     calibration = weighted[weighted["split"] == "calibration"]
-    expected = TemperatureScaling().fit(
-        calibration["y_prob"].to_numpy(), calibration["y_true"].to_numpy(),
-        sample_weight=calibration["sample_weight"].to_numpy(dtype=float))
+    labels = calibration["y_true"].to_numpy()
+    scores = calibration["y_prob"].to_numpy()
+    weights = calibration["sample_weight"].to_numpy(dtype=float)
+    expected = TemperatureScaling().fit(scores, labels, sample_weight=weights)
     document = client.get(f"/api/v1/recalibrations/{temperature['id']}/model").json()
     assert Recalibrator.from_json(document).temperature_ == pytest.approx(  # type: ignore[attr-defined]
         expected.temperature_, rel=1e-12)
+    document = client.get(f"/api/v1/recalibrations/{lece['id']}/model").json()
+    served = Recalibrator.from_json(document)
+    np.testing.assert_array_equal(
+        served.calibration_weights_, weights[weights > 0])  # type: ignore[attr-defined]
+    grid = np.linspace(0.01, 0.99, 25)
+    np.testing.assert_allclose(
+        served.predict_proba(grid),
+        LECE().fit(scores, labels, sample_weight=weights).predict_proba(grid), atol=1e-12)
     methods = {m["method"]: m for m in client.get("/api/v1/methods").json()}
-    assert methods["isotonic"]["supports_weights"] and not methods["lore"]["supports_weights"]
+    assert all(m["supports_weights"] for m in methods.values()), methods
 
 
 def test_weighted_diagnostics_say_so_and_unweighted_datasets_carry_no_note(

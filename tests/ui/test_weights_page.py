@@ -4,7 +4,11 @@ are weighted, with Kish's effective sample size."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 from selenium.webdriver.common.by import By
 
@@ -18,6 +22,9 @@ from tests.ui.test_roles_screen import (
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+#: Where browser tests leave screenshots to look at (CALIBDASH_SCREENSHOTS to change it).
+SCREENSHOTS = Path(os.environ.get("CALIBDASH_SCREENSHOTS", "/tmp/calibdash-screenshots"))
 
 
 def test_a_weighted_upload_gives_a_weighted_overview(server, browser, tmp_path) -> None:
@@ -40,3 +47,34 @@ def test_a_weighted_upload_gives_a_weighted_overview(server, browser, tmp_path) 
     wait(browser, 90).until(lambda b: caption in b.find_element(By.TAG_NAME, "body").text)
     assert "weights are not applied here yet" not in browser.find_element(
         By.TAG_NAME, "body").text
+
+
+def test_the_recalibrate_page_fits_lece_and_swc_with_the_weights(
+        server, browser, shared_data, tmp_path) -> None:
+    """Every method takes the dataset's weights: each result says so, none says it does not."""
+    from selenium.webdriver.support import expected_conditions as ec
+
+    from tests.ui.test_recalibrate_page import upload_via_api
+
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
+    path = tmp_path / "weighted_nb.csv"
+    frame.assign(sample_weight=np.random.default_rng(3).integers(1, 4, len(frame))).to_csv(
+        path, index=False)
+    dataset = upload_via_api(server, path)
+    browser.get(f"{server}/recalibrate?dataset={dataset}")
+    fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
+    wait(browser).until(lambda b: "weighted_nb" in b.find_element(By.ID, "dataset-picker").text)
+    for method in ("lece", "swc"):
+        browser.find_element(By.CSS_SELECTOR, f"#method-select input[value='{method}']").click()
+    fit.click()
+    wait(browser, 180).until(ec.presence_of_element_located((By.ID, "recal-comparison")))
+    body = browser.find_element(By.TAG_NAME, "body").text
+    for name in ("Temperature scaling", "LECE (locally equal calibration errors)",
+                 "SWC (similarity-weighted)"):
+        assert f"{name}: fitted and measured with the dataset's weights" in body, name
+    assert "does not take weights" not in body
+    note = browser.find_element(By.XPATH, "//*[contains(text(), 'LECE (locally equal "
+                                "calibration errors): fitted and measured')]")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", note)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "recalibrate-weighted.png"))

@@ -188,7 +188,13 @@ def _with_dask_cli_cluster(folder: Path, out: Path) -> tuple[float, dict]:
                                "--nworkers", "2", "--nthreads", "1",
                                "--dashboard-address", ":0"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:  # the client retries until the scheduler listens; work waits for the workers
+    try:
+        # the cluster is up before the report is timed: a client's connection gives up
+        # after 30 s, and on a loaded machine the scheduler took longer than that to start
+        from dask.distributed import Client
+
+        with Client(address, timeout=180) as client:
+            client.wait_for_workers(2, timeout=180)
         seconds, _, report = _report(folder, out, "--scheduler", address)
         return seconds, report
     finally:

@@ -13,38 +13,53 @@ divide the row by its sum. k = int(q * n) for a neighbourhood size q, a fraction
 of the n calibration rows. Composing with temperature scaling first (TS+LECE,
 :class:`Composed`) is what the paper recommends for many classes.
 
-The distances are one matrix product per block of query rows,
-KL(p || p') = sum_j p_j log p_j - p . log p' (the first term is constant per
-query row, so the ranking uses the product alone), and neighbours are selected
-with ``argpartition``. With row weights w_i (``sample_weight``) the neighbourhood is the
-k = int(q W) units of weight nearest to p (W = sum_i w_i), the row at its edge counting
-with the part of its weight that fits, and the means are weighted:
-c(p) = w p + sum_i a_i (y_i - w p_i) / k with a_i the weight taken from row i. For
-integer weights that is the neighbourhood of the rows repeated by their weights (up to
-how ties between distinct rows at the same distance are broken). Choosing q and t by
-cross-validation computes the distances
-once per fold, sorts each validation row's nearest neighbours once and reads
-every q off prefix sums of the sorted neighbours' targets.
+With row weights w_i (``sample_weight``) the neighbourhood is the k = int(q W) units of
+weight nearest to p (W = sum_i w_i), the row at its edge counting with the part of its
+weight that fits, and the means are weighted: c(p) = w p + sum_i a_i (y_i - w p_i) / k
+with a_i the weight taken from row i. For integer weights that is the neighbourhood of
+the rows repeated by their weights (up to how ties between distinct rows at the same
+distance are broken).
+
+The neighbour search (one matrix product of distances per block of query rows) and the
+map are in :mod:`calibcore.recalibration._kl_neighbours`, the cross-validation of q and
+t in :mod:`calibcore.recalibration._lece_cross_validation`; their public names are
+re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 from sklearn.base import clone
-from sklearn.model_selection import KFold
-from threadpoolctl import threadpool_limits
 
 from calibcore._progress import Heartbeat
-from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics.measures import NLL_CLIP
 from calibcore.recalibration._base import Recalibrator, register
-from calibcore.recalibration._binary_neighbours import binary_neighbour_sums, on_binary_curve
+from calibcore.recalibration._binary_neighbours import on_binary_curve
+from calibcore.recalibration._kl_neighbours import (
+    BLOCK_ENTRIES,
+    KL_CLIP,
+    PREDICTION_WEIGHT,
+    Assumption,
+    FloatArray,
+    apply_threshold,
+    kl_divergence_matrix,
+    neighbour_count,
+    neighbour_mass,
+    neighbour_means_in_blocks,
+    neighbourhood_targets,
+    weighted_neighbour_means_in_blocks,
+)
+from calibcore.recalibration._lece_cross_validation import (
+    NEIGHBORHOOD_SIZE_GRID,
+    THRESHOLD_GRID,
+    check_fold_count,
+    cross_validated_log_loss,
+    search_grid,
+)
 from calibcore.recalibration.scaling import TemperatureScaling
 
 __all__ = [
@@ -62,100 +77,8 @@ __all__ = [
     "weighted_neighbour_means",
 ]
 
-#: The paper's cross-validation grid for the neighbourhood size q = k / n (Section 4.2.2).
-NEIGHBORHOOD_SIZE_GRID: tuple[float, ...] = (
-    0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.1, 0.2, 1.0,
-)
-#: The paper's cross-validation grid for the threshold t (t = 1 is the identity map).
-THRESHOLD_GRID: tuple[float, ...] = (
-    0.0, 0.00125, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.05, 0.1, 1.0,
-)
-
-#: Probabilities are clipped here before taking logs, as in the authors' code, so a
-#: zero in the calibration prediction gives a large but finite divergence.
-KL_CLIP = 1e-30
-#: Entries of one block of the (query x calibration) distance matrix (16 MiB of float64).
-_BLOCK_ENTRIES = 2**21
-
-Assumption = Literal["errors", "distributions"]
-FloatArray = NDArray[np.float64]
-
-
-def kl_divergence_matrix(query: FloatArray, reference: FloatArray) -> FloatArray:
-    """KL(query_i || reference_j) for every pair of rows, as one matrix product.
-
-    Parameters
-    ----------
-    query : ndarray of shape (n_query, K)
-    reference : ndarray of shape (n_reference, K)
-
-    Returns
-    -------
-    ndarray of shape (n_query, n_reference)
-        sum_c q_c log q_c - q . log r, with both clipped at :data:`KL_CLIP`
-        (Valk & Kull 2023, Section 3.2: d_KL(p, p') = sum_i p_i log(p_i / p'_i)).
-    """
-    query = np.clip(query, KL_CLIP, 1.0)
-    entropy_term = np.einsum("ij,ij->i", query, np.log(query))
-    return entropy_term[:, None] + _cross_entropy(query, _negative_log(reference))
-
-
-def _negative_log(proba: FloatArray) -> FloatArray:
-    return -np.log(np.clip(proba, KL_CLIP, 1.0))
-
-
-def _cross_entropy(query: FloatArray, negative_log_reference: FloatArray) -> FloatArray:
-    """-sum_c q_c log r_c for every pair of rows: KL(q || r) minus a per-query-row constant.
-
-    The neighbour search ranks each query row's reference rows by this, which
-    orders them exactly as KL(q || r) does without the extra pass adding the
-    entropy term.
-    """
-    return np.clip(query, KL_CLIP, 1.0) @ negative_log_reference.T
-
-
-def neighbour_count(neighborhood_size: float, n_reference: int) -> int:
-    """k = int(q * n), at least one neighbour (the authors' code has no floor)."""
-    return max(1, int(n_reference * neighborhood_size))
-
-
-def _segment_sums(
-    nearest: NDArray[np.intp], targets: FloatArray, start: int, stop: int
-) -> FloatArray:
-    """Sum of ``targets`` over columns start:stop of ``nearest``, as a sparse product."""
-    columns = nearest[:, start:stop]
-    n_rows, width = columns.shape
-    selector = sparse.csr_matrix(
-        (np.ones(n_rows * width), columns.ravel(), np.arange(0, n_rows * width + 1, width)),
-        shape=(n_rows, targets.shape[0]),
-    )
-    return np.asarray(selector @ targets)
-
-
-def _nearest_sums(
-    distances: FloatArray, targets: FloatArray, counts: NDArray[np.intp]
-) -> FloatArray:
-    """Sums of ``targets`` over each row's counts[j] nearest columns of ``distances``.
-
-    ``counts`` is strictly increasing and below the number of columns. With one
-    count the neighbours are only selected; with several they are also sorted
-    once and the sums for every count are prefix sums over the sorted order.
-
-    Returns
-    -------
-    ndarray of shape (len(counts), n_rows, n_targets)
-    """
-    largest = int(counts[-1])
-    nearest = np.argpartition(distances, largest - 1, axis=1)[:, :largest]
-    if counts.size > 1:
-        order = np.argsort(np.take_along_axis(distances, nearest, axis=1), axis=1, kind="stable")
-        nearest = np.take_along_axis(nearest, order, axis=1)
-    starts = np.concatenate([[0], counts[:-1]])
-    segments = [
-        _segment_sums(nearest, targets, int(lo), int(hi))
-        for lo, hi in zip(starts, counts, strict=True)
-    ]
-    return np.cumsum(np.stack(segments), axis=0)
+#: Distances per block of the two searches below (16 MiB of float64).
+_BLOCK_ENTRIES = BLOCK_ENTRIES
 
 
 def neighbour_means(
@@ -195,35 +118,9 @@ def neighbour_means(
     instead (:mod:`calibcore.recalibration._binary_neighbours`: the same
     neighbourhoods in O(n log n), identical rows taken lowest index first).
     """
-    count_array = np.asarray(counts, dtype=np.intp)
-    n_reference = reference.shape[0]
-    partial = count_array[count_array < n_reference]
-    negative_log_reference = _negative_log(reference)
-    sums = np.empty((count_array.size, query.shape[0], targets.shape[1]))
-    sums[partial.size:] = targets.sum(axis=0)
-    if partial.size == 0:
-        return sums / count_array[:, None, None]
-    if on_binary_curve(reference):
-        sums[: partial.size] = binary_neighbour_sums(query, reference, targets, partial,
-                                                     clip=KL_CLIP, heartbeat=heartbeat)
-        return sums / count_array[:, None, None]
-    block = max(1, _BLOCK_ENTRIES // n_reference)
-    # The per-block products are small; multithreaded BLAS only spins on them
-    # (about twice the CPU time for the same wall time on two cores).
-    with threadpool_limits(limits=1, user_api="blas"):
-        for start in range(0, query.shape[0], block):
-            if heartbeat is not None:
-                heartbeat(start / query.shape[0])
-            rows = slice(start, start + block)
-            distances = _cross_entropy(query[rows], negative_log_reference)
-            sums[: partial.size, rows] = _nearest_sums(distances, targets, partial)
-    return sums / count_array[:, None, None]
-
-
-def neighbour_mass(neighborhood_size: float, total_weight: float) -> float:
-    """k = int(q W) units of weight, at least 1 and at most W (the weighted
-    :func:`neighbour_count`: what the rows repeated by integer weights would take)."""
-    return min(float(total_weight), float(max(1, int(total_weight * neighborhood_size))))
+    return neighbour_means_in_blocks(
+        query, reference, targets, counts, binary=on_binary_curve(reference),
+        block_entries=_BLOCK_ENTRIES, heartbeat=heartbeat)
 
 
 def weighted_neighbour_means(
@@ -265,133 +162,9 @@ def weighted_neighbour_means(
     largest mass (mass / smallest weight) and those are sorted: O(n log n) per query row
     at worst, where the unweighted search only selects.
     """
-    mass_array = np.asarray(masses, dtype=np.float64)
-    n_reference = reference.shape[0]
-    total = float(weights.sum())
-    partial = mass_array[mass_array < total]
-    sums = np.empty((mass_array.size, query.shape[0], targets.shape[1]))
-    sums[partial.size:] = weights @ targets  # the whole reference: no search
-    if partial.size == 0:
-        return sums / mass_array[:, None, None]
-    largest = min(n_reference, int(np.ceil(partial.max() / weights.min())))
-    negative_log_reference = _negative_log(reference)
-    block = max(1, _BLOCK_ENTRIES // n_reference)
-    with threadpool_limits(limits=1, user_api="blas"):
-        for start in range(0, query.shape[0], block):
-            if heartbeat is not None:
-                heartbeat(start / query.shape[0])
-            rows = slice(start, start + block)
-            distances = _cross_entropy(query[rows], negative_log_reference)
-            if largest < n_reference:
-                nearest = np.argpartition(distances, largest - 1, axis=1)[:, :largest]
-                # the partition's order is arbitrary: index order first, then a stable sort
-                nearest = np.sort(nearest, axis=1)
-            else:
-                nearest = np.broadcast_to(np.arange(n_reference), distances.shape)
-            order = np.argsort(np.take_along_axis(distances, nearest, axis=1), axis=1,
-                               kind="stable")
-            nearest = np.take_along_axis(nearest, order, axis=1)
-            taken_weights = weights[nearest]
-            before = np.cumsum(taken_weights, axis=1) - taken_weights
-            share = np.zeros(distances.shape)
-            for position, mass in enumerate(partial):
-                taken = np.clip(mass - before, 0.0, taken_weights)
-                share[:] = 0.0
-                np.put_along_axis(share, nearest, taken, axis=1)
-                sums[position, rows] = share @ targets
-    return sums / mass_array[:, None, None]
-
-
-def apply_threshold(proba: FloatArray, calibrated: FloatArray, threshold: float) -> FloatArray:
-    """Algorithm 1, lines 7-12: keep p_j where p_j <= t or c_j <= t, then renormalize rows.
-
-    ``calibrated`` may carry leading axes (one per hyperparameter value); the
-    last two axes match ``proba``.
-    """
-    kept = np.where((proba <= threshold) | (calibrated <= threshold), proba, calibrated)
-    return kept / kept.sum(axis=-1, keepdims=True)
-
-
-#: LECE averages the neighbours' errors y_i - p_i and adds the mean to p; LECD
-#: averages their labels y_i and uses the mean alone. Both are
-#: c(p) = w p + mean_i (y_i - w p_i), with w the weight below.
-_PREDICTION_WEIGHT: dict[Assumption, float] = {"errors": 1.0, "distributions": 0.0}
-
-
-def _neighbourhood_targets(
-    proba: FloatArray, labels: NDArray[np.intp], assumption: Assumption
-) -> FloatArray:
-    """y_i - w p_i for every calibration row (see :data:`_PREDICTION_WEIGHT`)."""
-    return np.eye(proba.shape[1])[labels] - _PREDICTION_WEIGHT[assumption] * proba
-
-
-def cross_validated_log_loss(
-    proba: FloatArray,
-    labels: NDArray[np.intp],
-    *,
-    assumption: Assumption,
-    neighborhood_sizes: Sequence[float],
-    thresholds: Sequence[float],
-    n_folds: int,
-    random_state: int | np.random.RandomState | None,
-    heartbeat: Callable[[float, str], None] | None = None,
-    sample_weight: FloatArray | None = None,
-) -> FloatArray:
-    """Mean over folds of the held-out log-loss for every (q, t) pair.
-
-    Folds are ``KFold(n_folds, shuffle=True, random_state)``, as in the authors'
-    code; k = int(q * n_fold_train). Probabilities are clipped at 1e-12 in the loss.
-    With ``sample_weight`` (positive) the folds split the rows with their weights, the
-    neighbourhoods are weighted (:func:`weighted_neighbour_means`, k = int(q W_train))
-    and each fold's held-out loss is the weighted mean.
-    ``heartbeat(fraction done, message)`` is called between blocks of the neighbour
-    searches (see :func:`neighbour_means`).
-
-    Returns
-    -------
-    ndarray of shape (len(neighborhood_sizes), len(thresholds))
-    """
-    targets = _neighbourhood_targets(proba, labels, assumption)
-    weight = _PREDICTION_WEIGHT[assumption]
-    losses = np.zeros((len(neighborhood_sizes), len(thresholds)))
-    folds = KFold(n_splits=n_folds, shuffle=True, random_state=random_state)
-    for fold, (train, held_out) in enumerate(folds.split(proba)):
-        fold_heartbeat = None if heartbeat is None else _fold_heartbeat(heartbeat, fold, n_folds)
-        if sample_weight is None:
-            counts = [neighbour_count(q, train.size) for q in neighborhood_sizes]
-            unique_counts, position = np.unique(counts, return_inverse=True)
-            means = neighbour_means(proba[held_out], proba[train], targets[train],
-                                    unique_counts, heartbeat=fold_heartbeat)
-        else:
-            total = float(sample_weight[train].sum())
-            masses = [neighbour_mass(q, total) for q in neighborhood_sizes]
-            unique_masses, position = np.unique(masses, return_inverse=True)
-            means = weighted_neighbour_means(proba[held_out], proba[train], targets[train],
-                                             sample_weight[train], unique_masses,
-                                             heartbeat=fold_heartbeat)
-        calibrated = weight * proba[held_out] + means[position]
-        rows = np.arange(held_out.size)
-        for column, threshold in enumerate(thresholds):
-            output = apply_threshold(proba[held_out], calibrated, threshold)
-            true_class = np.clip(output[:, rows, labels[held_out]], NLL_CLIP, 1.0)
-            if sample_weight is None:
-                losses[:, column] -= np.log(true_class).mean(axis=1)
-            else:
-                losses[:, column] -= np.average(np.log(true_class), axis=1,
-                                                weights=sample_weight[held_out])
-    return losses / n_folds
-
-
-def _fold_heartbeat(
-    heartbeat: Callable[[float, str], None], fold: int, n_folds: int
-) -> Callable[[float], None]:
-    """The heartbeat of one fold's neighbour search, as a fraction of the whole search."""
-    message = f"cross-validating q and t: fold {fold + 1} of {n_folds}"
-
-    def beat(done: float) -> None:
-        heartbeat((fold + done) / n_folds, message)
-
-    return beat
+    return weighted_neighbour_means_in_blocks(
+        query, reference, targets, weights, masses, block_entries=_BLOCK_ENTRIES,
+        heartbeat=heartbeat)
 
 
 class _NeighbourhoodRecalibrator(Recalibrator):
@@ -437,19 +210,13 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         if weights is not None:  # rows of weight 0 are absent
             present = weights > 0
             proba, labels, weights = proba[present], labels[present], weights[present]
-        sizes = _search_grid(self.neighborhood_size, NEIGHBORHOOD_SIZE_GRID,
+        sizes = search_grid(self.neighborhood_size, NEIGHBORHOOD_SIZE_GRID,
                              "neighborhood_size", allow_zero=False)
-        thresholds = _search_grid(self.threshold, THRESHOLD_GRID, "threshold", allow_zero=True)
+        thresholds = search_grid(self.threshold, THRESHOLD_GRID, "threshold", allow_zero=True)
         self.cv_log_loss_ = None
         best_size, best_threshold = 0, 0
         if len(sizes) * len(thresholds) > 1:
-            n_folds = check_positive_int(self.n_folds, "n_folds", minimum=2)
-            if labels.size < n_folds:
-                raise CalibrationInputError(
-                    f"choosing neighborhood_size and threshold by {n_folds}-fold "
-                    f"cross-validation needs at least {n_folds} calibration rows, got "
-                    f"{labels.size}; pass both parameters explicitly or use more rows."
-                )
+            n_folds = check_fold_count(self.n_folds, labels.size)
             self.cv_log_loss_ = cross_validated_log_loss(
                 proba, labels, assumption=self.assumption, neighborhood_sizes=sizes,
                 thresholds=thresholds, n_folds=n_folds, random_state=self.random_state,
@@ -471,38 +238,21 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         heartbeat: Heartbeat,
     ) -> FloatArray:
         reference = self.calibration_proba_
-        targets = _neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
+        targets = neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
         weights = self.calibration_weights_
-        if weights is not None:
+        if weights is None:
+            count = neighbour_count(self.neighborhood_size_, reference.shape[0])
+            message = f"averaging the {count:,} nearest calibration rows"
+            means = neighbour_means(proba, reference, targets, [count],
+                                    heartbeat=lambda done: heartbeat(done, message))
+        else:
             weights = np.asarray(weights, dtype=np.float64)
             mass = neighbour_mass(self.neighborhood_size_, float(weights.sum()))
-
-            def weighed(done: float) -> None:
-                heartbeat(done, f"averaging the nearest {mass:,g} units of weight")
-
+            message = f"averaging the nearest {mass:,g} units of weight"
             means = weighted_neighbour_means(proba, reference, targets, weights, [mass],
-                                             heartbeat=weighed)[0]
-            calibrated = _PREDICTION_WEIGHT[self.assumption] * proba + means
-            return apply_threshold(proba, calibrated, self.threshold_)
-        count = neighbour_count(self.neighborhood_size_, reference.shape[0])
-        def beat(done: float) -> None:
-            heartbeat(done, f"averaging the {count:,} nearest calibration rows")
-
-        means = neighbour_means(proba, reference, targets, [count], heartbeat=beat)[0]
-        calibrated = _PREDICTION_WEIGHT[self.assumption] * proba + means
+                                             heartbeat=lambda done: heartbeat(done, message))
+        calibrated = PREDICTION_WEIGHT[self.assumption] * proba + means[0]
         return apply_threshold(proba, calibrated, self.threshold_)
-
-
-def _search_grid(
-    value: float | None, grid: tuple[float, ...], name: str, *, allow_zero: bool
-) -> tuple[float, ...]:
-    """The paper's grid when ``value`` is None, else the validated value alone."""
-    if value is None:
-        return grid
-    number = check_in_range(value, name, low=0.0, high=1.0)
-    if number == 0.0 and not allow_zero:
-        raise CalibrationInputError(f"{name} must be in (0, 1], got {value!r}.")
-    return (number,)
 
 
 @register

@@ -27,7 +27,8 @@ Rows of weight 0 are left out before anything is fitted; weights all 1 are no we
 
 The fitted state is plain arrays: the forest's node arrays, the calibration
 rows' leaf ids and labels (and, for SWC-HH, the calibration rows themselves,
-which HH needs); leaves of new rows come from a vectorized traversal.
+which HH needs); leaves of new rows come from a vectorized traversal. The votes read
+from them are in :mod:`calibcore.recalibration._similarity_votes`.
 """
 
 from __future__ import annotations
@@ -40,21 +41,21 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import check_is_fitted
 
 from calibcore._progress import Heartbeat
-from calibcore._validation import check_in_range, check_positive_int, check_probabilities
+from calibcore._validation import check_in_range, check_positive_int
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity.hidden import (
     NeighbourhoodCache,
     check_features,
     hidden_heterogeneity_details,
 )
-from calibcore.heterogeneity.proximity import (
-    ProximityForest,
-    TreeEnsemble,
-    fit_proximity_forest,
-    node_class_counts,
-    shared_leaf_blocks,
-)
+from calibcore.heterogeneity.proximity import fit_proximity_forest
 from calibcore.recalibration._base import Recalibrator, _to_simplex, register
+from calibcore.recalibration._similarity_votes import (
+    filtered_votes,
+    leaf_means,
+    node_votes,
+    normalize_votes,
+)
 
 __all__ = ["SWC", "SWCHH"]
 
@@ -188,16 +189,10 @@ class SWC(Recalibrator):
 
     def _predict(self, proba: NDArray[np.float64], features: NDArray[np.float64] | None,
                  heartbeat: Heartbeat) -> NDArray[np.float64]:
-        forest = self._proximity_forest()
         checked = self._check_features_like_fit(features, proba.shape[0])
-        counts = self._node_counts()
-        votes = np.empty((proba.shape[0], counts.shape[1]))
-        for rows, leaves in forest.apply_in_blocks(checked, proba, heartbeat):
-            # the counts of the rows' leaves, tree by tree: integers (unweighted), so exact
-            # in any order
-            votes[rows] = counts[leaves].sum(axis=1)
-            heartbeat(rows.stop / proba.shape[0], "similarity-weighted label counts")
-        return self._normalize_votes(votes / forest.trees.n_trees, proba)
+        votes = leaf_means(self.forest_, self._node_counts(), checked, proba,
+                           heartbeat, "similarity-weighted label counts")
+        return self._normalize_votes(votes, proba)
 
     def calibration_support(self, y_prob: ArrayLike, features: ArrayLike) -> NDArray[np.float64]:
         """S_t = sum_i s(t, i) over all calibration rows, per row.
@@ -216,23 +211,9 @@ class SWC(Recalibrator):
             Expected number (weight) of calibration rows sharing a leaf with the row.
         """
         check_is_fitted(self, "forest_")
-        proba = self._check_probabilities_like_fit(y_prob)
-        forest = self._proximity_forest()
+        proba = self._checked_proba(y_prob)
         checked = self._check_features_like_fit(features, proba.shape[0])
-        occupancy = self._node_counts().sum(axis=1)
-        support = np.empty(proba.shape[0])
-        for rows, leaves in forest.apply_in_blocks(checked, proba):
-            support[rows] = occupancy[leaves].sum(axis=1)
-        return support / forest.trees.n_trees
-
-    def _check_probabilities_like_fit(self, y_prob: ArrayLike) -> NDArray[np.float64]:
-        proba = check_probabilities(y_prob)
-        if proba.shape[1] != self.n_classes_:
-            raise CalibrationInputError(
-                f"this recalibrator was fitted on {self.n_classes_} classes; "
-                f"y_prob has {proba.shape[1]}."
-            )
-        return proba
+        return leaf_means(self.forest_, self._node_counts().sum(axis=1), checked, proba)
 
     def _check_features_like_fit(
         self, features: ArrayLike | None, n_rows: int
@@ -245,22 +226,11 @@ class SWC(Recalibrator):
             )
         return checked
 
-    def _proximity_forest(self) -> ProximityForest:
-        return ProximityForest(
-            trees=TreeEnsemble.from_arrays(self.forest_),
-            probability_mean=np.asarray(self.forest_["probability_mean"], dtype=np.float64),
-            probability_scale=np.asarray(self.forest_["probability_scale"], dtype=np.float64),
-        )
-
     def _normalize_votes(
         self, votes: NDArray[np.float64], proba: NDArray[np.float64]
     ) -> NDArray[np.float64]:
         """Eq. 5 with the prior pseudo-rows; rows with no mass at all keep p_t."""
-        prior = float(self.prior_strength)
-        votes = votes + prior * proba
-        mass = votes.sum(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(mass > 0, votes / mass, proba)
+        return normalize_votes(votes, proba, float(self.prior_strength))
 
     def _calibration_weights(self) -> NDArray[np.float64] | None:
         weights = self.calibration_weights_
@@ -268,12 +238,8 @@ class SWC(Recalibrator):
 
     def _node_counts(self) -> NDArray[np.int64] | NDArray[np.float64]:
         """Rows (weight, when fitted with weights) of each class reaching each node."""
-        n_nodes = int(np.asarray(self.forest_["left"]).size)
-        return node_class_counts(
-            np.asarray(self.calibration_leaves_, dtype=np.int64),
-            np.asarray(self.calibration_labels_, dtype=np.intp),
-            n_nodes, self.n_classes_, self._calibration_weights(),
-        )
+        return node_votes(self.forest_, self.calibration_leaves_, self.calibration_labels_,
+                          self.n_classes_, self._calibration_weights())
 
 
 @register
@@ -409,7 +375,7 @@ class SWCHH(SWC):
         Equal to :meth:`predict_proba` when ``hh`` is :meth:`heterogeneity` of the rows.
         """
         check_is_fitted(self, "forest_")
-        proba = self._check_probabilities_like_fit(y_prob)
+        proba = self._checked_proba(y_prob)
         return _to_simplex(self._filtered_votes(proba, features, hh))
 
     def _filtered_votes(
@@ -422,22 +388,7 @@ class SWCHH(SWC):
             raise CalibrationInputError(
                 f"hh must have shape ({proba.shape[0]},); got {thresholds.shape}."
             )
-        forest = self._proximity_forest()
-        one_hot = np.eye(self.n_classes_)[np.asarray(self.calibration_labels_, dtype=np.intp)]
-        weights = self._calibration_weights()
-        if weights is not None:
-            one_hot = one_hot * weights[:, None]  # kept rows vote s(t, i) w_i
-        votes = np.empty_like(proba)
-        reference = np.asarray(self.calibration_leaves_, dtype=np.int64)
-        for block, leaves in forest.apply_in_blocks(checked, proba, heartbeat):
-            block_votes, block_thresholds = votes[block], thresholds[block]
-            for rows, shared in shared_leaf_blocks(leaves, reference, forest.trees.n_nodes):
-                if heartbeat is not None:
-                    heartbeat()
-                similarity = shared / forest.trees.n_trees
-                kept = similarity >= block_thresholds[rows, None]
-                nobody = ~kept.any(axis=1)
-                kept[nobody, np.argmax(similarity[nobody], axis=1)] = True
-                block_votes[rows] = np.where(kept, similarity, 0.0) @ one_hot
+        votes = filtered_votes(self.forest_, checked, proba, thresholds, self.calibration_leaves_,
+                               self.calibration_labels_, self._calibration_weights(), heartbeat)
         return self._normalize_votes(votes, proba)
 

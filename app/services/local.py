@@ -421,7 +421,8 @@ def _display_rows(task: _Task, params: LandscapeParams, map_2d: NDArray[np.float
 def _cdf(sorted_values: NDArray[np.float64],
          sorted_weights: NDArray[np.float64] | None = None) -> dict[str, Any]:
     """Empirical CDF points: every value up to :data:`CDF_POINTS` rows, evenly spaced
-    quantiles beyond; with weights, the weighted CDF of the rows of positive weight."""
+    quantiles beyond; with weights, the weighted CDF of the rows of positive weight and
+    their Kish ``n_eff``."""
     if sorted_weights is not None:
         positive = sorted_weights > 0
         sorted_values, mass = sorted_values[positive], np.cumsum(sorted_weights[positive])
@@ -429,8 +430,10 @@ def _cdf(sorted_values: NDArray[np.float64],
         cumulative = mass / mass[-1] if count else mass
         positions = (np.arange(count) if count <= CDF_POINTS else
                      np.unique(np.linspace(0, count - 1, CDF_POINTS).round().astype(np.intp)))
+        kept = sorted_weights[positive]
+        n_eff = float(kept.sum() ** 2 / np.square(kept).sum()) if count else 0.0
         return {"lce": sorted_values[positions], "cumulative": cumulative[positions],
-                "n": count}
+                "n": count, "n_eff": n_eff}
     count = sorted_values.size
     if count <= CDF_POINTS:
         return {"lce": sorted_values, "cumulative": np.arange(1, count + 1) / max(count, 1),

@@ -120,7 +120,8 @@ def bin_mass(prepared: Prepared) -> NDArray[np.float64]:
     size = prepared.edges.size - 1
     if prepared.weights is None:
         return np.bincount(prepared.bin_index, minlength=size).astype(float)
-    return np.bincount(prepared.bin_index, weights=prepared.weights, minlength=size)
+    return np.asarray(np.bincount(prepared.bin_index, weights=prepared.weights,
+                                  minlength=size), dtype=np.float64)
 
 
 def bin_gaps(prepared: Prepared) -> NDArray[np.float64]:
@@ -131,9 +132,9 @@ def bin_gaps(prepared: Prepared) -> NDArray[np.float64]:
     residual = prepared.confidence - prepared.correct
     if prepared.weights is not None:
         residual = prepared.weights * residual
-    residual = np.bincount(prepared.bin_index, weights=residual, minlength=size)
+    totals = np.bincount(prepared.bin_index, weights=residual, minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, residual / counts, np.nan)
+        return np.where(counts > 0, totals / counts, np.nan)
 
 
 def signed_lce_curve(

@@ -451,7 +451,7 @@ def _summarize_weighted(result: LocalCalibration,
     size = result.edges.size - 1
     index = result.bin_index
     count = np.bincount(index, minlength=size)
-    mass = np.bincount(index, weights=weights, minlength=size)
+    mass = np.asarray(np.bincount(index, weights=weights, minlength=size), dtype=np.float64)
     positive = weights > 0
 
     def mean_of(values: NDArray[np.float64]) -> NDArray[np.float64]:

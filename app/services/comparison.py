@@ -17,8 +17,9 @@ measures and their intervals (:func:`calibcore.metrics.global_measures` with
 ``sample_weight``: equal-weight bins, weighted means), the diagrams and the
 recommendation's NLL and Brier with their paired intervals, every resample drawing rows
 that carry their weights; so integer weights give what the rows repeated by their
-weights give. MLCE alone counts every row once (local calibration takes no weights yet)
-and its note says so.
+weights give. The MLCE is the weighted one (each row's kernel weight times its row
+weight, the largest LCE over rows of positive weight, Luo et al. 2022, eq. 5); its
+representation phi is fitted on the rows unweighted, and its note says so.
 
 The recommendation (:mod:`app.services.recommendation`) weighs both proper scores,
 NLL and Brier, with paired bootstrap intervals of their differences, and the
@@ -114,7 +115,8 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         ``progress(fraction, message)``, called between steps and resamples (it may
         raise to stop).
     sample_weight : ndarray of shape (n,), optional
-        Row weights of the held-out rows (every column but MLCE is weighted).
+        Row weights of the held-out rows (every column is weighted; MLCE's representation
+        phi is fitted on the rows unweighted).
     """
     report = progress or _nothing
     mlce_rows = _mlce_rows(labels.size, random_state)
@@ -122,9 +124,15 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
     if mlce_rows is not None and phi is not None:
         mlce_note = (f"on a seeded sample of {mlce_rows.size:,} of the {labels.size:,} rows "
                      f"(the same for every method); {mlce_note}").strip("; ")
-    if sample_weight is not None and phi is not None:
-        mlce_note = ("every row counted once (local calibration takes no weights yet); "
-                     + mlce_note).strip("; ")
+    mlce_weights = (None if sample_weight is None else
+                    sample_weight if mlce_rows is None else sample_weight[mlce_rows])
+    if mlce_weights is not None and phi is not None:
+        if (mlce_weights > 0).any():
+            mlce_note = ("weighted: each row's kernel weight times its row weight, the largest "
+                         "LCE over rows of positive weight, phi fitted on the rows unweighted; "
+                         + mlce_note).strip("; ")
+        else:
+            phi, mlce_note = None, "not computed: every row of its sample weighs 0"
     variables = sorted({c.variable for c in candidates if c.variable})
     columns = list(COLUMNS) + [Column(f"vece:{v}", f"VECE({v})", "lower",
                                       f"variable-based ECE along {v} (10 equal-mass bins)")
@@ -145,7 +153,7 @@ def compare(labels: NDArray[np.intp], candidates: list[Candidate], features: pd.
         values["mlce"] = _mlce(phi, labels if mlce_rows is None else labels[mlce_rows],
                                candidate.proba if mlce_rows is None
                                else candidate.proba[mlce_rows], mlce_note,
-                               lambda: step(0.8, "MLCE"))
+                               lambda: step(0.8, "MLCE"), mlce_weights)
         values["max_vece"] = max_vece[number]
         for variable in variables:
             heartbeat = partial(step, 0.9, f"VECE({variable}) interval")
@@ -217,11 +225,12 @@ def _mlce_space(features: pd.DataFrame) -> tuple[NDArray[np.float64] | None, str
 
 
 def _mlce(phi: NDArray[np.float64] | None, labels: NDArray[np.intp],
-          proba: NDArray[np.float64], note: str, heartbeat: Callable[[], None]) -> dict[str, Any]:
+          proba: NDArray[np.float64], note: str, heartbeat: Callable[[], None],
+          weights: NDArray[np.float64] | None = None) -> dict[str, Any]:
     if phi is None:
         return {"value": None, "low": None, "high": None, "note": note}
     value = local_calibration(phi, labels, proba, gamma=MLCE_GAMMA,
-                              progress=lambda *_: heartbeat()).mlce
+                              progress=lambda *_: heartbeat(), sample_weight=weights).mlce
     return {"value": value, "low": None, "high": None, "note": note}
 
 

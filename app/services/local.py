@@ -17,6 +17,13 @@ Everything else (summaries, CDFs, the rows to draw) is rebuilt from those in
 well under a second, by :func:`landscape_result`, which the UI also calls to
 redraw one bin. Identical requests running at once compute once (a lock per key).
 
+Row weights. On a weighted dataset the LCE is the weighted Nadaraya-Watson mean (the
+kernel weights times the row weights, :mod:`calibcore.local.lce`): the summaries, the
+bins' gaps, the CDFs and the MCE/ECE limits are weighted and the result carries Kish's
+n_eff (:func:`app.services.weighting.weighting`); the representation phi is fitted on
+the rows unweighted. The weights are part of the dataset, so the caches key on nothing
+new; :data:`LCE_CACHE_VERSION` marks the cached LCEs computed before weights were applied.
+
 Display decimation. A scatter of hundreds of thousands of points is slow to
 send and draw and no more informative, so ``rows`` (the points for the map)
 holds at most ``max_points`` rows (default :data:`MAX_DISPLAY_POINTS`): a seeded
@@ -55,7 +62,7 @@ from app.services.local_embedding import (
 )
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from app.store import Store
 from calibcore.data import top_label
 from calibcore.exceptions import CalibrationInputError
@@ -85,6 +92,9 @@ DEFAULT_GAMMA_FEATURES = 0.4
 MAX_DISPLAY_POINTS = 50_000
 #: Most points per CDF (more rows are summarized by evenly spaced quantiles).
 CDF_POINTS = 256
+#: Version of the cached LCEs and curves (2: weighted on weighted datasets); the
+#: embeddings keep :data:`app.services.local_embedding.CACHE_VERSION`.
+LCE_CACHE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -185,8 +195,8 @@ def default_gamma(reducer: Reducer, dimension: int) -> float:
 
 # -- the landscape -------------------------------------------------------------------------
 def _lce_key(dataset_id: str, params: RepresentationParams, gamma: float, n_bins: int) -> str:
-    return cache_key(dataset_id, "lce", version=CACHE_VERSION, representation=asdict(params),
-                     gamma=gamma, n_bins=n_bins)
+    return cache_key(dataset_id, "lce", version=(CACHE_VERSION, LCE_CACHE_VERSION),
+                     representation=asdict(params), gamma=gamma, n_bins=n_bins)
 
 
 def _resolved_gamma(params: LandscapeParams, about: dict[str, Any]) -> float:
@@ -211,6 +221,19 @@ class _Task:
         representation, rows = choose_rows(prediction_set, params)
         return cls(services.store, dataset_id, rows, representation)
 
+    @property
+    def weights(self) -> NDArray[np.float64] | None:
+        """The row weights of the chosen rows (None for an unweighted dataset)."""
+        weights = self.rows.prediction_set.weights
+        return None if weights is None else weights[self.rows.positions]
+
+    @property
+    def mask(self) -> NDArray[np.bool_]:
+        """The chosen rows as a mask over the dataset's rows (for Kish's n_eff)."""
+        mask = np.zeros(self.rows.prediction_set.n_rows, dtype=bool)
+        mask[self.rows.positions] = True
+        return mask
+
     def local(self, signed: NDArray[np.float64], gamma: float, n_bins: int,
               dimension: int) -> LocalCalibration:
         """The core's result rebuilt from the cached signed LCE."""
@@ -220,7 +243,8 @@ class _Task:
         edges = equal_width_edges(n_bins)
         return LocalCalibration(signed_lce=signed, confidence=confidence, correct=correct,
                                 bin_index=assign_bins(confidence, edges), edges=edges,
-                                gamma=gamma, dimension=dimension, exact=True)
+                                gamma=gamma, dimension=dimension, exact=True,
+                                weights=self.weights)
 
 
 def start_landscape(services: ServiceContext, dataset_id: str, params: LandscapeParams) -> Job:
@@ -247,7 +271,8 @@ def start_landscape(services: ServiceContext, dataset_id: str, params: Landscape
                 result = local_calibration(embedding.coordinates,
                                            task.rows.prediction_set.y_true[task.rows.positions],
                                            task.rows.prediction_set.proba[task.rows.positions],
-                                           gamma=gamma, n_bins=params.n_bins, progress=report)
+                                           gamma=gamma, n_bins=params.n_bins, progress=report,
+                                           sample_weight=task.weights)
                 signed, exact = result.signed_lce, result.exact
                 task.store.write_table(key, pd.DataFrame({"signed_lce": signed}))
                 task.store.write_document(key, {"gamma": gamma, "n_bins": params.n_bins,
@@ -317,10 +342,13 @@ def _assemble(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, 
     filled = summary.count > 0
     n_rows = result.n_rows
     lce = result.lce
-    worst = int(np.argmax(lce))
+    weights = result.weights
+    # The worst row of positive weight (a row of weight 0 may have no LCE, NaN).
+    worst = int(np.argmax(lce if weights is None else np.where(weights > 0, lce, -np.inf)))
     representation = task.representation
     display = _display_rows(task, params, embedding.map_2d, result)
-    return mark_unweighted(jsonable({
+    mass = summary.count if summary.weight is None else summary.weight
+    return jsonable({
         "dataset_id": task.dataset_id,
         "params": {**asdict(representation), "features": list(representation.features or ()),
                    "gamma": gamma, "gamma_default": params.gamma is None,
@@ -332,16 +360,20 @@ def _assemble(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, 
         "exact": exact,
         "mlce": result.mlce,
         "mean_lce": result.mean_lce,
-        "mce": float(np.nanmax(summary.gap)),
-        "ece": float(np.dot(summary.count[filled], summary.gap[filled]) / n_rows),
+        "mce": float(np.nanmax(summary.gap)),  # NaN for bins of no rows or no weight
+        "ece": (float(np.dot(summary.count[filled], summary.gap[filled]) / n_rows)
+                if weights is None else
+                float(np.nansum(mass * summary.gap) / mass.sum())),
         "worst_row": {**_row_record(task, result, embedding.map_2d, worst)},
         "bins": _bins(summary),
-        "cdf": _cdf(np.sort(lce)),
+        "cdf": _cdf(np.sort(lce)) if weights is None else
+        _cdf(lce[np.argsort(lce, kind="stable")], weights[np.argsort(lce, kind="stable")]),
         "rows": display,
         "cached": cached,
         "saved_columns": ["lce", "lce_signed"],
         "notes": _notes(task, params, embedding, gamma, exact, display),
-    }), task.rows.prediction_set)
+        **weighting(task.rows.prediction_set, task.mask),
+    })
 
 
 def _row_record(task: _Task, result: LocalCalibration, map_2d: NDArray[np.float64],
@@ -386,9 +418,22 @@ def _display_rows(task: _Task, params: LandscapeParams, map_2d: NDArray[np.float
     }
 
 
-def _cdf(sorted_values: NDArray[np.float64]) -> dict[str, Any]:
+def _cdf(sorted_values: NDArray[np.float64],
+         sorted_weights: NDArray[np.float64] | None = None) -> dict[str, Any]:
     """Empirical CDF points: every value up to :data:`CDF_POINTS` rows, evenly spaced
-    quantiles beyond."""
+    quantiles beyond; with weights, the weighted CDF of the rows of positive weight and
+    their Kish ``n_eff``."""
+    if sorted_weights is not None:
+        positive = sorted_weights > 0
+        sorted_values, mass = sorted_values[positive], np.cumsum(sorted_weights[positive])
+        count = sorted_values.size
+        cumulative = mass / mass[-1] if count else mass
+        positions = (np.arange(count) if count <= CDF_POINTS else
+                     np.unique(np.linspace(0, count - 1, CDF_POINTS).round().astype(np.intp)))
+        kept = sorted_weights[positive]
+        n_eff = float(kept.sum() ** 2 / np.square(kept).sum()) if count else 0.0
+        return {"lce": sorted_values[positions], "cumulative": cumulative[positions],
+                "n": count, "n_eff": n_eff}
     count = sorted_values.size
     if count <= CDF_POINTS:
         return {"lce": sorted_values, "cumulative": np.arange(1, count + 1) / max(count, 1),
@@ -401,12 +446,16 @@ def _bins(summary: LCEBinSummary) -> list[dict[str, Any]]:
     bins = []
     for b in range(summary.count.size):
         distribution = summary.distribution(b)
+        cdf = (_cdf(distribution.values) if summary.sorted_weight is None else
+               _cdf(distribution.values,
+                    summary.sorted_weight[summary.offsets[b]:summary.offsets[b + 1]]))
+        weighted = {} if summary.weight is None else {"weight": summary.weight[b]}
         bins.append({
             "index": b, "lower": distribution.lower, "upper": distribution.upper,
             "count": distribution.count, "confidence": summary.confidence[b],
             "accuracy": summary.accuracy[b], "gap": distribution.gap,
             "mean_lce": distribution.mean_lce, "mean_signed_lce": summary.mean_signed_lce[b],
-            "max_lce": summary.max_lce[b], "cdf": _cdf(distribution.values)})
+            "max_lce": summary.max_lce[b], "cdf": cdf, **weighted})
     return bins
 
 
@@ -428,6 +477,11 @@ def _notes(task: _Task, params: LandscapeParams, embedding: StoredEmbedding, gam
                  f"equal-width confidence bin ({params.n_bins} bins), the row itself included; "
                  + ("computed exactly." if exact else "large bins summed over a seeded sample "
                     "of rows (an approximation)."))
+    if task.weights is not None:
+        notes.append("Row weights: each row's kernel weight is multiplied by its weight "
+                     "(a weighted kernel mean), and the means, the bins' |conf − acc|, the "
+                     "CDFs and the MCE/ECE are weighted; the MLCE is the largest LCE over the "
+                     "rows of positive weight. φ is fitted on the rows unweighted.")
     if display["sampled"]:
         notes.append(f"The map draws a seeded sample of {display['n_shown']:,} of the "
                      f"{display['n_selected']:,} rows; every row's LCE is in the summaries "
@@ -454,7 +508,7 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
     """Validate now, then submit the MLCE-curve job (result: gammas, mlce, mean_lce, mce, ece)."""
     task = _Task.prepare(services, dataset_id, params.representation)
     gammas = params.grid()
-    key = cache_key(dataset_id, "lce-curve", version=CACHE_VERSION,
+    key = cache_key(dataset_id, "lce-curve", version=(CACHE_VERSION, LCE_CACHE_VERSION),
                     representation=asdict(task.representation), gammas=gammas.tolist(),
                     n_bins=params.n_bins)
 
@@ -463,8 +517,8 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
         with locked(key):
             if task.store.has_document(key):
                 progress.update(0.99, "loaded the cached curve")
-                return mark_unweighted({**task.store.read_document(key), "cached": True},
-                                       task.rows.prediction_set)
+                return {**task.store.read_document(key), "cached": True,
+                        **weighting(task.rows.prediction_set, task.mask)}
             embedding = cached_embedding(task.store, dataset_id, task.rows,
                                          task.representation, progress, (0.02, 0.6))
 
@@ -475,7 +529,8 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
             positions = task.rows.positions
             curve = mlce_curve(embedding.coordinates, task.rows.prediction_set.y_true[positions],
                                task.rows.prediction_set.proba[positions], gammas=gammas,
-                               n_bins=params.n_bins, progress=report)
+                               n_bins=params.n_bins, progress=report,
+                               sample_weight=task.weights)
             document = jsonable({
                 "dataset_id": dataset_id,
                 "params": {**asdict(task.representation),
@@ -491,7 +546,7 @@ def start_curve(services: ServiceContext, dataset_id: str, params: CurveParams) 
                           *embedding.about["notes"]],
             })
             task.store.write_document(key, document)
-        return mark_unweighted({**document, "cached": False}, task.rows.prediction_set)
+        return {**document, "cached": False, **weighting(task.rows.prediction_set, task.mask)}
 
     return services.jobs.submit("lce_curve", run,
                                 params={"dataset_id": dataset_id, **asdict(params)},

@@ -54,8 +54,8 @@ from calibcore.recalibration import REGISTRY, Recalibrator
 COMPARISON_BOOTSTRAP = 100
 #: Bumped when the cached comparison's content changes (2: max VECE over all variables;
 #: 3: the MLCE header says its gamma and representation; 4: binary positive-class diagrams;
-#: 5: the recommendation weighs Brier and the calibration errors beside NLL).
-_COMPARISON_VERSION = 6
+#: 5: the recommendation weighs Brier and the calibration errors beside NLL; 7: MLCE weighted).
+_COMPARISON_VERSION = 7
 
 #: Which corrected scores a download holds: the exported model's, or the cross-fitted ones.
 Scores = Literal["model", "cross_fitted"]

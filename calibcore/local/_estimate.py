@@ -15,6 +15,7 @@ from calibcore._validation import (
     first_rows,
 )
 from calibcore.data.views import top_label
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.local._laplace_sums import SWEEP_MAX_DIMENSION, kernel_sums
 from calibcore.metrics.binning import assign_bins, equal_width_edges
@@ -28,7 +29,8 @@ EXACT_ROW_LIMIT = 100_000
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """Validated inputs of an LCE computation: centred phi, top-label view, bins."""
+    """Validated inputs of an LCE computation: centred phi, top-label view, bins, and the
+    row weights (None: every row counts once)."""
 
     coordinates: NDArray[np.float64]
     confidence: NDArray[np.float64]
@@ -38,6 +40,7 @@ class Prepared:
     exact: bool
     n_sources: int
     random_state: int
+    weights: NDArray[np.float64] | None = None
 
 
 def prepare(
@@ -48,6 +51,7 @@ def prepare(
     approximation: str,
     n_sources: int,
     random_state: int,
+    sample_weight: ArrayLike | None = None,
 ) -> Prepared:
     """Validate once at the public boundary (see :func:`calibcore.local.local_calibration`)."""
     labels, proba = check_predictions(y_true, y_prob)
@@ -58,6 +62,7 @@ def prepare(
             f"approximation must be one of {', '.join(APPROXIMATIONS)}; got {approximation!r}."
         )
     coordinates = check_embedding(embedding, labels.size)
+    weights = check_sample_weight(sample_weight, labels.size)
     problem = top_label(labels, proba)
     confidence, correct = problem.scores[0], problem.outcomes[0]
     edges = equal_width_edges(n_bins)
@@ -71,6 +76,7 @@ def prepare(
         coordinates=coordinates - coordinates.mean(axis=0),
         confidence=confidence, correct=correct, bin_index=assign_bins(confidence, edges),
         edges=edges, exact=not sampled, n_sources=n_sources, random_state=random_state,
+        weights=weights,
     )
 
 
@@ -109,24 +115,45 @@ def check_gamma(gamma: float) -> float:
     return value
 
 
-def bin_gaps(prepared: Prepared) -> NDArray[np.float64]:
-    """Signed conf_b - acc_b per bin (NaN for empty bins)."""
+def bin_mass(prepared: Prepared) -> NDArray[np.float64]:
+    """Rows per bin, or the sum of their weights."""
     size = prepared.edges.size - 1
-    counts = np.bincount(prepared.bin_index, minlength=size).astype(float)
-    residual = np.bincount(prepared.bin_index, weights=prepared.confidence - prepared.correct,
-                           minlength=size)
+    if prepared.weights is None:
+        return np.bincount(prepared.bin_index, minlength=size).astype(float)
+    return np.asarray(np.bincount(prepared.bin_index, weights=prepared.weights,
+                                  minlength=size), dtype=np.float64)
+
+
+def bin_gaps(prepared: Prepared) -> NDArray[np.float64]:
+    """Signed conf_b - acc_b per bin, weighted means with row weights (NaN for empty bins
+    and bins of zero weight)."""
+    size = prepared.edges.size - 1
+    counts = bin_mass(prepared)
+    residual = prepared.confidence - prepared.correct
+    if prepared.weights is not None:
+        residual = prepared.weights * residual
+    totals = np.bincount(prepared.bin_index, weights=residual, minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, residual / counts, np.nan)
+        return np.where(counts > 0, totals / counts, np.nan)
 
 
 def signed_lce_curve(
     prepared: Prepared, gammas: NDArray[np.float64], progress: Progress | None
 ) -> NDArray[np.float64]:
-    """Signed LCE for each bandwidth, shape (len(gammas), n)."""
+    """Signed LCE for each bandwidth, shape (len(gammas), n).
+
+    With row weights w the source weights are (w (conf - correct), w): the weighted
+    Nadaraya-Watson mean. A row of weight 0 adds nothing to any sum; its own value is the
+    mean of its bin's weighted rows around it (NaN where they weigh nothing).
+    """
     coordinates = prepared.coordinates
     dimension = coordinates.shape[1]
-    weights = np.column_stack([prepared.confidence - prepared.correct,
-                               np.ones(coordinates.shape[0])])
+    if prepared.weights is None:
+        weights = np.column_stack([prepared.confidence - prepared.correct,
+                                   np.ones(coordinates.shape[0])])
+    else:
+        weights = np.column_stack([prepared.weights * (prepared.confidence - prepared.correct),
+                                   prepared.weights])
     members = [np.flatnonzero(prepared.bin_index == b) for b in range(prepared.edges.size - 1)]
     members = [rows for rows in members if rows.size]
     rng = np.random.default_rng(prepared.random_state)
@@ -157,7 +184,8 @@ def signed_lce_curve(
         rows, sample = members[b], sources[b]
         if sample is not None:
             result = _scale_sampled_sums(result, weights[rows], sample)
-        signed[g, rows] = result[:, 0] / result[:, 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            signed[g, rows] = result[:, 0] / result[:, 1]
     return signed
 
 

@@ -12,6 +12,19 @@ without the absolute value; eq. 7 of its appendix)::
 kernel tends to 1 and every row gets its bin's conf - acc, so MLCE tends to the
 MCE and the mean LCE to the ECE over the same bins (Lemma 1).
 
+Row weights (``sample_weight``, :mod:`calibcore.data.weights`) multiply the kernel
+weights, the weighted Nadaraya-Watson mean::
+
+    SLCE(x) = sum_{i in B(x)} w_i k(x, x_i) (conf_i - correct_i) / sum_{i in B(x)} w_i k(x, x_i)
+
+the mean LCE and the bins' conf - acc become weighted means and the MLCE the maximum over
+the rows of positive weight, so integer weights give exactly what the rows repeated by
+their weights give (up to round-off). A row of weight 0 contributes to no sum and to no
+summary; its own SLCE is still evaluated at its point from the weighted rows around it
+(NaN where they weigh nothing, e.g. a bin of zero weight). The representation phi is
+fitted on the rows unweighted (:func:`calibcore.local.embed` takes no weights): it only
+sets the distances.
+
 The sums are computed exactly without forming an n x n matrix (see
 :mod:`calibcore.local._laplace_sums`): for maps of dimension d <= 3 in
 ``O(n log^d n)``, otherwise by direct compiled sums, ``O(d sum_b n_b^2)``.
@@ -34,6 +47,7 @@ from calibcore.local._estimate import (
     EXACT_ROW_LIMIT,
     Progress,
     bin_gaps,
+    bin_mass,
     check_embedding,
     check_gamma,
     prepare,
@@ -85,6 +99,8 @@ class LocalCalibration:
         Dimension d of the kernel space.
     exact : bool
         False when the sampled approximation was used for some bin.
+    weights : ndarray of shape (n,) or None
+        The row weights (None: every row counts once).
     """
 
     signed_lce: NDArray[np.float64]
@@ -95,6 +111,7 @@ class LocalCalibration:
     gamma: float
     dimension: int
     exact: bool
+    weights: NDArray[np.float64] | None = None
 
     @property
     def lce(self) -> NDArray[np.float64]:
@@ -103,13 +120,17 @@ class LocalCalibration:
 
     @property
     def mlce(self) -> float:
-        """Maximum LCE over rows (Luo et al. 2022, eq. 5)."""
-        return float(np.abs(self.signed_lce).max())
+        """Maximum LCE over rows (of positive weight) (Luo et al. 2022, eq. 5)."""
+        if self.weights is None:
+            return float(np.abs(self.signed_lce).max())
+        return float(_maximum(np.abs(self.signed_lce)[None, :], self.weights)[0])
 
     @property
     def mean_lce(self) -> float:
-        """Mean LCE over rows."""
-        return float(np.abs(self.signed_lce).mean())
+        """Mean LCE over rows (weighted by the row weights)."""
+        if self.weights is None:
+            return float(np.abs(self.signed_lce).mean())
+        return float(_mean(np.abs(self.signed_lce)[None, :], self.weights)[0])
 
     @property
     def n_rows(self) -> int:
@@ -127,6 +148,7 @@ def local_calibration(
     n_sources: int = DEFAULT_N_SOURCES,
     random_state: int = 0,
     progress: Progress | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> LocalCalibration:
     """Signed and absolute LCE of every row at bandwidth ``gamma`` (Luo et al. 2022, eq. 4).
 
@@ -150,48 +172,80 @@ def local_calibration(
         Seeds the sampled approximation.
     progress : callable, optional
         ``progress(fraction, message)``, called as bins finish.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative row weights: they multiply the kernel weights (see the module
+        docstring); ``embedding`` is used as given, unweighted.
 
     Returns
     -------
     LocalCalibration
     """
     prepared = prepare(embedding, y_true, y_prob, n_bins, approximation, n_sources,
-                        random_state)
+                        random_state, sample_weight)
     gamma = check_gamma(gamma)
     signed = signed_lce_curve(prepared, np.array([gamma]), progress)[0]
     return LocalCalibration(
         signed_lce=signed, confidence=prepared.confidence, correct=prepared.correct,
         bin_index=prepared.bin_index, edges=prepared.edges, gamma=gamma,
         dimension=prepared.coordinates.shape[1], exact=prepared.exact,
+        weights=prepared.weights,
     )
 
 
+def _maximum(values: NDArray[np.float64],
+             weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """Row maximum of (g, n) values, over the rows of positive weight."""
+    if weights is None:
+        return values.max(axis=1)
+    return values[:, weights > 0].max(axis=1)
+
+
+def _mean(values: NDArray[np.float64],
+          weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """Row mean of (g, n) values, weighted (rows of weight 0 left out, NaN or not)."""
+    if weights is None:
+        return values.mean(axis=1)
+    positive = weights > 0
+    # Contiguous rows: summed in the same order as the unweighted mean (unit weights give
+    # its value bit for bit).
+    return np.average(np.ascontiguousarray(values[:, positive]), axis=1,
+                      weights=weights[positive])
+
+
 def local_calibration_error(
-    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15,
+    sample_weight: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
     """Per-row LCE_gamma (Luo et al. 2022, eq. 4), shape (n,); see :func:`local_calibration`."""
-    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).lce
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins,
+                             sample_weight=sample_weight).lce
 
 
 def signed_local_calibration_error(
-    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15,
+    sample_weight: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
     """Per-row signed LCE (> 0: over-confident neighbourhood), shape (n,)."""
-    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).signed_lce
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins,
+                             sample_weight=sample_weight).signed_lce
 
 
 def maximum_local_calibration_error(
-    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
-    """MLCE_gamma, the largest LCE over rows (Luo et al. 2022, eq. 5)."""
-    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).mlce
+    """MLCE_gamma, the largest LCE over rows of positive weight (Luo et al. 2022, eq. 5)."""
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins,
+                             sample_weight=sample_weight).mlce
 
 
 def mean_local_calibration_error(
-    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15
+    embedding: ArrayLike, y_true: ArrayLike, y_prob: ArrayLike, *, gamma: float, n_bins: int = 15,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
-    """Mean LCE_gamma over rows."""
-    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins).mean_lce
+    """Mean LCE_gamma over rows, weighted by ``sample_weight`` if given."""
+    return local_calibration(embedding, y_true, y_prob, gamma=gamma, n_bins=n_bins,
+                             sample_weight=sample_weight).mean_lce
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,7 +258,8 @@ class MLCECurve:
     mce : float
         The gamma -> infinity limit of the MLCE (Lemma 1): max_b |conf_b - acc_b|.
     ece : float
-        The gamma -> infinity limit of the mean LCE: sum_b (n_b / n) |conf_b - acc_b|.
+        The gamma -> infinity limit of the mean LCE: sum_b (n_b / n) |conf_b - acc_b|
+        (with row weights: n_b the bin's weight, conf_b and acc_b weighted means).
     n_rows, dimension : int
     exact : bool
     """
@@ -230,6 +285,7 @@ def mlce_curve(
     n_sources: int = DEFAULT_N_SOURCES,
     random_state: int = 0,
     progress: Progress | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> MLCECurve:
     """MLCE and mean LCE over a grid of bandwidths, with their gamma -> infinity limits.
 
@@ -245,18 +301,19 @@ def mlce_curve(
     MLCECurve
     """
     prepared = prepare(embedding, y_true, y_prob, n_bins, approximation, n_sources,
-                        random_state)
+                        random_state, sample_weight)
     grid = DEFAULT_GAMMAS if gammas is None else np.atleast_1d(np.asarray(gammas, dtype=float))
     if grid.ndim != 1 or grid.size == 0:
         raise CalibrationInputError("gammas must be a non-empty 1-D list of bandwidths.")
     grid = np.array([check_gamma(g) for g in grid])
     signed = signed_lce_curve(prepared, grid, progress)
     gaps = bin_gaps(prepared)
-    counts = np.bincount(prepared.bin_index, minlength=gaps.size)
+    counts = (np.bincount(prepared.bin_index, minlength=gaps.size)
+              if prepared.weights is None else bin_mass(prepared))
     return MLCECurve(
         gammas=grid,
-        mlce=np.abs(signed).max(axis=1),
-        mean_lce=np.abs(signed).mean(axis=1),
+        mlce=_maximum(np.abs(signed), prepared.weights),
+        mean_lce=_mean(np.abs(signed), prepared.weights),
         mce=float(np.abs(gaps[counts > 0]).max()),
         ece=float(np.dot(counts, np.abs(np.nan_to_num(gaps))) / counts.sum()),
         n_rows=int(prepared.confidence.size),
@@ -280,7 +337,8 @@ class LCEDistribution:
     values : ndarray of shape (count,)
         LCE of the bin's rows, sorted.
     cumulative : ndarray of shape (count,)
-        Fraction of the bin's rows with LCE <= ``values[i]`` ((i + 1) / count).
+        Fraction of the bin's rows with LCE <= ``values[i]`` ((i + 1) / count), or of
+        the bin's weight with row weights.
     """
 
     bin_index: int
@@ -297,7 +355,10 @@ class LCEDistribution:
 class LCEBinSummary:
     """Per confidence bin: global gap against local errors (Luo et al. 2022, §3.3).
 
-    Arrays have one entry per bin; empty bins have count 0 and NaN statistics.
+    Arrays have one entry per bin; empty bins have count 0 and NaN statistics. With row
+    weights the means are weighted, the maximum is over rows of positive weight, ``weight``
+    holds each bin's total weight and ``sorted_weight`` the weights in the order of
+    ``sorted_lce`` (both None without weights).
 
     Attributes
     ----------
@@ -324,6 +385,8 @@ class LCEBinSummary:
     max_lce: NDArray[np.float64]
     sorted_lce: NDArray[np.float64]
     offsets: NDArray[np.intp]
+    weight: NDArray[np.float64] | None = None
+    sorted_weight: NDArray[np.float64] | None = None
 
     @property
     def best_bin(self) -> int:
@@ -342,16 +405,23 @@ class LCEBinSummary:
             raise CalibrationInputError(f"bin_index must be in 0..{n_bins - 1}; got {bin_index!r}.")
         b = int(bin_index)
         values = self.sorted_lce[self.offsets[b]:self.offsets[b + 1]]
+        if self.sorted_weight is None:
+            cumulative = np.arange(1, values.size + 1) / max(values.size, 1)
+        else:
+            mass = np.cumsum(self.sorted_weight[self.offsets[b]:self.offsets[b + 1]])
+            cumulative = mass / mass[-1] if mass.size and mass[-1] > 0 else np.zeros(mass.size)
         return LCEDistribution(
             bin_index=b, count=int(self.count[b]), lower=float(self.edges[b]),
             upper=float(self.edges[b + 1]), gap=float(self.gap[b]),
-            mean_lce=float(self.mean_lce[b]), values=values,
-            cumulative=np.arange(1, values.size + 1) / max(values.size, 1),
+            mean_lce=float(self.mean_lce[b]), values=values, cumulative=cumulative,
         )
 
 
 def summarize_bins(result: LocalCalibration) -> LCEBinSummary:
-    """Per-bin |conf - acc|, mean and max LCE, and the sorted LCE for CDFs."""
+    """Per-bin |conf - acc|, mean and max LCE, and the sorted LCE for CDFs (weighted by
+    the result's row weights, if any)."""
+    if result.weights is not None:
+        return _summarize_weighted(result, result.weights)
     size = result.edges.size - 1
     index = result.bin_index
     count = np.bincount(index, minlength=size)
@@ -374,3 +444,31 @@ def summarize_bins(result: LocalCalibration) -> LCEBinSummary:
     )
 
 
+
+
+def _summarize_weighted(result: LocalCalibration,
+                        weights: NDArray[np.float64]) -> LCEBinSummary:
+    size = result.edges.size - 1
+    index = result.bin_index
+    count = np.bincount(index, minlength=size)
+    mass = np.asarray(np.bincount(index, weights=weights, minlength=size), dtype=np.float64)
+    positive = weights > 0
+
+    def mean_of(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        totals = np.bincount(index, weights=np.where(positive, weights * values, 0.0),
+                             minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(mass > 0, totals / mass, np.nan)
+
+    lce = result.lce
+    confidence, accuracy = mean_of(result.confidence), mean_of(result.correct)
+    order = np.lexsort((lce, index))
+    max_lce = np.full(size, np.nan)
+    np.fmax.at(max_lce, index[positive], lce[positive])
+    return LCEBinSummary(
+        edges=result.edges, count=count, confidence=confidence, accuracy=accuracy,
+        gap=np.abs(confidence - accuracy), mean_lce=mean_of(lce),
+        mean_signed_lce=mean_of(result.signed_lce), max_lce=max_lce,
+        sorted_lce=lce[order], offsets=np.concatenate([[0], np.cumsum(count)]),
+        weight=mass, sorted_weight=weights[order],
+    )

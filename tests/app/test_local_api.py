@@ -110,6 +110,57 @@ def test_pca_landscape_equals_the_core_on_the_same_embedding(client, digits,
     assert any("default for this representation" in note for note in result["notes"])
 
 
+def test_a_weighted_dataset_gets_the_weighted_lce_of_the_core(client, digits_frame) -> None:
+    """The weights multiply the kernel weights; phi (PCA) is fitted on the rows unweighted."""
+    weights = np.random.default_rng(4).integers(0, 4, len(digits_frame)).astype(float)
+    weights[:5] = 1.0
+    content = digits_frame.assign(sample_weight=weights).to_csv(index=False).encode()
+    dataset = upload(client, content, "digits_weighted.csv").json()["id"]
+    result = landscape(client, dataset, reducer="pca", max_points="all")
+    labels, proba = arrays(digits_frame)
+    embedding = embed(digits_frame[PIXELS], reducer="pca", n_components=2, random_state=0)
+    expected = local_calibration(embedding.coordinates, labels, proba, gamma=0.4,
+                                 sample_weight=weights)
+    unweighted = local_calibration(embedding.coordinates, labels, proba, gamma=0.4)
+
+    n_eff = weights.sum() ** 2 / (weights**2).sum()
+    assert result["weighted"] is True and result["n_eff"] == pytest.approx(n_eff, rel=1e-12)
+    assert result["weights_note"] == f"weighted (Kish n_eff = {n_eff:,.0f} of 1,197 rows)"
+    assert any("multiplied by its weight" in note for note in result["notes"])
+    np.testing.assert_allclose(per_row(result, "signed_lce", 1197), expected.signed_lce,
+                               rtol=0, atol=1e-12)
+    assert result["mlce"] == pytest.approx(expected.mlce, abs=1e-12)
+    assert result["mean_lce"] == pytest.approx(expected.mean_lce, abs=1e-12)
+    assert abs(result["mean_lce"] - unweighted.mean_lce) > 1e-4  # the weights matter
+    summary = summarize_bins(expected)
+    filled = summary.count > 0
+    assert summary.weight is not None
+    assert result["ece"] == pytest.approx(
+        np.nansum(summary.weight * summary.gap) / summary.weight.sum(), abs=1e-12)
+    for b in np.flatnonzero(filled):
+        got = result["bins"][b]
+        assert got["weight"] == pytest.approx(weights[expected.bin_index == b].sum())
+        assert got["gap"] == pytest.approx(summary.gap[b], abs=1e-12, nan_ok=True)
+        assert got["mean_lce"] == pytest.approx(summary.mean_lce[b], abs=1e-12, nan_ok=True)
+    assert result["worst_row"]["lce"] == pytest.approx(expected.mlce, abs=1e-12)
+    assert weights[result["worst_row"]["row"]] > 0
+    curve = wait_for_job(client, client.post(f"/api/v1/datasets/{dataset}/lce/curve",
+                                             json={"reducer": "pca", "gammas": [0.4, 5.0]}))
+    reference = mlce_curve(embedding.coordinates, labels, proba, gammas=[0.4, 5.0],
+                           sample_weight=weights)
+    assert curve["weighted"] is True and curve["n_eff"] == pytest.approx(n_eff, rel=1e-12)
+    np.testing.assert_allclose(curve["mlce"], reference.mlce, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(curve["mean_lce"], reference.mean_lce, rtol=0, atol=1e-12)
+    assert curve["ece"] == pytest.approx(reference.ece, abs=1e-12)
+    assert curve["mlce"][0] == pytest.approx(result["mlce"], abs=1e-12)
+
+
+def test_an_unweighted_dataset_carries_no_weights_note(client, digits) -> None:
+    result = landscape(client, digits, reducer="pca", gamma=0.3)
+    assert result["weighted"] is False and "weights_note" not in result
+    assert "weight" not in result["bins"][14]
+
+
 def test_display_is_decimated_and_one_bin_can_be_asked_for(client, digits) -> None:
     full = landscape(client, digits, reducer="pca", gamma=0.3)
     assert full["rows"]["n_shown"] == 1197  # under the default of 50,000 points

@@ -469,7 +469,7 @@ def test_comparison_weighs_the_heldout_rows(client) -> None:
     so the same probabilities in both files) has the measures, max VECE, VECE(v) and
     diagram of the same file with every row repeated by its weight, and variable_ece of
     the repeated held-out rows computed here; the table says it is weighted, with Kish's
-    n_eff of the held-out rows, and that MLCE counts every row once."""
+    n_eff of the held-out rows; its MLCE is the weighted one of the core."""
     rng = np.random.default_rng(21)
     n = 1500
     hour = rng.integers(0, 24, n).astype(float)
@@ -495,7 +495,7 @@ def test_comparison_weighs_the_heldout_rows(client) -> None:
     assert ours["weighted"] is True and theirs["weighted"] is False
     assert ours["n_eff"] == pytest.approx(held_out.sum() ** 2 / np.sum(held_out**2), rel=1e-9)
     assert ours["weights_note"].startswith("weighted (Kish n_eff")
-    assert ours["mlce_note"].startswith("every row counted once")
+    assert ours["mlce_note"].startswith("weighted: each row's kernel weight")
     test = repeated[repeated["split"] == "test"].reset_index(drop=True)
     by_hand = {name: variable_ece(test[name], test["y_true"], test["y_prob"], kind="numeric")
                for name in ("hour", "distance")}
@@ -517,6 +517,18 @@ def test_comparison_weighs_the_heldout_rows(client) -> None:
     theirs_diagram = theirs["reliability"][0]["diagram"]
     np.testing.assert_allclose(np.array(ours_diagram["observed"], dtype=float),
                                np.array(theirs_diagram["observed"], dtype=float), atol=1e-12)
+    # MLCE: the core's weighted LCE on phi fitted to the held-out rows unweighted
+    from app.services.comparison import MLCE_GAMMA, _mlce_space
+    from calibcore.local import local_calibration
+
+    held = frame[frame["split"] == "test"].reset_index(drop=True)
+    phi, _ = _mlce_space(held[["hour", "distance"]])
+    assert phi is not None
+    mlce = local_calibration(phi, held["y_true"], held["y_prob"], gamma=MLCE_GAMMA,
+                             sample_weight=held_out)
+    assert first["mlce"]["value"] == pytest.approx(mlce.mlce, abs=1e-12)
+    assert first["mlce"]["value"] != pytest.approx(local_calibration(
+        phi, held["y_true"], held["y_prob"], gamma=MLCE_GAMMA).mlce, abs=1e-6)
     # the unweighted VECE of the same held-out rows differs: the weights were used
     plain = frame[frame["split"] == "test"]
     assert abs(variable_ece(plain["distance"], plain["y_true"], plain["y_prob"],

@@ -145,7 +145,7 @@ def test_the_workbench_fits_every_method_with_the_dataset_weights(client, weight
     for fitted in (temperature, lece):
         assert fitted["weighted"] is True and "Kish n_eff" in fitted["weights_note"]
         assert "does not take weights" not in fitted["weights_note"]
-    # the comparison table weighs the held-out rows (MLCE alone counts every row once)
+    # the comparison table weighs the held-out rows (its MLCE too)
     comparison = response.json()["comparison"]
     assert comparison["weighted"] is True and "Kish n_eff" in comparison["weights_note"]
     calibration = weighted[weighted["split"] == "calibration"]

@@ -78,3 +78,35 @@ def test_the_recalibrate_page_fits_lece_and_swc_with_the_weights(
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", note)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "recalibrate-weighted.png"))
+
+
+def test_the_local_page_computes_a_weighted_landscape(
+        server, browser, shared_data, tmp_path) -> None:
+    """The Local page on a weighted upload: the caption gives Kish's n_eff, no page says
+    the weights are not applied, and the notes say the kernel weights take the weights."""
+    from tests.ui.test_local_page import text_of, upload_via_api
+
+    frame = pd.read_csv(shared_data / "digits_svm.csv")
+    weights = np.random.default_rng(8).integers(1, 4, len(frame))
+    path = tmp_path / "digits_weighted.csv"
+    frame.assign(sample_weight=weights).to_csv(path, index=False)
+    dataset = upload_via_api(server, path)
+    browser.get(f"{server}/local?dataset={dataset}")
+    wait(browser).until(lambda b: "1,197 rows." in text_of(b, "#local-status"))
+    browser.find_element(By.ID, "local-run").click()  # PCA(2), its default gamma 0.4
+    wait(browser, 180).until(lambda b: "n = 1,197 rows" in text_of(b, "#local-map .gtitle"))
+    n_eff = weights.sum() ** 2 / (weights**2).sum()
+    caption = f"weighted (Kish n_eff = {n_eff:,.0f} of 1,197 rows)"
+    wait(browser).until(lambda b: caption in text_of(b, "#local-results"))
+    assert "weights are not applied here yet" not in browser.find_element(
+        By.TAG_NAME, "body").text
+    assert "n = 1,197 rows, weighted by the row weights" in text_of(browser, "#local-cards")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "local-weighted.png"))
+    wait(browser).until(lambda b: "Kish n_eff" in text_of(b, "#local-cdf .gtitle"))
+    assert "fraction of the weight" in text_of(browser, "#local-cdf .ytitle")
+    assert caption in text_of(browser, "#local-map .gtitle")
+    wait(browser).until(lambda b: caption in text_of(b, "#local-curves .gtitle"))
+    graph = browser.find_element(By.ID, "local-map")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", graph)
+    browser.save_screenshot(str(SCREENSHOTS / "local-weighted-map.png"))

@@ -50,6 +50,11 @@ def create_landscape(services: ServicesDep, dataset_id: str,
     and ``lce_signed`` (download them with a recalibration:
     ``?columns=lce,lce_signed``).
 
+    On a weighted dataset each row's kernel weight is multiplied by its row weight; the
+    means, gaps, CDFs and limits are weighted, each bin carries its total ``weight`` and
+    the result ``weighted: true``, Kish's ``n_eff`` and ``weights_note`` (the
+    representation is fitted on the rows unweighted).
+
     The embedding is cached per representation and the LCE per (representation,
     gamma, bins): asking again, or with another gamma, is fast.
     """
@@ -69,8 +74,8 @@ def create_curve(services: ServicesDep, dataset_id: str,
 
     Same representation parameters as ``POST .../lce`` (and the same cached
     embedding). The job's result: ``gammas``, ``mlce``, ``mean_lce``, and ``mce``
-    and ``ece``, their limits as gamma -> infinity (Lemma 1). Cached per
-    parameter set.
+    and ``ece``, their limits as gamma -> infinity (Lemma 1), weighted on a weighted
+    dataset (with ``weighted``, ``n_eff``, ``weights_note``). Cached per parameter set.
     """
     request = request or CurveRequest()
     params = local.CurveParams(

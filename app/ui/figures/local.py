@@ -100,8 +100,8 @@ def landscape_figure(result: dict[str, Any], colour: Colour = "lce") -> go.Figur
     figure.update_layout(
         title=f"LCE landscape, {where} (n = {rows['n_selected']:,} rows)<br><sup>"
               f"{_REDUCER_NAMES[params['reducer']]} map{_fitted_words(result)}, "
-              f"γ = {params['gamma']:g}, {params['n_bins']} bins · drag a box to list "
-              "rows</sup>",
+              f"γ = {params['gamma']:g}, {params['n_bins']} bins{_weighted_words(result)} · "
+              "drag a box to list rows</sup>",
         xaxis={"title": x_title}, yaxis={"title": y_title}, height=560, dragmode="select",
         uirevision=f"{params['reducer']}-{params['subset']}", **_LAYOUT)
     return figure
@@ -125,6 +125,11 @@ def _fitted_words(result: dict[str, Any]) -> str:
             f"placed by {_PLACED_BY.get(placement, placement)}")
 
 
+def _weighted_words(result: dict[str, Any]) -> str:
+    """', weighted (Kish n_eff = ... of ... rows)' for a weighted result, else ''."""
+    return f", {result['weights_note']}" if result.get("weighted") else ""
+
+
 def _marker_size(n_points: int) -> float:
     return float(np.clip(9 - 1.2 * math.log10(max(n_points, 1)), 3, 7))
 
@@ -142,11 +147,15 @@ def lce_cdf_figure(result: dict[str, Any], bin_index: int | None) -> go.Figure:
         mean_value = summary["mean_lce"]
         where = f"confidence bin {bin_index + 1} {bin_label(summary)}"
     n_rows = int(cdf["n"])
+    # weighted: the CDF of the weight, its band on Kish's n_eff (the DKW bound's n)
+    n_eff = cdf.get("n_eff")
+    of = "rows" if n_eff is None else "the weight"
     figure = go.Figure()
-    if n_rows:
+    if n_rows and (n_eff is None or n_eff > 0):
         x = np.concatenate([[0.0], cdf["lce"]])
         y = np.concatenate([[0.0], cdf["cumulative"]])
-        epsilon = math.sqrt(math.log(2 / _DKW_LEVEL) / (2 * n_rows))
+        epsilon = math.sqrt(math.log(2 / _DKW_LEVEL) / (2 * (n_rows if n_eff is None
+                                                             else n_eff)))
         figure.add_trace(go.Scatter(
             x=np.concatenate([x, x[::-1]]),
             y=np.concatenate([np.minimum(y + epsilon, 1), np.maximum(y - epsilon, 0)[::-1]]),
@@ -154,8 +163,8 @@ def lce_cdf_figure(result: dict[str, Any], bin_index: int | None) -> go.Figure:
             name="95% band (DKW)", hoverinfo="skip"))
         figure.add_trace(go.Scatter(
             x=x, y=y, mode="lines", line={"color": PALETTE[0], "width": 2.2, "shape": "hv"},
-            name="fraction of rows with LCE ≤ x",
-            hovertemplate="LCE ≤ %{x:.4f}: %{y:.1%} of rows<extra></extra>"))
+            name=f"fraction of {of} with LCE ≤ x",
+            hovertemplate=f"LCE ≤ %{{x:.4f}}: %{{y:.1%}} of {of}<extra></extra>"))
         for value, name, colour, dash in ((gap_value, gap_name, PALETTE[1], "dash"),
                                           (mean_value, "mean LCE", PALETTE[2], "dot")):
             if value is None:
@@ -165,10 +174,12 @@ def lce_cdf_figure(result: dict[str, Any], bin_index: int | None) -> go.Figure:
                 line={"color": colour, "width": 2, "dash": dash},
                 hovertemplate=f"{name} {value:.4f}<extra></extra>"))
     figure.update_layout(
-        title=f"CDF of the LCE, {where} (n = {n_rows:,})<br><sup>rows whose neighbourhood "
-              "error is at most x; band: 95% simultaneous</sup>",
+        title=(f"CDF of the LCE, {where} (n = {n_rows:,})<br><sup>rows whose neighbourhood "
+               "error is at most x; band: 95% simultaneous</sup>" if n_eff is None else
+               f"CDF of the LCE, {where} (n = {n_rows:,})<br><sup>weighted: share of the "
+               f"weight with LCE ≤ x; 95% band on Kish n_eff = {n_eff:,.0f}</sup>"),
         xaxis={"title": "LCE (probability)", "rangemode": "tozero"},
-        yaxis={"title": "fraction of rows", "range": [0, 1.02]}, height=560, **_LAYOUT)
+        yaxis={"title": f"fraction of {of}", "range": [0, 1.02]}, height=560, **_LAYOUT)
     return figure
 
 
@@ -199,7 +210,7 @@ def mlce_curve_figure(curve: dict[str, Any], current: dict[str, Any] | None = No
     figure.update_layout(
         title=f"MLCE and mean LCE against γ (n = {curve['n_rows']:,} rows, d = "
               f"{curve['dimension']})<br><sup>small γ: individual rows; large γ: the global "
-              "MCE / ECE (dashed). Exact on these rows.</sup>",
+              f"MCE / ECE (dashed). Exact on these rows{_weighted_words(curve)}.</sup>",
         xaxis={"title": "kernel bandwidth γ (log scale)", "type": "log"},
         yaxis={"title": "LCE (probability)", "rangemode": "tozero"}, height=460, **_LAYOUT)
     return figure

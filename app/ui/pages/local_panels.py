@@ -172,6 +172,8 @@ MLCE_VARIANCE = ("MLCE is a maximum over rows: no interval is given, it is biase
 def summary_panel(result: dict[str, Any]) -> html.Div:
     """Headline cards (MLCE, mean LCE, their gamma -> infinity limits, gamma) and notes."""
     n = f"n = {result['n_rows']:,} rows"
+    weighted = bool(result.get("weighted"))
+    mean_words = f"{n}, weighted by the row weights" if weighted else n
     worst = result["worst_row"]
     where = f"id {worst['id']}" if worst["id"] is not None else f"row {worst['row']:,}"
     cards = html.Div([
@@ -179,11 +181,12 @@ def summary_panel(result: dict[str, Any]) -> html.Div:
                      f"γ = {result['params']['gamma']:g}, φ = {representation_words(result)}; "
                      f"{n}; at {where}",
                      title="largest LCE over rows (Luo et al. 2022, eq. 5). " + MLCE_VARIANCE),
-        measure_card("Mean LCE", result["mean_lce"], n),
+        measure_card("Mean LCE", result["mean_lce"], mean_words),
         measure_card("MCE", result["mce"], "γ → ∞ limit of the MLCE",
                      title="largest |conf − acc| over the confidence bins"),
         measure_card("ECE", result["ece"], "γ → ∞ limit of the mean LCE",
-                     title="count-weighted mean |conf − acc| over the confidence bins"),
+                     title=("weight-weighted" if weighted else "count-weighted")
+                     + " mean |conf − acc| over the confidence bins"),
         measure_card("Bandwidth γ", f"{result['params']['gamma']:g}",
                      f"d = {result['dimension']}, {result['params']['n_bins']} bins"),
     ], className="cards", id=LOCAL_CARDS)

@@ -4,9 +4,9 @@ A weighted dataset (a weight column or ``negative_rate``) is measured on its wei
 rows by the diagnostics that take weights (the global measures, reliability diagrams,
 the test of calibration, the recalibrators, decision curves, the clinical report, the
 subgroup audit, the model comparison, the timeline and the variables ranking with its
-curves, in memory and on Dask, and the recalibration comparison but its MLCE); the
-others (local calibration, hidden heterogeneity) say, in the same words everywhere, that
-they do not apply the weights yet, instead of silently ignoring them.
+curves, in memory and on Dask, the recalibration comparison but its MLCE, hidden
+heterogeneity and calibration support); the others (local calibration) say, in the same
+words everywhere, that they do not apply the weights yet, instead of silently ignoring them.
 """
 
 from __future__ import annotations

@@ -314,6 +314,8 @@ def _calibration_rows(result: dict[str, Any]) -> str:
 
 def _hh_results(result: dict[str, Any]) -> html.Div:
     n = f"n = {result['n_evaluated']:,} test rows"
+    if result.get("weighted"):
+        n += f" (Kish n_eff = {result['n_eff']:,.0f})"
     cards = html.Div([
         measure_card("Mean HH", result["mean_hh"], n,
                      title="mean hidden heterogeneity (Brier, summed over classes)"),
@@ -404,6 +406,7 @@ def _support_results(result: dict[str, Any]) -> html.Div:
         tables += [html.H3("Lowest-support batch rows"),
                    _lowest_table(batch["lowest"], "support-batch-table")]
     return html.Div([
+        weights_note(result),
         html.Div(shifts, id=SUPPORT_SHIFT),
         dcc.Graph(id=SUPPORT_HISTOGRAM, figure=support_histogram_figure(result),
                   config={"displaylogo": False}),

@@ -22,9 +22,11 @@ U_t, sum_i w_i b_i / sum_i w_i. What is exact: rows of weight 0 are dropped befo
 anything else, so they give what leaving them out gives, bit for bit; weights all 1 (after
 that) are no weights, bit for bit. What is approximate: given the forest, integer
 weights give the Brier scores and OOB accuracy of the rows repeated by their weights
-(up to rounding), but the forest itself only approximately: its bootstrap draws |U_t|
-rows where the repeated rows would draw sum(w) rows uniformly, so HH of integer
-weights and of repeated rows differ by bootstrap noise.
+(up to rounding), but not the forest: its bootstrap draws |U_t| rows where the
+repeated rows would draw sum(w) rows uniformly, and the copies of a repeated row fall in
+and out of bag separately, so the repeated rows' forest fits them more tightly in
+sample. HH of repeated rows is therefore larger, not just noisier (default_nb with
+weights 1-3: mean HH 0.011 weighted, 0.035 on the repeated rows, 0.011 unweighted).
 
 Rows with identical neighbourhoods (as sets, exactly) share one computation;
 distinct neighbourhoods are computed in parallel threads. The rows of a

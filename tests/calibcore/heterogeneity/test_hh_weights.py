@@ -195,3 +195,20 @@ def test_weighted_support_is_the_sum_of_similarity_times_weight_by_hand():
     for field in ("values", "held_out", "reference"):
         np.testing.assert_array_equal(getattr(ones, field), getattr(plain, field))
     assert not np.allclose(plain.values, support.values)
+
+
+@pytest.mark.parametrize(("n_rows", "seed"), [(1, 0), (7, 1), (64, 2), (700, 3)])
+def test_weighted_bootstrap_counts_are_legacy_choice_draws(n_rows, seed):
+    """The draws read from the raw streams equal RandomState(seed).choice(n, n, p=w/sum w)."""
+    from calibcore.heterogeneity._forest_scores import weighted_bootstrap_counts
+
+    weights = np.random.default_rng(seed).uniform(0.0, 3.0, n_rows)
+    weights[::5] = 0.0
+    weights[-1] = 1.0
+    seeds = TreeSeeds.draw(seed, 20, n_raw=2 * n_rows + 256)
+    counts = weighted_bootstrap_counts(seeds, weights)
+    for tree, tree_seed in enumerate(seeds.seeds):
+        draws = np.random.RandomState(int(tree_seed)).choice(
+            n_rows, n_rows, replace=True, p=weights / np.sum(weights))
+        np.testing.assert_array_equal(counts[tree], np.bincount(draws, minlength=n_rows))
+    assert (counts[:, weights == 0] == 0).all()

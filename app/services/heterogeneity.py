@@ -30,7 +30,7 @@ from app.services.cost import CostEstimate, cost_model
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
-from app.services.weighting import mark_unweighted
+from app.services.weighting import weighting
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -44,7 +44,7 @@ from calibcore.heterogeneity import (
 from calibcore.local import Representation, embed, fit_representation
 
 #: Bump when the result document changes shape, so stale caches are not served.
-RESULT_VERSION = 1
+RESULT_VERSION = 2
 DEFAULT_SAMPLE = 500
 #: Calibration rows the local forests see by default (a seeded sample above): a 300k-row
 #: file's 150k calibration rows give 48k-row neighbourhoods, 10 s of forests each.
@@ -192,8 +192,13 @@ def row_ids(prediction_set: PredictionSet, rows: NDArray[np.intp]) -> list[Any]:
 
 
 def confidence_bins(confidence: NDArray[np.float64], hh: NDArray[np.float64],
-                    n_bins: int = CONFIDENCE_BINS) -> dict[str, Any]:
-    """Mean HH in equal-mass bins of confidence, with a normal 95% interval of each mean."""
+                    n_bins: int = CONFIDENCE_BINS,
+                    weights: NDArray[np.float64] | None = None) -> dict[str, Any]:
+    """Mean HH in equal-mass bins of confidence, with a normal 95% interval of each mean.
+
+    With ``weights`` the bins hold equal numbers of rows still, and each bin's mean is
+    the weighted mean, its interval 1.96 x the weighted standard deviation / sqrt(Kish
+    n_eff of the bin)."""
     edges = np.unique(np.quantile(confidence, np.linspace(0.0, 1.0, n_bins + 1)))
     index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0,
                     max(edges.size - 2, 0))
@@ -201,14 +206,38 @@ def confidence_bins(confidence: NDArray[np.float64], hh: NDArray[np.float64],
                                     "n": []}
     for number in np.unique(index):
         values = hh[index == number]
-        spread = float(values.std(ddof=1)) if values.size > 1 else 0.0
-        half = 1.96 * spread / np.sqrt(values.size)
-        bins["confidence"].append(float(confidence[index == number].mean()))
-        bins["mean"].append(float(values.mean()))
-        bins["low"].append(max(0.0, float(values.mean()) - half))
-        bins["high"].append(float(values.mean()) + half)
+        if weights is None:
+            mean = float(values.mean())
+            spread = float(values.std(ddof=1)) if values.size > 1 else 0.0
+            half = 1.96 * spread / np.sqrt(values.size)
+            centre = float(confidence[index == number].mean())
+        else:
+            w = weights[index == number]
+            mean = float(np.average(values, weights=w)) if w.sum() > 0 else float("nan")
+            n_eff = float(w.sum() ** 2 / np.sum(w**2)) if w.sum() > 0 else 0.0
+            spread = (float(np.sqrt(np.average((values - mean) ** 2, weights=w)
+                                    * n_eff / (n_eff - 1))) if n_eff > 1 else 0.0)
+            half = 1.96 * spread / np.sqrt(max(n_eff, 1.0))
+            centre = (float(np.average(confidence[index == number], weights=w))
+                      if w.sum() > 0 else float(confidence[index == number].mean()))
+            if not np.isfinite(mean):
+                continue  # a bin of weight 0 stands for nobody
+        bins["confidence"].append(centre)
+        bins["mean"].append(mean)
+        bins["low"].append(max(0.0, mean - half))
+        bins["high"].append(mean + half)
         bins["n"].append(int(values.size))
     return bins
+
+
+def _median(values: NDArray[np.float64], weights: NDArray[np.float64] | None) -> float:
+    """The median, or with weights the weighted (inverted-CDF) median: the smallest value
+    whose share of the weight at or below it reaches one half."""
+    if weights is None:
+        return float(np.median(values))
+    order = np.argsort(values, kind="stable")
+    share = np.cumsum(weights[order]) / np.sum(weights)
+    return float(values[order][np.searchsorted(share, 0.5)])
 
 
 def estimate_heterogeneity(services: ServiceContext, dataset_id: str,
@@ -340,8 +369,11 @@ class _HeterogeneityTask:
         values[np.asarray(result["rows"]["row"], dtype=np.intp)] = np.asarray(
             result["rows"]["hh"], dtype=np.float64)
         save_row_column(self.store, self.dataset_id, "hh", values)
-        return mark_unweighted({**result, "recommendation": advise(
-            result["recommendation"], self.recalibrations)}, self.prediction_set)
+        evaluated = np.zeros(self.prediction_set.n_rows, dtype=bool)
+        evaluated[self.evaluated] = True
+        return {**result, "recommendation": advise(result["recommendation"],
+                                                   self.recalibrations),
+                **weighting(self.prediction_set, evaluated)}
 
     def _compute(self, progress: Progress) -> dict[str, Any]:
         progress.update(0.02, "building the 2-D map")
@@ -358,12 +390,17 @@ class _HeterogeneityTask:
             progress.update(0.05 + 0.9 * done / max(total, 1), message)
 
         cal, evaluated, proba = self.calibration, self.evaluated, self.prediction_set.proba
+        weights = self.prediction_set.weights
         details = hidden_heterogeneity_details(
             self.features.values[cal], self.prediction_set.y_true[cal], proba[cal],
             proba[evaluated], radius=self.params.radius, random_state=self.params.random_state,
-            progress=report, grid=self.params.grid)
+            progress=report, grid=self.params.grid,
+            sample_weight=None if weights is None else weights[cal])
         progress.update(0.97, "summarizing")
-        recommendation = recommend_calibration(details.values, int(self.rows.calibration.size))
+        # the evaluated rows' weights: the summaries describe the weighted population
+        row_weights = None if weights is None else weights[evaluated]
+        recommendation = recommend_calibration(details.values, int(self.rows.calibration.size),
+                                               sample_weight=row_weights)
         map_2d = embedding.map_2d
         return jsonable({
             "dataset_id": self.dataset_id,
@@ -376,9 +413,9 @@ class _HeterogeneityTask:
             "n_candidates": int(self.rows.test.size),
             "n_evaluated": int(evaluated.size),
             "sampled": bool(evaluated.size < self.rows.test.size),
-            "mean_hh": details.mean,
-            "median_hh": float(np.median(details.values)),
-            "share_positive": float(np.mean(details.values > 0)),
+            "mean_hh": recommendation.mean_hh,
+            "median_hh": _median(details.values, row_weights),
+            "share_positive": float(np.average(details.values > 0, weights=row_weights)),
             "n_neighbourhoods": int(np.unique(details.neighbourhood).size),
             "n_forests": details.n_forests,
             "median_neighbours": float(np.median(details.n_neighbours)),
@@ -394,7 +431,8 @@ class _HeterogeneityTask:
                 "x": map_2d[evaluated, 0],
                 "y": map_2d[evaluated, 1],
             },
-            "by_confidence": confidence_bins(proba[evaluated].max(axis=1), details.values),
+            "by_confidence": confidence_bins(proba[evaluated].max(axis=1), details.values,
+                                             weights=row_weights),
             "map": {"source": embedding.map_source,
                     "background": self._background(map_2d)},
             "encoded_features": list(self.features.representation.encoded_names),

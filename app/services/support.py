@@ -32,6 +32,7 @@ from app.services.heterogeneity import (
 from app.services.jsonable import jsonable
 from app.services.row_columns import save_row_column
 from app.services.shared import ServiceContext
+from app.services.weighting import weighting
 from app.store import Store
 from calibcore.data import PredictionSet
 from calibcore.exceptions import CalibrationInputError
@@ -206,7 +207,8 @@ class _SupportTask:
         support = calibration_support(
             self.features.values[cal], data.y_true[cal], data.proba[cal], query_x, query_p,
             n_folds=self.params.n_folds, random_state=self.params.random_state,
-            progress=report)
+            progress=report,
+            sample_weight=None if data.weights is None else data.weights[cal])
         progress.update(0.9, "comparing distributions")
         tested = _part(support, slice(0, test.size))
         batched = _part(support, slice(test.size, None)) if self.batch is not None else None
@@ -218,13 +220,15 @@ class _SupportTask:
             "n_test": int(test.size),
             "n_folds": support.n_folds,
             "n_estimators": support.n_estimators,
+            **weighting(data, _mask(data.n_rows, cal)),
             "calibration": {"row": cal, "support": support.reference},
             "test": {"row": test, "support": tested.values, "held_out": tested.held_out},
             "test_shift": (compare_support(tested, alpha=self.params.alpha)
                            if test.size else None),
             "lowest": self._lowest(support, test),
             "batch": None,
-            "notes": [*self.features.notes, _comparison_note()],
+            "notes": [*self.features.notes, _comparison_note(),
+                      *([_WEIGHTED_NOTE] if data.weighted else [])],
         }
         if batched is not None and self.batch is not None:
             shift = compare_support(batched, alpha=self.params.alpha)
@@ -254,6 +258,13 @@ class _SupportTask:
                     f"support); {self.test.size:,} test rows scored against all of them")
         return (f"no split column: every row is a calibration row; its support is "
                 f"{self.params.n_folds}-fold cross-fitted")
+
+
+def _mask(n_rows: int, rows: NDArray[np.intp]) -> NDArray[np.bool_]:
+    """Boolean mask of ``rows``."""
+    mask = np.zeros(n_rows, dtype=bool)
+    mask[rows] = True
+    return mask
 
 
 def _batch_features(prediction_set: PredictionSet, batch: PredictionSet,
@@ -312,6 +323,12 @@ def _histogram(reference: NDArray[np.float64], test: NDArray[np.float64],
                      "share_low": low, "share_high": high,
                      "median": float(np.median(values))}
     return out
+
+
+#: What the weights change in a support result, and what they leave.
+_WEIGHTED_NOTE = ("Row weights: support is the weight of the calibration rows sharing a "
+                  "row's leaves (forests grown with the weights); the histogram and the "
+                  "Kolmogorov-Smirnov comparison count each row once.")
 
 
 def _comparison_note() -> str:

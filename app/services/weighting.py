@@ -4,9 +4,9 @@ A weighted dataset (a weight column or ``negative_rate``) is measured on its wei
 rows by the diagnostics that take weights (the global measures, reliability diagrams,
 the test of calibration, the recalibrators, decision curves, the clinical report, the
 subgroup audit, the model comparison, the timeline and the variables ranking with its
-curves, in memory and on Dask, the recalibration comparison and local calibration with
-its landscapes); the others (hidden heterogeneity) say, in the same words everywhere,
-that they do not apply the weights yet, instead of silently ignoring them.
+curves, in memory and on Dask, the recalibration comparison, local calibration with its
+landscapes, hidden heterogeneity and calibration support): each adds :func:`weighting`'s
+fields to its result, and the pages show its caption.
 """
 
 from __future__ import annotations
@@ -17,10 +17,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibcore.data import PredictionSet
-
-#: What a diagnostic that does not take weights says on a weighted dataset.
-NOT_WEIGHTED_NOTE = ("weights are not applied here yet: every row counts once, so these "
-                     "numbers describe the rows as sampled, not the weighted population")
 
 
 def weighted_caption(n_eff: float, n_rows: int) -> str:
@@ -40,25 +36,4 @@ def weighting(prediction_set: PredictionSet,
     return {"weighted": True, "n_eff": n_eff, "weights_note": weighted_caption(n_eff, n_rows)}
 
 
-def unweighted(prediction_set: PredictionSet) -> dict[str, Any]:
-    """The fields a diagnostic that does not take weights adds to its result:
-    ``weighted: false`` and, for a weighted dataset, :data:`NOT_WEIGHTED_NOTE`."""
-    if not prediction_set.weighted:
-        return {"weighted": False}
-    return {"weighted": False, "weights_note": NOT_WEIGHTED_NOTE}
-
-
-def unweighted_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """:func:`unweighted` from a dataset's stored summary (no prediction set needed)."""
-    if not meta.get("weighted"):
-        return {"weighted": False}
-    return {"weighted": False, "weights_note": NOT_WEIGHTED_NOTE}
-
-
-def mark_unweighted(result: dict[str, Any], prediction_set: PredictionSet) -> dict[str, Any]:
-    """``result`` with :func:`unweighted`'s fields (the pages show ``weights_note``)."""
-    return {**result, **unweighted(prediction_set)}
-
-
-__all__ = ["NOT_WEIGHTED_NOTE", "mark_unweighted", "unweighted", "unweighted_meta",
-           "weighted_caption", "weighting"]
+__all__ = ["weighted_caption", "weighting"]

@@ -372,8 +372,10 @@ def oob_correct(
     leaves: NDArray[np.intp],
     out_of_bag: NDArray[np.bool_],
     labels: NDArray[np.intp],
-) -> NDArray[np.int64]:
-    """Rows whose out-of-bag prediction is right (OOB accuracy x n), for every alpha.
+    weights: NDArray[np.float64] | None = None,
+) -> NDArray[np.int64] | NDArray[np.float64]:
+    """Rows whose out-of-bag prediction is right (OOB accuracy x n), for every alpha;
+    with ``weights`` (shape (n,)), the sum of those rows' weights.
 
     Parameters
     ----------
@@ -404,7 +406,10 @@ def oob_correct(
     n_oob = np.bincount(row_index, minlength=n_rows)
     n_oob[n_oob == 0] = 1  # as scikit-learn: rows never out of bag predict all zeros
     oob = totals.reshape(n_alphas, n_rows, -1) / n_oob[:, None]
-    return np.count_nonzero(np.argmax(oob, axis=2) == labels, axis=1)
+    right = np.argmax(oob, axis=2) == labels
+    if weights is None:
+        return np.count_nonzero(right, axis=1)
+    return right.astype(np.float64) @ weights
 
 
 def forest_proba(

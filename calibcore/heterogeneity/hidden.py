@@ -12,6 +12,22 @@ Calibration", Algorithm 1 and eqs. 1-4, as the paper's reference code computes i
 3. HH_t = max(0, Brier(p on U_t) - Brier(forest on U_t)), Brier summed over
    classes (eq. 3-4); empty or single-class neighbourhoods give 0.
 
+Row weights w_i of the calibration rows (``sample_weight``) enter where the rows stand
+for a population, not where they are geometry: the neighbourhood U_t stays the
+calibration rows within the radius; each local forest is grown as
+``RandomForestClassifier.fit(..., sample_weight=w)`` grows it in scikit-learn 1.9 (each
+tree's bootstrap sample draws |U_t| rows with probability proportional to w); the OOB
+accuracy that picks the alpha and both Brier scores of eq. 3-4 are weighted means over
+U_t, sum_i w_i b_i / sum_i w_i. What is exact: rows of weight 0 are dropped before
+anything else, so they give what leaving them out gives, bit for bit; weights all 1 (after
+that) are no weights, bit for bit. What is approximate: given the forest, integer
+weights give the Brier scores and OOB accuracy of the rows repeated by their weights
+(up to rounding), but not the forest: its bootstrap draws |U_t| rows where the
+repeated rows would draw sum(w) rows uniformly, and the copies of a repeated row fall in
+and out of bag separately, so the repeated rows' forest fits them more tightly in
+sample. HH of repeated rows is therefore larger, not just noisier (default_nb with
+weights 1-3: mean HH 0.011 weighted, 0.035 on the repeated rows, 0.011 unweighted).
+
 Rows with identical neighbourhoods (as sets, exactly) share one computation;
 distinct neighbourhoods are computed in parallel threads. The rows of a
 neighbourhood are ordered as the reference's ``NearestNeighbors`` returns them,
@@ -39,6 +55,7 @@ from calibcore._validation import (
     describe_rows,
     first_rows,
 )
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity._bagging import TreeSeeds
 from calibcore.heterogeneity._forest_scores import score_forests
@@ -91,7 +108,7 @@ class HiddenHeterogeneity:
     values : ndarray of shape (n,)
         HH_t in [0, 2].
     n_neighbours : ndarray of shape (n,)
-        |U_t|, the sample size behind each value.
+        |U_t|, the sample size behind each value (calibration rows of positive weight).
     neighbourhood : ndarray of shape (n,)
         Id of the distinct neighbourhood of each row (rows sharing an id share
         their value).
@@ -99,12 +116,14 @@ class HiddenHeterogeneity:
         Pruning parameter kept; NaN where no forest was fitted or none had a
         positive OOB accuracy.
     oob_accuracy : ndarray of shape (n,)
-        OOB accuracy of the kept forest (NaN as above).
+        OOB accuracy of the kept forest (NaN as above); weighted with row weights.
     brier_original, brier_local : ndarray of shape (n,)
         Brier score (summed over classes) of the given probabilities and of the
-        local forest on U_t; NaN where there was nothing to compare.
+        local forest on U_t (weighted means with row weights); NaN where there was
+        nothing to compare.
     radius : float
     n_calibration : int
+        Calibration rows used (those of positive weight).
     n_forests : int
         Distinct neighbourhoods for which forests were fitted.
     grid : float or None
@@ -122,6 +141,7 @@ class HiddenHeterogeneity:
     n_calibration: int
     n_forests: int
     grid: float | None = None
+    weighted: bool = False
 
     @property
     def mean(self) -> float:
@@ -169,6 +189,7 @@ def hidden_heterogeneity(
     random_state: int = 0,
     n_jobs: int | None = -1,
     progress: ProgressCallback | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
     """Hidden heterogeneity of each test row (Wagstaff & Dietterich 2023, Algorithm 1, eq. 3).
 
@@ -195,6 +216,12 @@ def hidden_heterogeneity(
         every 0.25 s (with ``(0, 0)`` while the neighbourhoods are found, then from
         the worker threads between trees, with the last counts). An exception
         raised by it cancels the remaining work and propagates.
+    sample_weight : array-like of shape (n_cal,), optional
+        Non-negative weights of the calibration rows (not all zero): the local forests
+        are grown with them and the OOB accuracy and Brier scores are weighted means;
+        the neighbourhoods stay geometric. Rows of weight 0 are left out exactly,
+        weights all 1 are no weights exactly; integer weights match repeated rows
+        only approximately (see the module docstring).
 
     Returns
     -------
@@ -203,7 +230,7 @@ def hidden_heterogeneity(
     """
     return hidden_heterogeneity_details(
         X_cal, y_cal, p_cal, p_test, radius=radius, random_state=random_state,
-        n_jobs=n_jobs, progress=progress,
+        n_jobs=n_jobs, progress=progress, sample_weight=sample_weight,
     ).values
 
 
@@ -219,6 +246,7 @@ def hidden_heterogeneity_details(
     progress: ProgressCallback | None = None,
     cache: NeighbourhoodCache | None = None,
     grid: float | Literal["auto"] | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> HiddenHeterogeneity:
     """:func:`hidden_heterogeneity` with neighbourhood sizes, chosen alphas and Brier scores.
 
@@ -236,8 +264,18 @@ def hidden_heterogeneity_details(
     ``"auto"`` is exact unless the distinct neighbourhoods hold more than
     :data:`AUTO_EXACT_ROWS` rows in all; then the grid is ``radius / 10`` (centres
     moved by at most 5% of the radius for two classes).
+
+    ``sample_weight`` as in :func:`hidden_heterogeneity`.
     """
     features, labels, proba_cal = check_calibration_rows(X_cal, y_cal, p_cal)
+    weights = check_sample_weight(sample_weight, labels.size)
+    if weights is not None:
+        present = np.flatnonzero(weights > 0)
+        if present.size < labels.size:  # weight 0: the row stands for nobody
+            features, labels, proba_cal = features[present], labels[present], proba_cal[present]
+            weights = weights[present]
+        if bool(np.all(weights == 1.0)):
+            weights = None  # weights 0 and 1 only: the rows of weight 1, unweighted
     proba_test = check_probabilities(p_test, name="p_test")
     if proba_test.shape[1] != proba_cal.shape[1]:
         raise CalibrationInputError(
@@ -256,7 +294,8 @@ def hidden_heterogeneity_details(
     n_forests = int(fitted.size)
     keys: dict[int, bytes] = {}
     if cache is not None:
-        keys = {int(group): _cache_key(members[group], random_state) for group in fitted}
+        keys = {int(group): _cache_key(members[group], random_state, weights)
+                for group in fitted}
         for group, key in keys.items():
             for name, value in zip(_PARTS, cache.get(key, ()), strict=False):
                 columns[name][group] = value
@@ -267,7 +306,8 @@ def hidden_heterogeneity_details(
     runner = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")
     outputs = runner(
         delayed(_score_neighbourhoods)(
-            features, labels, proba_cal, [members[group] for group in task], seeds, heartbeat
+            features, labels, proba_cal, [members[group] for group in task], seeds, heartbeat,
+            weights,
         )
         for task in tasks
     )
@@ -292,7 +332,9 @@ def hidden_heterogeneity_details(
             outputs.close()
     single_class = (sizes > 0) & np.isnan(columns["brier_original"])
     columns["brier_original"][single_class] = [
-        _brier(proba_cal[members[g]], labels[members[g]]) for g in np.flatnonzero(single_class)
+        _brier(proba_cal[members[g]], labels[members[g]],
+               None if weights is None else weights[members[g]])
+        for g in np.flatnonzero(single_class)
     ]
     return HiddenHeterogeneity(
         values=columns["hh"][groups],
@@ -306,6 +348,7 @@ def hidden_heterogeneity_details(
         n_calibration=int(labels.size),
         n_forests=n_forests,
         grid=grid,
+        weighted=weights is not None,
     )
 
 
@@ -366,6 +409,7 @@ def recommend_calibration(
     *,
     hh_threshold: float = 0.03,
     min_calibration_rows: int = 500,
+    sample_weight: ArrayLike | None = None,
 ) -> CalibrationRecommendation:
     """Whether a local (similarity-based) calibrator is likely to beat a global one.
 
@@ -383,12 +427,15 @@ def recommend_calibration(
         Calibration rows available to the calibrator.
     hh_threshold : float, default=0.03
     min_calibration_rows : int, default=500
+    sample_weight : array-like of shape (n,), optional
+        Weights of the rows of ``hh``: the mean HH is then their weighted mean.
     """
     values = np.asarray(hh, dtype=np.float64)
     if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
         raise CalibrationInputError("hh must be a non-empty 1-D array of finite HH values.")
     n_calibration = check_positive_int(n_calibration, "n_calibration", minimum=0)
-    mean_hh = float(values.mean())
+    weights = check_sample_weight(sample_weight, values.size)
+    mean_hh = float(values.mean() if weights is None else np.average(values, weights=weights))
     numbers = (f"mean HH {mean_hh:.3f} over {values.size} rows (threshold {hh_threshold:g}), "
                f"{n_calibration} calibration rows (minimum {min_calibration_rows})")
     recommend: Literal["local", "global"]
@@ -445,10 +492,15 @@ def check_features(
     return features
 
 
-def _cache_key(rows: NDArray[np.intp], random_state: int) -> bytes:
-    """The neighbourhood's rows in order (they fix the bootstrap draws) and the seed, hashed."""
+def _cache_key(rows: NDArray[np.intp], random_state: int,
+               weights: NDArray[np.float64] | None = None) -> bytes:
+    """The neighbourhood's rows in order (they fix the bootstrap draws), the seed and (when
+    weighted) the rows' weights, hashed."""
     digest = hashlib.sha256(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
     digest.update(str(random_state).encode())
+    if weights is not None:
+        digest.update(b"weights")
+        digest.update(np.ascontiguousarray(weights[rows], dtype=np.float64).tobytes())
     return digest.digest()
 
 
@@ -469,6 +521,7 @@ def _score_neighbourhoods(
     members: list[NDArray[np.intp]],
     seeds: TreeSeeds,
     heartbeat: Heartbeat,
+    weights: NDArray[np.float64] | None = None,
 ) -> dict[str, NDArray[np.float64]]:
     """HH and its parts for several neighbourhoods (one parallel task)."""
     out = {name: np.empty(len(members)) for name in
@@ -476,10 +529,11 @@ def _score_neighbourhoods(
     for position, rows in enumerate(members):
         heartbeat()
         present, classes = np.unique(labels[rows], return_inverse=True)
+        row_weights = None if weights is None else weights[rows]
         forests = score_forests(features[rows], classes.ravel(), present.size, seeds, CCP_ALPHAS,
-                                heartbeat)
+                                heartbeat, row_weights)
         best = int(np.argmax(forests.oob_correct))  # the first best: only strictly better wins
-        brier_original = _brier(proba_cal[rows], labels[rows])
+        brier_original = _brier(proba_cal[rows], labels[rows], row_weights)
         out["brier_original"][position] = brier_original
         if forests.oob_correct[best] == 0:  # the reference keeps no forest: HH = 0
             out["hh"][position] = 0.0
@@ -488,17 +542,22 @@ def _score_neighbourhoods(
             continue
         local = np.zeros_like(proba_cal[rows])
         local[:, present] = forests.in_sample[best]
-        brier_local = _brier(local, labels[rows])
+        brier_local = _brier(local, labels[rows], row_weights)
         out["hh"][position] = max(brier_original - brier_local, 0.0)
         out["ccp_alpha"][position] = CCP_ALPHAS[best]
-        out["oob_accuracy"][position] = forests.oob_correct[best] / rows.size
+        out["oob_accuracy"][position] = forests.oob_correct[best] / (
+            rows.size if row_weights is None else np.sum(row_weights))
         out["brier_local"][position] = brier_local
     return out
 
 
-def _brier(proba: NDArray[np.float64], labels: NDArray[np.intp]) -> float:
-    """Brier score summed over classes, mean over rows (eq. 4), summed as the reference."""
+def _brier(proba: NDArray[np.float64], labels: NDArray[np.intp],
+           weights: NDArray[np.float64] | None = None) -> float:
+    """Brier score summed over classes, mean over rows (eq. 4), summed as the reference;
+    with ``weights``, the weighted mean over rows."""
     squared = proba**2
     rows = np.arange(labels.size)
     squared[rows, labels] = (1.0 - proba[rows, labels]) ** 2
-    return float(np.sum(squared)) / labels.size
+    if weights is None:
+        return float(np.sum(squared)) / labels.size
+    return float(weights @ squared.sum(axis=1)) / float(np.sum(weights))

@@ -17,6 +17,14 @@ by n_cal / n_train to the size of the full calibration set. To compare a new
 batch like with like, each batch row is scored the same way by one fold's
 forest, chosen at random; under no shift both samples then have the same
 distribution, and a two-sample Kolmogorov-Smirnov test compares them.
+
+With row weights w_i of the calibration rows, S_t = sum_i s(t, i) w_i: the weight of
+the calibration rows sharing t's leaves, with the SWC forests grown with the weights
+(:class:`calibcore.recalibration.SWC`); the cross-fitted support is scaled by
+sum(w) / sum(w of the training folds). Rows of weight 0 add nothing, exactly as if left
+out, given the forests; the forests themselves leave them out (SWC drops them before
+fitting). Integer weights give the sums of the repeated rows exactly given the forest,
+but the bootstrapped forest only approximately.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from sklearn.model_selection import KFold
 
 from calibcore._progress import Heartbeat
 from calibcore._validation import check_in_range, check_positive_int, check_probabilities
+from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity.hidden import check_calibration_rows, check_features
 from calibcore.recalibration.similarity import SWC
@@ -110,6 +119,7 @@ def calibration_support(
     random_state: int = 0,
     n_jobs: int | None = None,
     progress: Callable[[float, int], None] | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> CalibrationSupport:
     """Calibration support S_t of rows (X, p) and of the calibration rows.
 
@@ -134,6 +144,9 @@ def calibration_support(
         one grows (at most every 0.25 s; ``done`` is then fractional: the forests done
         plus the share of the growing one's trees); an exception raised by it stops the
         work and propagates.
+    sample_weight : array-like of shape (n_cal,), optional
+        Non-negative weights of the calibration rows: S_t = sum_i s(t, i) w_i (see the
+        module docstring); weights all 1 give the unweighted support bit for bit.
 
     Returns
     -------
@@ -147,6 +160,9 @@ def calibration_support(
         raise CalibrationInputError(f"n_folds ({n_folds}) exceeds the {n_cal} calibration rows.")
     n_estimators = check_positive_int(n_estimators, "n_estimators")
     random_state = check_positive_int(random_state, "random_state", minimum=0)
+    weights = check_sample_weight(sample_weight, n_cal)
+    if weights is not None and bool(np.all(weights == 1.0)):
+        weights = None
 
     def new_model() -> SWC:
         return SWC(n_estimators=n_estimators, random_state=random_state, n_jobs=n_jobs)
@@ -162,7 +178,8 @@ def calibration_support(
 
     values = np.empty(proba.shape[0])
     if values.size:
-        full = new_model().fit(proba_cal, labels, features=features_cal, progress=beat)
+        full = new_model().fit(proba_cal, labels, features=features_cal, progress=beat,
+                               sample_weight=weights)
         values = full.calibration_support(proba, features)
         fitted[0] = 1
         heartbeat.now(1, n_forests)
@@ -172,8 +189,10 @@ def calibration_support(
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=random_state)
     for fold, (train, test) in enumerate(folds.split(features_cal)):
         model = new_model().fit(proba_cal[train], labels[train], features=features_cal[train],
-                                progress=beat)
-        scale = n_cal / train.size
+                                progress=beat,
+                                sample_weight=None if weights is None else weights[train])
+        scale = (n_cal / train.size if weights is None
+                 else float(np.sum(weights)) / float(np.sum(weights[train])))
         reference[test] = scale * model.calibration_support(proba_cal[test], features_cal[test])
         mine = fold_of_row == fold
         if mine.any():

@@ -343,3 +343,58 @@ def test_held_out_advice_says_when_hh_disagrees() -> None:
     assert not advice["hh_agrees"] and "held-out rows say otherwise" in advice["basis_note"]
     worse = [{**r, "after": {"nll": 0.3}} for r in scored]
     assert advise(hh, worse)["recommend"] == "none"
+
+
+@pytest.fixture
+def weighted_moons(client) -> tuple[str, pd.DataFrame, np.ndarray]:  # type: ignore[no-untyped-def]
+    frame = moons_frame(seed=0)
+    weights = np.random.default_rng(4).integers(0, 4, N_ROWS).astype(float)
+    frame["sample_weight"] = weights
+    response = upload(client, csv_bytes(frame), "weighted_moons.csv")
+    assert response.status_code == 201, response.text
+    assert response.json()["weighted"] is True
+    return response.json()["id"], frame, weights
+
+
+def test_hh_of_a_weighted_dataset_is_weighted(client, weighted_moons) -> None:
+    """A weight column reaches the local forests and the summaries, with Kish's n_eff."""
+    dataset_id, frame, weights = weighted_moons
+    job = wait_for_job(client, client.post(f"/api/v1/datasets/{dataset_id}/heterogeneity",
+                                           json={"sample": 60, "radius": 0.12,
+                                                 "random_state": 3}))
+    assert job["status"] == "succeeded", job
+    result = job["result"]
+    proba, labels, cal, _ = as_arrays(frame)
+    rows = np.asarray(result["rows"]["row"])
+    features = standardized(frame)
+    expected = hidden_heterogeneity(features[cal], labels[cal], proba[cal], proba[rows],
+                                    radius=0.12, random_state=3, sample_weight=weights[cal])
+    assert np.array_equal(np.asarray(result["rows"]["hh"]), expected)
+    unweighted = hidden_heterogeneity(features[cal], labels[cal], proba[cal], proba[rows],
+                                      radius=0.12, random_state=3)
+    assert not np.array_equal(expected, unweighted)
+    w = weights[rows]
+    assert result["mean_hh"] == pytest.approx(np.sum(w * expected) / np.sum(w), rel=1e-12)
+    assert result["share_positive"] == pytest.approx(np.sum(w * (expected > 0)) / np.sum(w))
+    repeated = np.repeat(expected, w.astype(int))  # integer weights: the repeated rows
+    assert result["median_hh"] == np.quantile(repeated, 0.5, method="inverted_cdf")
+    n_eff = w.sum() ** 2 / (w**2).sum()
+    assert result["weighted"] is True and result["n_eff"] == pytest.approx(n_eff)
+    assert result["weights_note"] == f"weighted (Kish n_eff = {n_eff:,.0f} of 60 rows)"
+
+
+
+def test_support_of_a_weighted_dataset_sums_the_weights(client, weighted_moons) -> None:
+    dataset_id, frame, weights = weighted_moons
+    proba, labels, cal, _ = as_arrays(frame)
+    features = standardized(frame)
+    job = wait_for_job(client, client.post(f"/api/v1/datasets/{dataset_id}/support",
+                                           json={"n_folds": 2}))
+    assert job["status"] == "succeeded", job
+    support = job["result"]
+    test = np.flatnonzero(frame["split"].to_numpy() == "test")
+    expected_support = calibration_support(features[cal], labels[cal], proba[cal],
+                                           features[test], proba[test], n_folds=2,
+                                           sample_weight=weights[cal])
+    assert np.allclose(support["test"]["support"], expected_support.values, rtol=1e-12)
+    assert support["weighted"] is True and "Kish n_eff" in support["weights_note"]

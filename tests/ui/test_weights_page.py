@@ -110,3 +110,43 @@ def test_the_local_page_computes_a_weighted_landscape(
     graph = browser.find_element(By.ID, "local-map")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", graph)
     browser.save_screenshot(str(SCREENSHOTS / "local-weighted-map.png"))
+
+
+def test_the_heterogeneity_page_says_hh_is_weighted(server, browser, shared_data,
+                                                    tmp_path) -> None:
+    """HH of a weighted upload: the caption gives the evaluated rows' Kish n_eff, the cards
+    say it, and nothing says the weights are not applied."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+
+    from tests.ui.test_recalibrate_page import upload_via_api
+
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
+    path = tmp_path / "weighted_nb.csv"
+    frame.assign(sample_weight=np.random.default_rng(3).integers(1, 4, len(frame))).to_csv(
+        path, index=False)
+    dataset = upload_via_api(server, path)
+    browser.get(f"{server}/heterogeneity?dataset={dataset}")
+    wait(browser).until(lambda b: "weighted_nb" in b.find_element(By.ID, "dataset-picker").text)
+    wait(browser).until(lambda b: "Compute HH" in b.find_element(By.ID, "hh-results").text)
+    every_row = browser.find_element(By.CSS_SELECTOR, "#hh-all-rows input")
+    if every_row.is_selected():
+        every_row.click()  # a sample of 40 keeps the test short
+    sample = wait(browser).until(ec.element_to_be_clickable((By.ID, "hh-sample")))
+    sample.send_keys(Keys.CONTROL, "a")
+    sample.send_keys("40", Keys.ENTER)
+    browser.find_element(By.ID, "hh-run").click()
+    wait(browser, 180).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "#hh-map-graph .gtitle")))
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "Row weights: weighted (Kish n_eff = " in body and "of 40 rows)" in body
+    assert "Kish n_eff" in browser.find_element(By.ID, "hh-cards").text
+    for graph in ("hh-map-graph", "hh-confidence-graph"):
+        title = browser.find_element(By.CSS_SELECTOR, f"#{graph} .gtitle").text
+        assert "n = 40 test rows, weighted: Kish n_eff = " in title, title
+    assert "weights are not applied here yet" not in body
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "heterogeneity_weighted.png"))
+    browser.execute_script("window.scrollTo(0, document.getElementById('hh-map-graph')"
+                           ".getBoundingClientRect().top + window.scrollY - 70)")
+    browser.save_screenshot(str(SCREENSHOTS / "heterogeneity_weighted_graphs.png"))

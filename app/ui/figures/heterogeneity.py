@@ -30,6 +30,13 @@ def _scatter_class(n_points: int) -> type[go.Scatter] | type[go.Scattergl]:
     return go.Scattergl if n_points > WEBGL_POINTS else go.Scatter
 
 
+def _rows(result: dict[str, Any]) -> str:
+    """'n = 40 test rows', with ', weighted: Kish n_eff = 34' for a weighted result."""
+    rows = f"n = {result['n_evaluated']:,} test rows"
+    return f"{rows}, weighted: Kish n_eff = {result['n_eff']:,.0f}" if result.get("weighted") \
+        else rows
+
+
 def hh_map_figure(result: dict[str, Any]) -> go.Figure:
     """Evaluated rows on the 2-D map, coloured by HH; other rows in grey for context."""
     rows = result["rows"]
@@ -54,8 +61,9 @@ def hh_map_figure(result: dict[str, Any]) -> go.Figure:
                       "<br>neighbours %{customdata[1]}<br>confidence %{customdata[2]:.3f}"
                       "<extra></extra>"))
     figure.update_layout(
-        title=_title(f"HH on the 2-D map (n = {result['n_evaluated']:,} test rows)<br><sup>"
-                     f"mean HH {result['mean_hh']:.4f}; grey: rows not evaluated</sup>"),
+        title=_title(f"HH on the 2-D map ({_rows(result)})<br><sup>"
+                     f"{'weighted ' if result.get('weighted') else ''}mean HH "
+                     f"{result['mean_hh']:.4f}; grey: rows not evaluated</sup>"),
         xaxis={"title": "map axis 1 (PCA of standardized features, SD units)"},
         yaxis={"title": "map axis 2 (SD units)"}, **_LAYOUT)
     return figure
@@ -80,9 +88,9 @@ def hh_confidence_figure(result: dict[str, Any]) -> go.Figure:
         hovertemplate="confidence %{x:.3f}<br>mean HH %{y:.4f} (n = %{customdata})"
                       "<extra></extra>"))
     figure.update_layout(
-        title=_title(f"HH against confidence (n = {result['n_evaluated']:,} test rows)<br>"
-                     "<sup>line: mean HH per equal-mass confidence bin, band: its 95% "
-                     "interval</sup>"),
+        title=_title(f"HH against confidence ({_rows(result)})<br>"
+                     f"<sup>line: {'weighted ' if result.get('weighted') else ''}mean HH per "
+                     "equal-mass confidence bin, band: its 95% interval</sup>"),
         xaxis={"title": "confidence (top-label probability)"},
         yaxis={"title": _HH_AXIS, "rangemode": "tozero"}, **_LAYOUT)
     return figure

@@ -313,14 +313,16 @@ def _calibration_rows(result: dict[str, Any]) -> str:
 
 
 def _hh_results(result: dict[str, Any]) -> html.Div:
-    n = f"n = {result['n_evaluated']:,} test rows"
+    rows = n = f"n = {result['n_evaluated']:,} test rows"
+    if result.get("weighted"):  # the weighted summaries; neighbour counts count rows
+        n += f" (Kish n_eff = {result['n_eff']:,.0f})"
     cards = html.Div([
         measure_card("Mean HH", result["mean_hh"], n,
                      title="mean hidden heterogeneity (Brier, summed over classes)"),
         measure_card("Median HH", result["median_hh"], n),
         measure_card("Rows with HH > 0", f"{result['share_positive']:.1%}", n),
         measure_card("Calibration rows", _calibration_rows(result), "neighbourhood pool"),
-        measure_card("Median neighbours", int(result["median_neighbours"]), n,
+        measure_card("Median neighbours", int(result["median_neighbours"]), rows,
                      title="calibration rows within the Hellinger radius of a test row"),
         measure_card("Neighbourhoods", result["n_neighbourhoods"],
                      f"{result['n_forests']:,} with a local forest",
@@ -404,6 +406,7 @@ def _support_results(result: dict[str, Any]) -> html.Div:
         tables += [html.H3("Lowest-support batch rows"),
                    _lowest_table(batch["lowest"], "support-batch-table")]
     return html.Div([
+        weights_note(result),
         html.Div(shifts, id=SUPPORT_SHIFT),
         dcc.Graph(id=SUPPORT_HISTOGRAM, figure=support_histogram_figure(result),
                   config={"displaylogo": False}),

@@ -250,11 +250,10 @@ class SWCHH(SWC):
     stored at fit time, with the same ``random_state`` (as the reference, which seeds both with 0).
 
     With ``sample_weight`` the forest and the votes are weighted as in :class:`SWC` (the
-    kept rows vote s(t, i) w_i), but the filter is not: HH_t is computed on the
-    calibration rows of positive weight each counted once (its local forests and
-    neighbourhood Brier scores are unweighted), and the threshold HH_t / 2 is on the
-    similarity s(t, i) alone. Integer weights therefore give the repeated rows' votes
-    only approximately, even given the forest.
+    kept rows vote s(t, i) w_i), and so is the filter's HH_t (its local forests and
+    neighbourhood Brier scores weighted, as :func:`~calibcore.heterogeneity.hidden_heterogeneity`
+    weighs them); the threshold HH_t / 2 is on the similarity s(t, i) alone. Integer
+    weights give the repeated rows' votes only approximately (bootstrapped forests).
 
     Parameters
     ----------
@@ -353,6 +352,7 @@ class SWCHH(SWC):
             self.calibration_probabilities_, proba, radius=self.radius,
             random_state=self.random_state, n_jobs=self.n_jobs, progress=progress,
             cache=self._local_forests(), grid=self.hh_grid,
+            sample_weight=self.calibration_weights_,
         ).values
 
     def _local_forests(self) -> NeighbourhoodCache:

@@ -184,15 +184,9 @@ class FeatureValues:
 def summed(index: NDArray[np.intp], statistics: NDArray[np.float64],
            size: int) -> NDArray[np.float64]:
     """Column sums of ``statistics`` (rows x columns) per index value: (size, columns)."""
-    return summed_columns(index, list(statistics.T), size)
-
-
-def summed_columns(index: NDArray[np.intp], columns: Sequence[NDArray[np.float64]],
-                   size: int) -> NDArray[np.float64]:
-    """:func:`summed` of the columns given one by one (none stacked into a table first)."""
     sums = np.stack([np.bincount(index, weights=column, minlength=size)
-                     for column in columns], axis=1)
-    return np.asarray(sums, dtype=np.float64).reshape(size, len(columns))
+                     for column in statistics.T], axis=1)
+    return np.asarray(sums, dtype=np.float64).reshape(size, statistics.shape[1])
 
 
 def merge_value_sums(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
@@ -327,9 +321,9 @@ def _collect(numbers: NDArray[np.float64], statistics: NDArray[np.float64],
     offset = numbers - plan.group_references[group]
     errors, predicted = statistics[:, 1], statistics[:, 2]
     # in the order of calibcore.partitioned._binned_loess.GroupSums.COLUMNS
-    columns = [statistics[:, 0], offset, errors, errors * offset, predicted,
-               predicted * offset, statistics[:, 3]]
-    groups = summed_columns(group, columns, plan.group_starts.size)
+    columns = np.column_stack([statistics[:, 0], offset, errors, errors * offset, predicted,
+                               predicted * offset, statistics[:, 3]])
+    groups = summed(group, columns, plan.group_starts.size)
     rows = np.column_stack([numbers, errors, predicted]) if plan.gather_rows else None
     return FeatureValues(values if values is not None else _no_values(), segments, groups,
                          rows)
@@ -347,5 +341,4 @@ def merge_collected(first: list[FeatureValues],
 
 __all__ = ["STATISTICS", "CellCounts", "CollectPlan", "FeatureScan", "FeatureSpec",
            "FeatureValues", "collect_partition", "count_partition", "merge_collected",
-           "merge_counts", "merge_scans", "merge_value_sums", "scan_partition", "summed",
-           "summed_columns"]
+           "merge_counts", "merge_scans", "merge_value_sums", "scan_partition", "summed"]

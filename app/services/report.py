@@ -39,9 +39,9 @@ from calibcore.partitioned import (
     ScoreSummary,
     calibration_tests_of_scores,
     check_summary_view,
+    classes_and_crowded_views,
     compute_reporting,
     measures_with_intervals,
-    partition_classes,
     partitioned_equal_mass,
     partitioned_summaries,
     partitioned_variables,
@@ -199,15 +199,18 @@ def partitioned_report(frame: dd.DataFrame, roles: ColumnRoles, *, view: View | 
             return None  # passes run as plain dask.compute
         return lambda fraction: step(start * (1.0 - fraction) + stop * fraction, message)
 
-    classes = partition_classes(frame, label, probabilities,
-                                progress=stage(0.0, 0.1, "reading the classes"))
+    # the classes, and the views whose scores are too many to gather (their summaries
+    # are then not built), in one pass
+    classes, crowded = classes_and_crowded_views(
+        frame, label, probabilities, progress=stage(0.0, 0.1, "reading the classes"))
     view = view or default_view(len(classes))
     check_summary_view(view, len(classes))
     views: list[View] = ["positive", "top_label"] if len(classes) == 2 else ["top_label"]
     summary, cells, scores = partitioned_summaries(
         frame, label, probabilities, classes, views=views, n_bins=n_bins, progress=stage(
             0.1, 0.45, "summarising every partition (counts and sums per bin, resampling "
-                       "cells)"), weight=roles.weight, negative_rate=negative_rate)
+                       "cells)"), weight=roles.weight, negative_rate=negative_rate,
+        crowded=crowded)
     weighted = summary.weighted
     equal_mass = partitioned_equal_mass(
         frame, label, probabilities, classes, n_bins=n_bins,

@@ -51,6 +51,7 @@ from calibcore.partitioned.exact_quantiles import (
     weighted_linear_quantiles,
 )
 from calibcore.partitioned.measures import (
+    classes_and_crowded_views,
     compute_reporting,
     measures_with_intervals,
     partition_cells,
@@ -117,6 +118,7 @@ __all__ = [
     "checked_negative_rate",
     "checked_roles",
     "checked_weighting",
+    "classes_and_crowded_views",
     "coarse_counts",
     "compute_reporting",
     "each_partition",

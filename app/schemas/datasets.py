@@ -9,7 +9,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.schemas.parameters import WHOLE_NUMBER
 
 
-class RolesRequest(BaseModel):
+class RowWeightFields(BaseModel):
+    """The row weights a request may name: an upload's roles and an external registration
+    take them alike (the exact report of external files sums weights instead of counting
+    rows)."""
+
+    weight: str | None = Field(default=None, max_length=1000, description=(
+        "row weights (survey, importance or downsampling weights): non-negative numbers, "
+        "not all zero; omitted: a column named weight, weights, sample_weight or "
+        "sample_weights, if any"))
+    no_weight: bool = Field(default=False, description="no weight column, even if one is "
+                            "inferred")
+    negative_rate: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        default=None, description=(
+            "the fraction of negatives a sampled log kept (every positive kept): its "
+            "negatives weigh 1 / negative_rate (times the weight column, if any); binary "
+            "labels only"))
+
+
+class RolesRequest(RowWeightFields):
     """Roles a user confirms for a staged upload; omitted fields keep the inferred role."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -34,21 +52,10 @@ class RolesRequest(BaseModel):
     drop_missing: bool = Field(default=False, description=(
         "leave out the rows with a missing label or probability instead of refusing the "
         "file (counted in n_left_out and the warnings); rows missing a feature stay"))
-    weight: str | None = Field(default=None, description=(
-        "row weights (survey, importance or downsampling weights): non-negative numbers, "
-        "not all zero; omitted: a column named weight, weights, sample_weight or "
-        "sample_weights, if any"))
-    no_weight: bool = Field(default=False, description="no weight column, even if one is "
-                            "inferred")
-    negative_rate: Annotated[float, Field(gt=0, le=1)] | None = Field(
-        default=None, description=(
-            "the fraction of negatives a sampled log kept (every positive kept): its "
-            "negatives weigh 1 / negative_rate (times the weight column, if any); binary "
-            "labels only"))
     name: str | None = None
 
 
-class ExternalDatasetRequest(BaseModel):
+class ExternalDatasetRequest(RowWeightFields):
     """Files to register by reference, with roles (omitted roles are inferred from the
     first rows, as for an upload)."""
 
@@ -66,17 +73,6 @@ class ExternalDatasetRequest(BaseModel):
     time: str | None = None
     logits: bool = False
     renormalize: bool = False
-    weight: str | None = Field(default=None, max_length=1000, description=(
-        "row weights (survey, importance or downsampling weights): non-negative numbers, "
-        "not all zero; omitted: a column named weight, weights, sample_weight or "
-        "sample_weights, if any. The exact report sums weights instead of counting rows"))
-    no_weight: bool = Field(default=False, description="no weight column, even if one is "
-                            "inferred")
-    negative_rate: Annotated[float, Field(gt=0, le=1)] | None = Field(
-        default=None, description=(
-            "the fraction of negatives a sampled log kept (every positive kept): its "
-            "negatives weigh 1 / negative_rate (times the weight column, if any); binary "
-            "labels only"))
     name: str | None = Field(default=None, max_length=200)
     sample_rows: Annotated[int, Field(ge=1_000, le=5_000_000), WHOLE_NUMBER] | None = Field(
         default=None, description="rows of the seeded uniform sample the per-row diagnostics "

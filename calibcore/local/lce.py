@@ -31,7 +31,8 @@ The sums are computed exactly without forming an n x n matrix (see
 For very large tables in more than 3 dimensions the ``"sampled"`` approximation
 (the default only beyond :data:`EXACT_ROW_LIMIT` rows) sums each large bin over
 a seeded sample of ``n_sources`` rows, scaled up, the row itself still counted
-exactly.
+exactly. The summaries over rows and per confidence bin (weighted or not) are computed in
+:mod:`calibcore.local._summaries`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ from calibcore.local._estimate import (
     check_gamma,
     prepare,
     signed_lce_curve,
+)
+from calibcore.local._summaries import (
+    LCEBinSummary,
+    LCEDistribution,
+    bin_summary,
+    row_maximum,
+    row_mean,
 )
 
 Approximation = Literal["auto", "exact", "sampled"]
@@ -123,14 +131,14 @@ class LocalCalibration:
         """Maximum LCE over rows (of positive weight) (Luo et al. 2022, eq. 5)."""
         if self.weights is None:
             return float(np.abs(self.signed_lce).max())
-        return float(_maximum(np.abs(self.signed_lce)[None, :], self.weights)[0])
+        return float(row_maximum(np.abs(self.signed_lce)[None, :], self.weights)[0])
 
     @property
     def mean_lce(self) -> float:
         """Mean LCE over rows (weighted by the row weights)."""
         if self.weights is None:
             return float(np.abs(self.signed_lce).mean())
-        return float(_mean(np.abs(self.signed_lce)[None, :], self.weights)[0])
+        return float(row_mean(np.abs(self.signed_lce)[None, :], self.weights)[0])
 
     @property
     def n_rows(self) -> int:
@@ -190,26 +198,6 @@ def local_calibration(
         dimension=prepared.coordinates.shape[1], exact=prepared.exact,
         weights=prepared.weights,
     )
-
-
-def _maximum(values: NDArray[np.float64],
-             weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
-    """Row maximum of (g, n) values, over the rows of positive weight."""
-    if weights is None:
-        return values.max(axis=1)
-    return values[:, weights > 0].max(axis=1)
-
-
-def _mean(values: NDArray[np.float64],
-          weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
-    """Row mean of (g, n) values, weighted (rows of weight 0 left out, NaN or not)."""
-    if weights is None:
-        return values.mean(axis=1)
-    positive = weights > 0
-    # Contiguous rows: summed in the same order as the unweighted mean (unit weights give
-    # its value bit for bit).
-    return np.average(np.ascontiguousarray(values[:, positive]), axis=1,
-                      weights=weights[positive])
 
 
 def local_calibration_error(
@@ -312,8 +300,8 @@ def mlce_curve(
               if prepared.weights is None else bin_mass(prepared))
     return MLCECurve(
         gammas=grid,
-        mlce=_maximum(np.abs(signed), prepared.weights),
-        mean_lce=_mean(np.abs(signed), prepared.weights),
+        mlce=row_maximum(np.abs(signed), prepared.weights),
+        mean_lce=row_mean(np.abs(signed), prepared.weights),
         mce=float(np.abs(gaps[counts > 0]).max()),
         ece=float(np.dot(counts, np.abs(np.nan_to_num(gaps))) / counts.sum()),
         n_rows=int(prepared.confidence.size),
@@ -322,153 +310,8 @@ def mlce_curve(
     )
 
 
-@dataclass(frozen=True, eq=False)
-class LCEDistribution:
-    """Empirical CDF of the LCE in one confidence bin (Luo et al. 2022, Figure 2).
-
-    Attributes
-    ----------
-    bin_index, count : int
-    lower, upper : float
-        The bin's edges.
-    gap : float
-        The bin's |conf - acc| (what a global measure sees), NaN if empty.
-    mean_lce : float
-    values : ndarray of shape (count,)
-        LCE of the bin's rows, sorted.
-    cumulative : ndarray of shape (count,)
-        Fraction of the bin's rows with LCE <= ``values[i]`` ((i + 1) / count), or of
-        the bin's weight with row weights.
-    """
-
-    bin_index: int
-    count: int
-    lower: float
-    upper: float
-    gap: float
-    mean_lce: float
-    values: NDArray[np.float64]
-    cumulative: NDArray[np.float64]
-
-
-@dataclass(frozen=True, eq=False)
-class LCEBinSummary:
-    """Per confidence bin: global gap against local errors (Luo et al. 2022, §3.3).
-
-    Arrays have one entry per bin; empty bins have count 0 and NaN statistics. With row
-    weights the means are weighted, the maximum is over rows of positive weight, ``weight``
-    holds each bin's total weight and ``sorted_weight`` the weights in the order of
-    ``sorted_lce`` (both None without weights).
-
-    Attributes
-    ----------
-    edges : ndarray of shape (n_bins + 1,)
-    count : ndarray of shape (n_bins,)
-    confidence, accuracy : ndarray
-        Mean confidence and accuracy of the bin.
-    gap : ndarray
-        |conf - acc|, the bin's calibration error.
-    mean_lce, mean_signed_lce, max_lce : ndarray
-    sorted_lce : ndarray of shape (n,)
-        Each bin's LCE values, sorted, bins one after another; bin b is
-        ``sorted_lce[offsets[b]:offsets[b + 1]]``.
-    offsets : ndarray of shape (n_bins + 1,)
-    """
-
-    edges: NDArray[np.float64]
-    count: NDArray[np.intp]
-    confidence: NDArray[np.float64]
-    accuracy: NDArray[np.float64]
-    gap: NDArray[np.float64]
-    mean_lce: NDArray[np.float64]
-    mean_signed_lce: NDArray[np.float64]
-    max_lce: NDArray[np.float64]
-    sorted_lce: NDArray[np.float64]
-    offsets: NDArray[np.intp]
-    weight: NDArray[np.float64] | None = None
-    sorted_weight: NDArray[np.float64] | None = None
-
-    @property
-    def best_bin(self) -> int:
-        """Non-empty bin with the smallest |conf - acc| (Luo et al. 2022, Figure 2 top)."""
-        return int(np.nanargmin(self.gap))
-
-    @property
-    def worst_bin(self) -> int:
-        """Non-empty bin with the largest |conf - acc| (Luo et al. 2022, Figure 2 bottom)."""
-        return int(np.nanargmax(self.gap))
-
-    def distribution(self, bin_index: int) -> LCEDistribution:
-        """The CDF of the LCE in bin ``bin_index``."""
-        n_bins = self.count.size
-        if not 0 <= int(bin_index) < n_bins:
-            raise CalibrationInputError(f"bin_index must be in 0..{n_bins - 1}; got {bin_index!r}.")
-        b = int(bin_index)
-        values = self.sorted_lce[self.offsets[b]:self.offsets[b + 1]]
-        if self.sorted_weight is None:
-            cumulative = np.arange(1, values.size + 1) / max(values.size, 1)
-        else:
-            mass = np.cumsum(self.sorted_weight[self.offsets[b]:self.offsets[b + 1]])
-            cumulative = mass / mass[-1] if mass.size and mass[-1] > 0 else np.zeros(mass.size)
-        return LCEDistribution(
-            bin_index=b, count=int(self.count[b]), lower=float(self.edges[b]),
-            upper=float(self.edges[b + 1]), gap=float(self.gap[b]),
-            mean_lce=float(self.mean_lce[b]), values=values, cumulative=cumulative,
-        )
-
-
 def summarize_bins(result: LocalCalibration) -> LCEBinSummary:
     """Per-bin |conf - acc|, mean and max LCE, and the sorted LCE for CDFs (weighted by
     the result's row weights, if any)."""
-    if result.weights is not None:
-        return _summarize_weighted(result, result.weights)
-    size = result.edges.size - 1
-    index = result.bin_index
-    count = np.bincount(index, minlength=size)
-
-    def mean_of(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        totals = np.bincount(index, weights=values, minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(count > 0, totals / count, np.nan)
-
-    lce = result.lce
-    confidence, accuracy = mean_of(result.confidence), mean_of(result.correct)
-    order = np.lexsort((lce, index))
-    max_lce = np.full(size, np.nan)
-    np.fmax.at(max_lce, index, lce)
-    return LCEBinSummary(
-        edges=result.edges, count=count, confidence=confidence, accuracy=accuracy,
-        gap=np.abs(confidence - accuracy), mean_lce=mean_of(lce),
-        mean_signed_lce=mean_of(result.signed_lce), max_lce=max_lce,
-        sorted_lce=lce[order], offsets=np.concatenate([[0], np.cumsum(count)]),
-    )
-
-
-
-
-def _summarize_weighted(result: LocalCalibration,
-                        weights: NDArray[np.float64]) -> LCEBinSummary:
-    size = result.edges.size - 1
-    index = result.bin_index
-    count = np.bincount(index, minlength=size)
-    mass = np.asarray(np.bincount(index, weights=weights, minlength=size), dtype=np.float64)
-    positive = weights > 0
-
-    def mean_of(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        totals = np.bincount(index, weights=np.where(positive, weights * values, 0.0),
-                             minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(mass > 0, totals / mass, np.nan)
-
-    lce = result.lce
-    confidence, accuracy = mean_of(result.confidence), mean_of(result.correct)
-    order = np.lexsort((lce, index))
-    max_lce = np.full(size, np.nan)
-    np.fmax.at(max_lce, index[positive], lce[positive])
-    return LCEBinSummary(
-        edges=result.edges, count=count, confidence=confidence, accuracy=accuracy,
-        gap=np.abs(confidence - accuracy), mean_lce=mean_of(lce),
-        mean_signed_lce=mean_of(result.signed_lce), max_lce=max_lce,
-        sorted_lce=lce[order], offsets=np.concatenate([[0], np.cumsum(count)]),
-        weight=mass, sorted_weight=weights[order],
-    )
+    return bin_summary(result.signed_lce, result.confidence, result.correct,
+                       result.bin_index, result.edges, result.weights)

@@ -59,6 +59,7 @@ def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
     assert main(["report", str(tmp_path / "missing.csv")]) == 2
 
 
+@pytest.mark.slow
 def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None:
     page = tmp_path / "report.html"
     assert main(["report", str(shared_data / "default_nb.csv"), "--html", str(page),

@@ -215,6 +215,7 @@ def test_files_outside_the_roots_are_refused_before_any_job(settings_factory,
         assert client.get("/api/v1/datasets").json() == []
 
 
+@pytest.mark.slow
 def test_the_split_check_and_the_sample_give_what_compute_gives(scheduler) -> None:
     """Computed partition by partition (for progress), the split column's counts and the
     sampled rows are what ``value_counts`` and ``compute`` give."""

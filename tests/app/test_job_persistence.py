@@ -179,6 +179,7 @@ def test_a_cancelled_job_stays_cancelled_after_a_restart(services, settings_fact
 
 
 # -- leftovers ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_leftovers_and_orphans_are_removed_at_start_and_datasets_kept(
         settings_factory, default_nb, caplog) -> None:
     settings = settings_factory()

@@ -127,6 +127,7 @@ def test_equal_mass_measures_equal_the_in_memory_ones(client, n_partitions, clas
     assert got["edges"][0] == equal_mass_edges(proba.max(axis=1), 10).tolist()
 
 
+@pytest.mark.slow
 def test_rows_with_distinct_probabilities_are_resampled_as_their_cells(client) -> None:
     """Three classes, every row a cell of its own: the cells are the rows, resampled."""
     frame = table(2_000, ["a", "b", "c"], seed=1)

@@ -144,6 +144,7 @@ def test_unit_weights_give_the_unweighted_summary() -> None:
     assert a.n_eff == pytest.approx(600.0) and b.n_eff is None
 
 
+@pytest.mark.slow
 @seed(20261127)
 @settings(max_examples=40, deadline=None)
 @given(n_rows=st.integers(1, 250), n_cuts=st.integers(0, 6), order_seed=st.integers(0, 1000),

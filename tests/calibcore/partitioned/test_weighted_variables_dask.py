@@ -136,6 +136,7 @@ def test_dask_weighted_curves_within_the_bound(dask_cluster, integer) -> None:
         assert abs(got.vce_max - expected.vce_max) <= LOESS_BOUND
 
 
+@pytest.mark.slow
 def test_dask_weighted_ranking_on_the_cluster(dask_cluster) -> None:
     """The ranking table on a LocalCluster (3 partitions, negatives weighing 1 / 0.25 times
     the weight column) = rank_variables(sample_weight=) of the same rows."""

@@ -40,6 +40,7 @@ from calibcore.data.weights import (
     check_sample_weight,
     effective_sample_size,
     negative_rate_weights,
+    weight_column_numbers,
 )
 from calibcore.exceptions import CalibrationInputError
 
@@ -284,18 +285,9 @@ def _row_weights(frame: pd.DataFrame, roles: ColumnRoles, y_true: NDArray[np.int
     """The weight column's values (checked) times the ``negative_rate`` weights."""
     weights = None
     if roles.weight is not None:
-        values = frame[roles.weight]
-        numbers = pd.to_numeric(values, errors="coerce")
-        text = (numbers.isna() & values.notna()).to_numpy()
-        if text.any() or pd.api.types.is_bool_dtype(values):
-            bad = text if text.any() else np.ones(values.size, dtype=bool)
-            raise CalibrationInputError(
-                f"column {roles.weight!r} (weight) has non-numeric values in "
-                f"{describe_rows(bad)}; weights must be non-negative numbers.",
-                code="invalid_weight", column=roles.weight, rows=first_rows(bad),
-                count=int(bad.sum()))
-        weights = check_sample_weight(numbers.to_numpy(dtype=np.float64, na_value=np.nan),
-                                      values.size, column=roles.weight)
+        weights = check_sample_weight(
+            weight_column_numbers(frame[roles.weight], roles.weight), frame.shape[0],
+            column=roles.weight)
     if negative_rate is not None:
         if len(classes) != 2 or roles.label is None:
             raise CalibrationInputError(

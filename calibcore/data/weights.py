@@ -11,12 +11,14 @@ rows repeated by their weights give.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from calibcore._validation import describe_rows, first_rows
 from calibcore.exceptions import CalibrationInputError
 
-__all__ = ["check_sample_weight", "effective_sample_size", "negative_rate_weights"]
+__all__ = ["check_sample_weight", "effective_sample_size", "negative_rate_weights",
+           "weight_column_numbers"]
 
 
 def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
@@ -123,3 +125,27 @@ def effective_sample_size(sample_weight: ArrayLike) -> float:
     weights = np.asarray(sample_weight, dtype=np.float64)
     squares = float(np.dot(weights, weights))
     return float(weights.sum()) ** 2 / squares if squares > 0 else 0.0
+
+
+def weight_column_numbers(values: pd.Series, column: str, *,
+                          locate: bool = True) -> NDArray[np.float64]:
+    """A weight column's values as numbers (NaN where missing), before
+    :func:`check_sample_weight` checks them.
+
+    Text that is not a number, and a boolean column, are refused naming the column (and,
+    with ``locate``, the rows that hold them: not for a partition of a larger table,
+    whose row numbers would mislead).
+    """
+    numbers = pd.to_numeric(values, errors="coerce")
+    text = (numbers.isna() & values.notna()).to_numpy()
+    if text.any() or pd.api.types.is_bool_dtype(values):
+        if not locate:
+            raise CalibrationInputError(
+                f"column {column!r} (weight) has non-numeric values; weights must be "
+                "non-negative numbers.", code="invalid_weight", column=column)
+        bad = text if text.any() else np.ones(values.size, dtype=bool)
+        raise CalibrationInputError(
+            f"column {column!r} (weight) has non-numeric values in {describe_rows(bad)}; "
+            "weights must be non-negative numbers.", code="invalid_weight", column=column,
+            rows=first_rows(bad), count=int(bad.sum()))
+    return numbers.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -15,7 +15,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from calibcore.data.weights import check_sample_weight, negative_rate_weights
+from calibcore.data.weights import (
+    check_sample_weight,
+    negative_rate_weights,
+    weight_column_numbers,
+)
 from calibcore.exceptions import CalibrationInputError
 
 
@@ -62,14 +66,7 @@ class Weighting:
         column; a partition of weight zero is allowed), or None when unweighted."""
         weights = None
         if self.column is not None:
-            values = part[self.column]
-            numbers = pd.to_numeric(values, errors="coerce")
-            text = (numbers.isna() & values.notna()).to_numpy()
-            if text.any() or pd.api.types.is_bool_dtype(values):
-                raise CalibrationInputError(
-                    f"column {self.column!r} (weight) has non-numeric values; weights must "
-                    "be non-negative numbers.", code="invalid_weight", column=self.column)
-            weights = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+            weights = weight_column_numbers(part[self.column], self.column, locate=False)
             if not np.all(np.isfinite(weights) & (weights >= 0)):
                 check_sample_weight(weights, weights.size, column=self.column)  # raises
         if self.negative_rate is not None:

@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any
 
 import numba
 import numpy as np
@@ -70,10 +71,7 @@ class NullCache:
     ) -> Future[NDArray[np.float64]]:
         """Null VECE values for ``residual`` (the used rows) cut into bins of ``sizes``."""
         key = (np.packbits(used).tobytes(), tuple(int(size) for size in sizes))
-        if key not in self._nulls:
-            self._nulls[key] = self._pool.submit(
-                permuted_vece, residual, sizes, n_permutations, random_state, self._heartbeat)
-        return self._nulls[key]
+        return self._once(key, permuted_vece, residual, sizes, n_permutations, random_state)
 
     def submit_weighted(
         self,
@@ -94,11 +92,17 @@ class NullCache:
             shape: tuple[object, ...] = ("numeric", n_bins, runs.tobytes())
         else:
             shape = ("categorical", tuple(int(size) for size in np.asarray(sizes)))
-        key = (np.packbits(used).tobytes(), shape)
+        return self._once((np.packbits(used).tobytes(), shape), weighted_permuted_vece,
+                          residual, weights, sorted_values, sizes, n_bins, n_permutations,
+                          random_state)
+
+    def _once(self, key: tuple[bytes, tuple[object, ...]],
+              null: Callable[..., NDArray[np.float64]], *args: Any
+              ) -> Future[NDArray[np.float64]]:
+        """The null of ``key``: submitted the first time it is asked for (variables whose
+        used rows and bins coincide share it)."""
         if key not in self._nulls:
-            self._nulls[key] = self._pool.submit(
-                weighted_permuted_vece, residual, weights, sorted_values, sizes, n_bins,
-                n_permutations, random_state, self._heartbeat)
+            self._nulls[key] = self._pool.submit(null, *args, self._heartbeat)
         return self._nulls[key]
 
     @property

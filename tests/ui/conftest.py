@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -28,16 +29,17 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start the app exactly as users do, with the example dataset, and wait until it answers."""
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """Start the app exactly as users do, with the example dataset, once per test process
+    (each start costs a few seconds of imports), and give its URL and the example's id."""
     port = _free_port()
     data_dir = tmp_path_factory.mktemp("ui-store")
     log = open(data_dir / "server.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
          str(data_dir)], stdout=log, stderr=subprocess.STDOUT,
-        # no UMAP warm-up: each test module starts a server and it would compile each time
+        # no UMAP warm-up: a module that embeds with UMAP pays its compile, the others do not
         env={**os.environ, "PYTHONWARNINGS": "ignore", "CALIBDASH_WARM_UP": "false"})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -55,10 +57,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if process.poll() is not None:
         log.close()
         pytest.fail("server exited: " + (data_dir / "server.log").read_text()[-2000:])
-    yield url
+    (example,) = _datasets(url)
+    yield url, example
     process.terminate()
     process.wait(timeout=20)
     log.close()
+
+
+def _datasets(url: str) -> list[str]:
+    with urllib.request.urlopen(f"{url}/api/v1/datasets", timeout=30) as response:
+        return [summary["id"] for summary in json.load(response)]
+
+
+@pytest.fixture(scope="module")
+def server(shared_server: tuple[str, str]) -> str:
+    """The shared server as a fresh one looks to each test module: the datasets earlier
+    modules uploaded are deleted, so the example is the only one and the pages' default."""
+    url, example = shared_server
+    for dataset in _datasets(url):
+        if dataset != example:
+            request = urllib.request.Request(f"{url}/api/v1/datasets/{dataset}",
+                                             method="DELETE")
+            urllib.request.urlopen(request, timeout=30).close()
+    return url
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +87,9 @@ def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("downloads")
 
 
-@pytest.fixture(scope="module")
-def browser(downloads: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="session")
+def shared_browser(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One headless Chromium per test process (each start costs a second or two)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -80,9 +102,26 @@ def browser(downloads: Path, tmp_path_factory: pytest.TempPathFactory):  # type:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
     options.add_experimental_option("prefs", {
-        "download.default_directory": str(downloads), "download.prompt_for_download": False,
-        "safebrowsing.enabled": False})
+        "download.prompt_for_download": False, "safebrowsing.enabled": False})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser(shared_browser, downloads: Path):  # type: ignore[no-untyped-def]
+    """The shared Chromium as a new one looks to each test module: downloads go to the
+    module's own folder, and no page remembers a dataset or a sign-in from earlier modules
+    (a new tab, every cookie cleared)."""
+    stale = shared_browser.window_handles
+    shared_browser.switch_to.new_window("tab")  # a tab's sessionStorage starts empty
+    for handle in stale:
+        shared_browser.switch_to.window(handle)
+        shared_browser.close()
+    shared_browser.switch_to.window(shared_browser.window_handles[0])
+    shared_browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    shared_browser.execute_cdp_cmd("Browser.setDownloadBehavior", {
+        "behavior": "allow", "downloadPath": str(downloads)})
+    shared_browser.set_window_size(1400, 1000)
+    return shared_browser

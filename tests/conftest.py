@@ -20,13 +20,18 @@ settings.load_profile("deterministic")
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CALIBDASH_SHARED_DATA", REPO.parent / "shared" / "data"))
 
-#: Files of 40 s or more on the 2-core CI machine (its --durations output), longest first.
-#: They are collected first, so the two xdist workers (whole files each, taken in
-#: collection order) start them first and end together, instead of one worker running
-#: a long file alone at the end.
+#: Test files that compile umap-learn's numba code in the test process (about 15 s of CPU
+#: each time a process does it first): one xdist worker runs them all, so the suite pays
+#: the compile once (:func:`pytest_xdist_make_scheduler`).
+UMAP_FILES = ("app/test_local_api.py", "app/test_cancel_latency.py",
+              "calibcore/local/test_embedding.py", "calibcore/local/test_umap_index.py")
+#: Files (or groups) of 40 s or more on the 2-core CI machine (its --durations output),
+#: longest first. They are collected first, so the two xdist workers (whole files each,
+#: taken in collection order) start them first and end together, instead of one worker
+#: running a long file alone at the end.
 LONG_FILES = ("calibcore/metrics/test_resampling.py",
               "test_benchmark_path.py", "calibcore/metrics/test_interval_coverage.py",
-              "app/test_local_api.py", "test_benchmarks.py")
+              *UMAP_FILES, "test_benchmarks.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,6 +40,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
 
     items.sort(key=rank)  # stable: the order within each file and among the rest is kept
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Whole files per worker (``--dist loadfile``), the :data:`UMAP_FILES` as one unit."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "umap-files" if path.removeprefix("tests/") in UMAP_FILES else path
+
+    return FilesAndGroups(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -104,7 +104,29 @@ def reflected_gaussian_convolve(grid: NDArray[np.float64], bandwidth: float) -> 
     kernel sits half a cell off centre, so the mirrored grid is convolved
     through a real FFT long enough to avoid wrap-around.
     """
+    return _convolve_spectrum(_grid_spectrum(grid), grid.shape[1], bandwidth)
+
+
+def _grid_spectrum(grid: NDArray[np.float64]) -> NDArray[np.float64] | NDArray[np.complex128]:
+    """The transform of each row that :func:`reflected_gaussian_convolve` multiplies by the
+    kernel's: it does not depend on the bandwidth, so a search over bandwidths sharing a
+    grid size transforms the grid once."""
     n_grid = grid.shape[1]
+    if n_grid % 2:
+        return fft.dct(grid, type=1, axis=1)
+    flipped = grid[:, ::-1]
+    extended = np.concatenate([flipped[:, :-1], grid, flipped[:, 1:]], axis=1)
+    return fft.rfft(extended, _fft_length(n_grid), axis=1)
+
+
+def _fft_length(n_grid: int) -> int:
+    return fft.next_fast_len(3 * n_grid - 2, real=True)
+
+
+def _convolve_spectrum(
+    spectrum: NDArray[np.float64] | NDArray[np.complex128], n_grid: int, bandwidth: float
+) -> NDArray[np.float64]:
+    """:func:`reflected_gaussian_convolve` from the rows' :func:`_grid_spectrum`."""
     offsets = np.linspace(0.0, 1.0, n_grid) - 0.5
     kernel = np.exp(-offsets * offsets / (2.0 * bandwidth**2)) / (np.sqrt(2.0 * np.pi) * bandwidth)
     if n_grid % 2:
@@ -112,13 +134,10 @@ def reflected_gaussian_convolve(grid: NDArray[np.float64], bandwidth: float) -> 
         half_kernel = np.zeros(n_grid)
         half_kernel[: centre + 1] = kernel[centre:]
         response = fft.dct(half_kernel, type=1)
-        return fft.idct(fft.dct(grid, type=1, axis=1) * response, type=1, axis=1)
-    flipped = grid[:, ::-1]
-    extended = np.concatenate([flipped[:, :-1], grid, flipped[:, 1:]], axis=1)
-    length = fft.next_fast_len(3 * n_grid - 2, real=True)
-    spectrum = fft.rfft(extended, length, axis=1) * fft.rfft(kernel, length)
+        return fft.idct(spectrum * response, type=1, axis=1)
+    length = _fft_length(n_grid)
     start = n_grid - 1 + n_grid // 2
-    return fft.irfft(spectrum, length, axis=1)[:, start : start + n_grid]
+    return fft.irfft(spectrum * fft.rfft(kernel, length), length, axis=1)[:, start : start + n_grid]
 
 
 def interpolate(grid: NDArray[np.float64], points: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -151,7 +170,8 @@ class KernelSmoother:
     ) -> None:
         self._rows = values.shape[0]
         self._splitter = GridSplitter(scores, np.concatenate([values, weights]))
-        self._grids: dict[int, NDArray[np.float64]] = {}
+        # each grid size's transformed grid sums (rows of values, then of weights)
+        self._spectra: dict[int, NDArray[np.float64] | NDArray[np.complex128]] = {}
 
     @property
     def n_rows(self) -> int:
@@ -171,12 +191,12 @@ class KernelSmoother:
         values, density : ndarrays of shape (len(rows), len(points))
         """
         n_grid = grid_size(bandwidth)
-        if n_grid not in self._grids:
-            self._grids[n_grid] = self._splitter.split(n_grid)
-        grid = self._grids[n_grid]
+        if n_grid not in self._spectra:
+            self._spectra[n_grid] = _grid_spectrum(self._splitter.split(n_grid))
+        spectrum = self._spectra[n_grid]
         if rows is not None:
-            grid = np.concatenate([grid[rows], grid[self._rows + rows]])
-        smoothed = interpolate(reflected_gaussian_convolve(grid, bandwidth), points)
+            spectrum = np.concatenate([spectrum[rows], spectrum[self._rows + rows]])
+        smoothed = interpolate(_convolve_spectrum(spectrum, n_grid, bandwidth), points)
         half = smoothed.shape[0] // 2
         return smoothed[:half], smoothed[half:]
 

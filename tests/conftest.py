@@ -24,14 +24,14 @@ SHARED_DATA = Path(os.environ.get("CALIBDASH_SHARED_DATA", REPO.parent / "shared
 #: each time a process does it first): one xdist worker runs them all, so the suite pays
 #: the compile once (:func:`pytest_xdist_make_scheduler`).
 UMAP_FILES = ("app/test_local_api.py", "app/test_cancel_latency.py",
-              "calibcore/local/test_embedding.py", "calibcore/local/test_umap_index.py")
+              "calibcore/local/test_embedding.py", "calibcore/local/test_umap_index.py",
+              "test_benchmarks.py")  # bench_local's smoke run embeds with UMAP
 #: Files (or groups) of 40 s or more on the 2-core CI machine (its --durations output),
 #: longest first. They are collected first, so the two xdist workers (whole files each,
 #: taken in collection order) start them first and end together, instead of one worker
 #: running a long file alone at the end.
-LONG_FILES = ("calibcore/metrics/test_resampling.py",
-              "test_benchmark_path.py", "calibcore/metrics/test_interval_coverage.py",
-              *UMAP_FILES, "test_benchmarks.py")
+LONG_FILES = (*UMAP_FILES, "calibcore/metrics/test_resampling.py",
+              "calibcore/metrics/test_interval_coverage.py", "test_benchmark_path.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -24,11 +24,7 @@ ECE's fixed-point bandwidth included).
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 
@@ -39,6 +35,7 @@ from calibcore._validation import check_in_range, check_positive_int, check_pred
 from calibcore.data.views import View, score_outcome
 from calibcore.data.weights import check_sample_weight
 from calibcore.metrics._interval_merge import shifted_window
+from calibcore.metrics._sorting import sort_order
 from calibcore.metrics.binning import (
     Binning,
     assign_bins,
@@ -62,7 +59,6 @@ __all__ = [
     "shifted_interval_rows",
     "smooth_calibration_error",
     "smooth_ece",
-    "sort_order",
     "view_problems",
 ]
 
@@ -119,52 +115,6 @@ def view_problems(
         sorted_scores = scores[order]  # gathered once (1.5M rows: 10 ms a gather)
         out.append(ViewProblem(name, sorted_scores, sorted_scores - outcomes[order], order))
     return out
-
-
-#: From this many scores :func:`sort_order` remembers its orders (below, the sort costs
-#: less than the hash that finds it again).
-SORT_MEMO_MIN_ROWS = 100_000
-#: Most positions :func:`sort_order` keeps, over its orders (the most recently used;
-#: 64 MiB of int64); a longer order is not kept.
-SORT_MEMO_MAX_ROWS = 8_000_000
-_sort_memo: OrderedDict[bytes, tuple[Future[NDArray[np.intp]], int]] = OrderedDict()
-_sort_memo_guard = threading.Lock()
-
-
-def sort_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
-    """``np.argsort(scores)``, remembered by the scores' bytes from
-    :data:`SORT_MEMO_MIN_ROWS` scores on: the measures, the smooth reliability diagram and
-    the other requests of one page sort the same scores of the same rows, often at the
-    same time (a caller that finds the sort under way waits for it). The order is the
-    very array ``np.argsort`` gives (the same default sort of the same values), read-only.
-    """
-    if not SORT_MEMO_MIN_ROWS <= scores.size <= SORT_MEMO_MAX_ROWS:
-        return np.argsort(scores)
-    values = np.ascontiguousarray(scores, dtype=np.float64)
-    key = hashlib.blake2b(values.view(np.uint8), digest_size=32).digest()
-    with _sort_memo_guard:
-        entry = _sort_memo.get(key)
-        sorting = entry is None
-        if entry is None:
-            entry = _sort_memo[key] = (Future(), values.size)
-            while sum(size for _, size in _sort_memo.values()) > SORT_MEMO_MAX_ROWS:
-                _sort_memo.popitem(last=False)
-        else:
-            _sort_memo.move_to_end(key)
-    found = entry[0]
-    if not sorting:
-        return found.result()
-    try:
-        order = np.argsort(values)
-    except BaseException as error:
-        found.set_exception(error)
-        with _sort_memo_guard:
-            if _sort_memo.get(key) is entry:
-                del _sort_memo[key]
-        raise
-    order.flags.writeable = False
-    found.set_result(order)
-    return order
 
 
 def laplace_kernel_rows(

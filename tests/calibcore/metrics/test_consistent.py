@@ -306,23 +306,3 @@ def test_compiled_walk_gives_numpys_values_to_the_bit(n: int, rows: int, decimal
         reference = _numpy_shifted_interval_rows(scores, residuals, weights, width)
         assert ours.view(np.int64).tolist() == reference.view(np.int64).tolist()
 
-
-def test_sort_order_is_numpys_argsort_remembered_and_shared() -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from calibcore.metrics.consistent import SORT_MEMO_MIN_ROWS, sort_order
-
-    rng = np.random.default_rng(11)
-    proba = rng.uniform(size=(SORT_MEMO_MIN_ROWS + 1, 2)).round(3)  # many ties
-    column = proba[:, 1]  # a strided view, as the positive view's scores are
-    first = sort_order(column)
-    assert first.tolist() == np.argsort(column).tolist()
-    assert sort_order(column.copy()) is first  # the same values: found again
-    assert not first.flags.writeable
-    other = proba[:, 0]
-    with ThreadPoolExecutor(3) as pool:  # concurrent callers: one sort, one answer
-        orders = list(pool.map(lambda _: sort_order(other), range(3)))
-    assert orders[0] is orders[1] is orders[2]
-    assert orders[0].tolist() == np.argsort(other).tolist()
-    small = column[:1000]
-    assert sort_order(small).tolist() == np.argsort(small).tolist()

@@ -21,7 +21,8 @@ Every job's progress is polled every 0.1 s (:func:`benchmarks.server_jobs.poll_j
 the note gives the longest time it stood still (the target is 2 s). The last row of
 each server is its peak RSS (VmHWM); the target is :data:`PEAK_RSS_TARGET_MIB`.
 
-Run: ``python -m benchmarks.bench_path`` (about 10 minutes; ``--quick`` for tiny sizes).
+Run: ``python -m benchmarks.bench_path`` (about 10 minutes; ``--quick`` for tiny sizes;
+``--only million`` for the million-row path alone, ``--only default_nb``, ``--only 300k``).
 """
 
 from __future__ import annotations
@@ -261,11 +262,21 @@ def _peak(server: LiveServer, case: str) -> Row:
     return Row(case, 0.0, note=f"{peak:,.0f} MiB", mib=peak, target_mib=PEAK_RSS_TARGET_MIB)
 
 
-def run(quick: bool = False) -> list[Row]:
+#: The paths of :func:`run`, by the name ``--only`` takes.
+PATHS = {"million": lambda root, quick: _million_rows(root, quick),
+         "default_nb": lambda root, quick: _default_nb(root, quick),
+         "300k": lambda root, quick: _three_hundred_thousand(root, quick)}
+
+
+def run(quick: bool = False, only: tuple[str, ...] = ()) -> list[Row]:
+    """Every path (or those named in ``only``, keys of :data:`PATHS`)."""
+    unknown = [name for name in only if name not in PATHS]
+    if unknown:
+        raise ValueError(f"unknown paths {unknown}; choose from {', '.join(PATHS)}")
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
-        rows = [*_million_rows(root, quick), *_default_nb(root, quick),
-                *_three_hundred_thousand(root, quick)]
+        rows = [row for name, path in PATHS.items() if not only or name in only
+                for row in path(root, quick)]
     # the targets are for the real sizes; tiny ones only check that every step runs
     return [replace(row, target_seconds=None, target_mib=None, target_ratio=None)
             for row in rows] if quick else rows
@@ -273,7 +284,9 @@ def run(quick: bool = False) -> list[Row]:
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    for row in run(quick=quick):
+    # --only million (or default_nb, 300k; repeatable): those paths alone
+    only = tuple(sys.argv[i + 1] for i, arg in enumerate(sys.argv[:-1]) if arg == "--only")
+    for row in run(quick=quick, only=only):
         status = "ok" if row.passed else "MISS"
         target = "" if row.target_seconds is None else f" (target {row.target_seconds:g} s)"
         if row.target_mib is not None:

@@ -30,8 +30,7 @@ from calibcore.metrics import (
     MeasureName,
     ViewedCalibrationTest,
     binned_reliability,
-    calibration_tests_by_view,
-    cumulative_tests_by_view,
+    calibration_and_cumulative_tests,
     global_measures,
     proportion_interval,
     smooth_reliability,
@@ -158,12 +157,11 @@ def calibration_test(labels: NDArray[np.intp], proba: NDArray[np.float64], *,
     the Kuiper statistic with their own p-values, in the positive and top-label views
     (:func:`calibcore.metrics.cumulative_tests_by_view`, same resamples). The test does
     not depend on the view the measures are shown in: a verdict is never read from a
-    folded view."""
-    return calibration_test_document(
-        calibration_tests_by_view(labels, proba, n_resamples=n_resamples, level=TEST_LEVEL,
-                                  random_state=random_state, sample_weight=sample_weight),
-        cumulative_tests_by_view(labels, proba, n_resamples=n_resamples,
-                                 random_state=random_state, sample_weight=sample_weight))
+    folded view. Each view's resamples are drawn once for kCE, KS and Kuiper
+    (:func:`calibcore.metrics.calibration_and_cumulative_tests`)."""
+    return calibration_test_document(*calibration_and_cumulative_tests(
+        labels, proba, n_resamples=n_resamples, level=TEST_LEVEL, random_state=random_state,
+        sample_weight=sample_weight))
 
 
 def calibration_test_document(checked: ViewedCalibrationTest,

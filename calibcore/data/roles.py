@@ -14,6 +14,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from calibcore.data.column_names import (
     BINARY_PROBABILITY_NAMES,
@@ -168,6 +169,15 @@ def label_value_names(values: pd.Series) -> pd.Series:
     Each distinct value is named once (a label column has few), so a million rows cost a
     factorization, not a million Python calls.
     """
+    codes, names = label_codes(values)
+    named = np.array([*names, np.nan], dtype=object)  # code -1 (missing) reads the last
+    return pd.Series(named[codes], index=values.index, name=values.name, dtype=object)
+
+
+def label_codes(values: pd.Series) -> tuple[NDArray[np.intp], list[str]]:
+    """:func:`label_value_names` as codes: each row's code (-1 where missing) and the name
+    of each code, codes numbered in order of first appearance (names may repeat: 1 and
+    1.0 are both "1")."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     if pd.api.types.is_bool_dtype(values):
         names = [{False: "0", True: "1"}[bool(v)] for v in uniques]
@@ -176,8 +186,7 @@ def label_value_names(values: pd.Series) -> pd.Series:
         names = [str(int(v)) for v in uniques]
     else:
         names = [str(v).strip() for v in uniques]
-    named = np.array([*names, np.nan], dtype=object)  # code -1 (missing) reads the last
-    return pd.Series(named[codes], index=values.index, name=values.name, dtype=object)
+    return np.asarray(codes, dtype=np.intp), names
 
 
 

@@ -32,6 +32,7 @@ from calibcore.data.roles import (
     Split,
     column_class_parts,
     infer_roles,
+    label_codes,
     label_value_names,
     natural_order,
     normalize_name,
@@ -230,23 +231,33 @@ def build_prediction_set(
             warnings.append(f"{left_out.size:,} row{'s' if left_out.size > 1 else ''} left "
                             f"out (missing label or probability): {describe_rows(missing)} "
                             "of the file.")
-    if roles.label is None:
-        labels = pd.Series([None] * frame.shape[0], dtype=object)
-    else:
-        labels = label_value_names(frame[roles.label])
-        _collect(problems, _reject_missing, labels.isna().to_numpy(), roles.label, "label")
+    # each row's label as a code of its name (-1: none), named once per distinct value
+    codes, names = (np.full(frame.shape[0], -1, dtype=np.intp), []) if roles.label is None \
+        else label_codes(frame[roles.label])
+    if roles.label is not None:
+        _collect(problems, _reject_missing, codes < 0, roles.label, "label")
     raw = _numeric_probabilities(frame, roles.probabilities, problems)
     if not roles.logits and not problems:
         _collect(problems, _check_range, raw, roles)
     if problems:  # every problem of the label and probability columns at once
         raise CalibrationInputError.of_all(problems)
-    classes, proba = _class_probabilities(raw, roles, labels)
+    # the classes depend only on which label names there are
+    classes, proba = _class_probabilities(raw, roles,
+                                          pd.Series(list(dict.fromkeys(names)), dtype=object))
     proba = _checked_simplex(proba, roles, renormalize, warnings)
     index = {name: k for k, name in enumerate(classes)}
-    y_true = labels.map(index) if roles.label is not None else labels.fillna(-1)
-    unknown = y_true.isna().to_numpy()
+    code_classes = np.array([index.get(name, -1) for name in names], dtype=np.intp)
+    labelled_rows = codes >= 0
+    if labelled_rows.all():
+        y_true = code_classes[codes]
+    else:
+        y_true = np.full(codes.size, -1, dtype=np.intp)
+        y_true[labelled_rows] = code_classes[codes[labelled_rows]]
+    unknown = labelled_rows & (y_true < 0)
     if unknown.any():
-        values = ", ".join(repr(v) for v in labels[unknown].unique()[:5])
+        # in order of first appearance, as the codes are numbered
+        values = ", ".join(repr(v) for v in list(dict.fromkeys(
+            name for name, k in zip(names, code_classes, strict=True) if k < 0))[:5])
         raise CalibrationInputError(
             f"column {roles.label!r} has label values with no probability column ({values}) "
             f"in {describe_rows(unknown)}; probability columns are for classes "
@@ -254,8 +265,7 @@ def build_prediction_set(
             code="label_without_probability", column=roles.label,
             rows=first_rows(unknown), count=int(unknown.sum()),
         )
-    weights = _row_weights(frame, roles, y_true.to_numpy(dtype=np.intp), classes,
-                           negative_rate)
+    weights = _row_weights(frame, roles, y_true, classes, negative_rate)
     features = frame[list(roles.features)].reset_index(drop=True)
     kinds = {name: feature_kind(features[name]) for name in roles.features}
     missing = {name: int(n) for name, n in features.isna().sum().items() if n}
@@ -265,7 +275,7 @@ def build_prediction_set(
                         "drops or imputes them and says so.")
     return PredictionSet(
         classes=classes,
-        y_true=y_true.to_numpy(dtype=np.intp),
+        y_true=y_true,
         proba=proba,
         features=features,
         feature_kinds=kinds,

@@ -59,6 +59,7 @@ from calibcore.metrics.calibration_test import (
 from calibcore.metrics.calibration_views import (
     CUMULATIVE_STATISTICS,
     ViewedCalibrationTest,
+    calibration_and_cumulative_tests,
     calibration_tests_by_view,
     checked_in_views,
     cumulative_tests_by_view,
@@ -177,6 +178,7 @@ __all__ = [
     "binned_rows",
     "bootstrap_interval",
     "brier_score",
+    "calibration_and_cumulative_tests",
     "calibration_tests_by_view",
     "checked_in_views",
     "classwise_expected_calibration_error",

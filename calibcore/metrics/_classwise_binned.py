@@ -45,21 +45,26 @@ class ClasswiseBins:
         edges = equal_width_edges(n_bins)
         self.dense = np.empty(n_classes, dtype=np.intp)
         self._residuals_t = np.empty((n_rows, n_classes))  # (n, K), for one product
-        rows, columns, values = [], [], []
+        # each row's entries outside its classes' dense bins, row by row and class by
+        # class within a row: the compressed rows themselves, built without a sort
+        outside = np.empty((n_rows, n_classes), dtype=bool)
+        columns = np.empty((n_rows, n_classes), dtype=np.int32)
         # class by class: no (K, n) temporaries beside the (n, K) residuals
         for k, (class_scores, class_residuals) in enumerate(zip(scores, residuals,
                                                                strict=True)):
             bins = assign_bins(class_scores, edges)
             self.dense[k] = np.argmax(np.bincount(bins, minlength=n_bins))  # most rows
-            sparse_rows = np.flatnonzero(bins != self.dense[k])
-            rows.append(sparse_rows)
-            columns.append(k * n_bins + bins[sparse_rows])
-            values.append(class_residuals[sparse_rows])
+            np.not_equal(bins, self.dense[k], out=outside[:, k])
+            np.add(bins, k * n_bins, out=columns[:, k], casting="unsafe")
             self._residuals_t[:, k] = class_residuals
-        row, column = np.concatenate(rows), np.concatenate(columns)
+        index_type = np.int32 if outside.size < np.iinfo(np.int32).max else np.int64
+        indptr = np.zeros(n_rows + 1, dtype=index_type)
+        np.cumsum(outside.sum(axis=1), out=indptr[1:])
+        indices = columns[outside].astype(index_type, copy=False)
         shape = (n_rows, n_classes * n_bins)
-        self._sums = sparse.csr_matrix((np.concatenate(values), (row, column)), shape=shape)
-        self._counts = sparse.csr_matrix((np.ones(row.size), (row, column)), shape=shape)
+        self._sums = sparse.csr_matrix((self._residuals_t[outside], indices, indptr),
+                                       shape=shape)
+        self._counts = sparse.csr_matrix((np.ones(indices.size), indices, indptr), shape=shape)
         self.n_classes, self.n_bins = n_classes, n_bins
 
     def rows(self, weights: NDArray[np.float64]

@@ -34,6 +34,8 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View, score_outcome
 from calibcore.data.weights import check_sample_weight
+from calibcore.metrics._interval_merge import shifted_window
+from calibcore.metrics._sorting import sort_order
 from calibcore.metrics.binning import (
     Binning,
     assign_bins,
@@ -109,7 +111,7 @@ def view_problems(
         if not sort:
             out.append(ViewProblem(name, scores, scores - outcomes, None))
             continue
-        order = np.argsort(scores)
+        order = sort_order(scores)
         sorted_scores = scores[order]  # gathered once (1.5M rows: 10 ms a gather)
         out.append(ViewProblem(name, sorted_scores, sorted_scores - outcomes[order], order))
     return out
@@ -150,13 +152,12 @@ def shifted_interval_rows(
     a step function. The integrand is constant between consecutive points of
     {v_i} and {v_i - w}; merging the two sorted lists gives it exactly.
     """
-    merged = np.concatenate([scores - width, scores])
-    order = np.argsort(merged, kind="stable")  # two sorted runs: a linear merge
-    # Walking up the merged points, P(x + w) gains a_j at v_j - w and P(x) gains a_i at v_i.
-    weighted = weights * residuals
-    steps = np.concatenate([weighted, -weighted], axis=1)[:, order]
-    window = np.abs(np.cumsum(steps, axis=1))
-    lengths = np.append(np.diff(merged[order]), 0.0)
+    # Walking up the merged points, P(x + w) gains a_j at v_j - w and P(x) gains a_i at v_i:
+    # one compiled pass (the merge of the two sorted runs, the running sum and the gaps,
+    # the values of a stable argsort of the concatenation, cumsum and diff to the bit)
+    weighted = np.ascontiguousarray(weights * residuals)
+    window, lengths = shifted_window(np.ascontiguousarray(scores, dtype=np.float64),
+                                     weighted, float(width))
     # einsum, not BLAS gemv: the latter stalls on waking its threads on a busy machine.
     return np.einsum("bi,i->b", window, lengths) / (width * weights.sum(axis=1))
 

@@ -5,6 +5,10 @@ the header row is read here first (a bounded prefix) and repeated names or too m
 columns are refused before pandas starts. The (decompressed) bytes then stream through
 a reader that counts them against the limit and checks the stop event; rows are
 counted chunk by chunk.
+
+A comma-separated file of numbers only (the usual prediction file) is parsed by
+pyarrow's multi-threaded reader instead (:func:`_numbers_by_arrow`), into the frame
+pandas would read; any other file goes to pandas as above.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as arrow_compute
+from pyarrow import csv as arrow_csv
 
 from app.services.tables.limits import (
     TableLimits,
@@ -50,6 +57,14 @@ _EITHER_MARK = re.compile(r"[+-]?[1-9]\d{0,2}[.,]\d{3}")
 _DOT_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d+)?")
 #: Digits and dots in any other pattern (a date such as 01.02.2024, a version 1.2.3).
 _DOTTED = re.compile(r"\d+(\.\d+)+")
+
+
+#: What pandas reads as missing by default (``pandas.read_csv``'s ``na_values``).
+_PANDAS_MISSING = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+                   "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
+                   "nan", "null"]
+#: From this size a float column may be integers pandas keeps as uint64 or text.
+_LARGEST_INT = 2.0**63
 
 
 @dataclass(frozen=True)
@@ -156,15 +171,73 @@ def read_csv(path: Path, filename: str, compressed: bool, limits: TableLimits,
             code="not_a_table")
     text = head.decode("utf-8-sig", errors="replace")
     delimiter = _sniff_delimiter(text[:_SNIFF_BYTES])
-    n_columns = _check_header(text, len(head) < header_bytes, delimiter, filename, limits)
+    names = _check_header(text, len(head) < header_bytes, delimiter, filename, limits)
+    n_columns = len(names)
     number_format = _sniff_number_format(
         text[:_SNIFF_BYTES], delimiter,
         whole=len(head) < header_bytes and len(text) <= _SNIFF_BYTES)
+    if not compressed and delimiter == "," and number_format == _NumberFormat():
+        frame = _numbers_by_arrow(path, names, filename, limits, stop)
+        if frame is not None:
+            return CsvTable(frame)
     rows_per_chunk = max(1, min(_CHUNK_CELLS // max(1, n_columns), limits.max_rows + 1))
     with _guarded_open(path, filename, compressed, limits, stop) as stream:
         frame = _parse_csv(stream, delimiter, number_format, rows_per_chunk, filename, limits,
                            stop)
     return CsvTable(frame, number_format.note(delimiter))
+
+
+def _numbers_by_arrow(path: Path, names: list[str], filename: str, limits: TableLimits,
+                      stop: threading.Event | None) -> pd.DataFrame | None:
+    """The frame pandas would read from a comma-separated file of numbers only, parsed by
+    pyarrow's multi-threaded reader; None for any other file (text, booleans, dates,
+    empty columns, a row of another length, a header pandas would rename...), which
+    pandas then reads in chunks as before.
+
+    Every column must come out int64 or float64 under the header :func:`_check_header`
+    read, with pandas' missing-value markers: the frame is then pandas' own (both parse
+    decimal numbers correctly rounded; integers too large for int64, which pandas keeps
+    as uint64 or text, send the file to pandas).
+    """
+    if (path.stat().st_size > limits.max_decompressed_bytes
+            or not all(name.strip() for name in names)):
+        return None
+    check_stop(stop, filename)
+    try:
+        # the system allocator: Arrow's default (mimalloc) spends about 0.6 s setting up
+        # its arenas on a process's first large read (1.5M rows: 1.06 s against 0.45 s
+        # after, 0.55 s with the system allocator), a fresh server's first upload
+        table = arrow_csv.read_csv(
+            path, parse_options=arrow_csv.ParseOptions(delimiter=","),
+            convert_options=arrow_csv.ConvertOptions(null_values=_PANDAS_MISSING,
+                                                     strings_can_be_null=True),
+            memory_pool=pa.system_memory_pool())
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    if table.column_names != names or table.num_rows == 0 or not all(
+            pa.types.is_int64(kind) or pa.types.is_float64(kind)
+            for kind in table.schema.types):
+        return None
+    if table.num_rows > limits.max_rows:
+        raise CalibrationInputError(
+            f"the file {filename!r} has more than {limits.max_rows:,} rows; the "
+            "limit is CALIBDASH_MAX_ROWS.", code="table_too_large")
+    if any(pa.types.is_float64(column.type) and _past_int64(column)
+           for column in table.columns):
+        return None
+    check_stop(stop, filename)
+    return table.to_pandas(memory_pool=pa.system_memory_pool())
+
+
+def _past_int64(column: pa.ChunkedArray) -> bool:
+    """Whether a float column holds a finite value of magnitude 2**63 or more (it may be
+    integers that pandas keeps as uint64 or text); one pass unless it holds infinities."""
+    low, high = arrow_compute.min_max(column).values()
+    if low.as_py() is None or -_LARGEST_INT < low.as_py() <= high.as_py() < _LARGEST_INT:
+        return False
+    finite = arrow_compute.filter(column, arrow_compute.is_finite(column))
+    largest = arrow_compute.max(arrow_compute.abs(finite)).as_py()
+    return largest is not None and largest >= _LARGEST_INT
 
 
 def _sniff_delimiter(text: str) -> str:
@@ -207,8 +280,8 @@ def _sniff_number_format(text: str, delimiter: str, *, whole: bool) -> _NumberFo
 
 
 def _check_header(text: str, whole_file: bool, delimiter: str, filename: str,
-                  limits: TableLimits) -> int:
-    """Refuse repeated names and too many columns from the header row; its column count.
+                  limits: TableLimits) -> list[str]:
+    """Refuse repeated names and too many columns from the header row; its names.
 
     ``text`` is the start of the file; the header row may not end within it. Rows are
     split as pandas splits them (same quoting, blank lines skipped), so pandas never meets
@@ -232,7 +305,7 @@ def _check_header(text: str, whole_file: bool, delimiter: str, filename: str,
             f"(more than {len(names):,} column names); at most {limits.max_columns:,} "
             "columns are accepted (CALIBDASH_MAX_COLUMNS).", code="too_many_columns")
     check_columns(len(names), filename, limits)
-    return len(names)
+    return names
 
 
 def _header_bytes(limits: TableLimits) -> int:

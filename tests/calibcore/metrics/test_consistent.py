@@ -276,3 +276,33 @@ def test_measures_do_not_depend_on_row_order(sample, random) -> None:
         assert measure(labels[order], scores[order], view="positive") == pytest.approx(
             measure(labels, scores, view="positive"), abs=1e-12
         )
+
+
+def _numpy_shifted_interval_rows(scores: np.ndarray, residuals: np.ndarray,
+                                 weights: np.ndarray, width: float) -> np.ndarray:
+    """The walk written with NumPy: a stable argsort of the concatenated runs, the gathered
+    signed steps, their running sum and the gaps (what the compiled walk replaces)."""
+    merged = np.concatenate([scores - width, scores])
+    order = np.argsort(merged, kind="stable")
+    weighted = weights * residuals
+    steps = np.concatenate([weighted, -weighted], axis=1)[:, order]
+    window = np.abs(np.cumsum(steps, axis=1))
+    lengths = np.append(np.diff(merged[order]), 0.0)
+    return np.einsum("bi,i->b", window, lengths) / (width * weights.sum(axis=1))
+
+
+@pytest.mark.parametrize(("n", "rows", "decimals"), [(1, 1, 3), (7, 3, 1), (2_000, 5, 2),
+                                                     (20_000, 1, 6), (3_000, 20, 12)])
+def test_compiled_walk_gives_numpys_values_to_the_bit(n: int, rows: int, decimals: int) -> None:
+    # tied scores (rounded), shifted points landing on scores (widths 2^-k on a grid of
+    # 1/10^decimals), count weights with zeros: every value equal to the last bit
+    rng = np.random.default_rng(n + rows)
+    scores = np.sort(rng.uniform(size=n).round(decimals))
+    residuals = scores - (rng.uniform(size=n) < scores)
+    weights = (np.ones((rows, n)) if rows == 1
+               else rng.poisson(1.0, size=(rows, n)).astype(np.float64))
+    for width in (1.0, 0.5, 0.1, 1 / 64, 2.0**-10):
+        ours = shifted_interval_rows(scores, residuals, weights, width)
+        reference = _numpy_shifted_interval_rows(scores, residuals, weights, width)
+        assert ours.view(np.int64).tolist() == reference.view(np.int64).tolist()
+

@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibcore.metrics import (
+    calibration_and_cumulative_tests,
+    calibration_tests_by_view,
     consistency_resampling_test,
     cumulative_tests_by_view,
     ks_calibration_error,
@@ -193,6 +195,28 @@ def test_by_view_gives_both_statistics_on_the_kce_tests_draws() -> None:
     y3, p3 = three_classes(400, np.random.default_rng(6))
     assert [r.view for r in cumulative_tests_by_view(y3, p3, n_resamples=9)] == [
         "top_label", "top_label"]
+
+
+@pytest.mark.parametrize("case", ["binary", "binary_weighted", "three_classes"])
+def test_one_draw_per_view_gives_what_each_function_gives_alone(case: str) -> None:
+    # the overview's test: kCE, KS and Kuiper on one set of draws per view; every result
+    # must be the one the separate functions (each drawing its own) give, field by field
+    rng = np.random.default_rng(8)
+    if case == "three_classes":
+        y, p = three_classes(600, rng)
+    else:
+        y, p = planted(1.3, 9000, rng)  # above 8,192 rows: the pooled cells
+    weights = rng.choice([1.0, 3.0], size=y.size) if case == "binary_weighted" else None
+    viewed, cumulative = calibration_and_cumulative_tests(
+        y, p, n_resamples=49, random_state=3, sample_weight=weights)
+    assert viewed == calibration_tests_by_view(y, p, n_resamples=49, random_state=3,
+                                               sample_weight=weights)
+    assert cumulative == cumulative_tests_by_view(y, p, n_resamples=49, random_state=3,
+                                                  sample_weight=weights)
+    assert len(cumulative) == (2 if case == "three_classes" else 4)
+    alone, none = calibration_and_cumulative_tests(y, p, n_resamples=49, random_state=3,
+                                                   sample_weight=weights, cumulative=False)
+    assert alone == viewed and none == ()
 
 
 def rejection_rates(exponent: float, view: str, *, replications: int, n: int,

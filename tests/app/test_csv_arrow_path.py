@@ -1,0 +1,95 @@
+"""Comma-separated files of numbers are parsed by pyarrow: the frame must be pandas' own.
+
+Every file here is read twice by :func:`app.services.tables.load_table`, once as it is
+and once with the pyarrow path turned off (pandas' chunked reader, the reference), and
+the frames must be equal cell for cell, dtypes and names included. The files with
+anything but numbers must not take the pyarrow path at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.services.tables import TableLimits, _csv, load_table
+
+NUMBERS = {
+    "ints and floats": "y_true,y_prob,x\n0,0.25,1.5\n1,0.75,-2e-3\n1,0.5,3\n",
+    "missing markers": "y_true,y_prob,x\n0,0.25,NA\n1,,nan\n1,0.5,None\n0,0.1,<NA>\n1,0.3,2.5\n",
+    "ints with a gap": "y,p,n\n0,0.2,1\n1,0.8,\n0,0.4,7\n",
+    "quoted numbers": 'y,"p",q\n0,"0.25",1\n1,"0.75",2\n',
+    "infinities": "y,p,x\n0,0.2,inf\n1,0.8,-inf\n",
+    "crlf": "y,p\r\n0,0.2\r\n1,0.8\r\n",
+    "hard floats": "y,p\n" + "".join(
+        f"{k % 2},{float(v)!r}\n" for k, v in enumerate(
+            np.random.default_rng(0).normal(size=2_000) * 10.0 ** np.arange(-22, 18).repeat(50))),
+    "bom": "\ufeffy,p\n0,0.2\n1,0.8\n",
+    "blank line first": "\ny,p\n0,0.2\n1,0.8\n",
+}
+OTHERS = {
+    "text": "y,p,name\n0,0.2,a\n1,0.8,b\n",
+    "booleans": "y,p,flag\n0,0.2,True\n1,0.8,False\n",
+    "huge integers": "y,p,id\n0,0.2,99999999999999999999\n1,0.8,2\n",
+    "a float past int64 (could be integers)": "y,p,x\n0,0.2,1e300\n1,0.8,2.5\n",
+    "unsigned": "y,p,id\n0,0.2,18446744073709551615\n1,0.8,2\n",
+    "empty column": "y,p,e\n0,0.2,\n1,0.8,\n",
+    "unnamed column": "y,p,\n0,0.2,1\n1,0.8,2\n",
+    "short row": "y,p,x\n0,0.2,1\n1,0.8\n",
+    "dates": "y,p,when\n0,0.2,2024-01-02\n1,0.8,2024-01-03\n",
+}
+
+
+def read(path: Path, *, arrow: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
+                                                                                 bool]:
+    taken = []
+    original = _csv._numbers_by_arrow
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        frame = original(*args, **kwargs) if arrow else None
+        taken.append(frame is not None)
+        return frame
+
+    monkeypatch.setattr(_csv, "_numbers_by_arrow", spy)
+    frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
+    return frame, any(taken)
+
+
+@pytest.mark.parametrize("name", list(NUMBERS))
+def test_numbers_take_the_arrow_path_and_read_as_pandas_reads_them(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "numbers.csv"
+    path.write_text(NUMBERS[name], newline="")
+    fast, took = read(path, arrow=True, monkeypatch=monkeypatch)
+    reference, _ = read(path, arrow=False, monkeypatch=monkeypatch)
+    assert took
+    pd.testing.assert_frame_equal(fast, reference, check_exact=True)
+    # and pandas' own one-pass reader agrees (the reference is its chunked reader)
+    pd.testing.assert_frame_equal(fast, pd.read_csv(path), check_exact=True)
+
+
+@pytest.mark.parametrize("name", list(OTHERS))
+def test_anything_but_numbers_is_left_to_pandas(name: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "other.csv"
+    path.write_text(OTHERS[name], newline="", encoding="utf-8")
+    try:
+        fast, took = read(path, arrow=True, monkeypatch=monkeypatch)
+    except ValueError as error:  # refused: the same refusal as pandas' path
+        with pytest.raises(ValueError) as reference_error:
+            read(path, arrow=False, monkeypatch=monkeypatch)
+        assert str(error) == str(reference_error.value)
+        return
+    reference, _ = read(path, arrow=False, monkeypatch=monkeypatch)
+    assert not took
+    pd.testing.assert_frame_equal(fast, reference, check_exact=True)
+
+
+def test_the_row_limit_holds_on_the_arrow_path(tmp_path: Path) -> None:
+    path = tmp_path / "tall.csv"
+    path.write_text("y,p\n" + "0,0.5\n" * 101)
+    with pytest.raises(ValueError, match="more than 100 rows") as caught:
+        load_table(path, "tall.csv", limits=TableLimits(max_rows=100))
+    assert caught.value.code == "table_too_large"  # type: ignore[attr-defined]

@@ -1,0 +1,40 @@
+"""The remembered sorts are NumPy's own orders (so nothing computed from them changes)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from calibcore.metrics._sorting import SORT_MEMO_MIN_ROWS, sort_order, stable_sort_order
+
+
+def test_sort_order_is_numpys_argsort_remembered_and_shared() -> None:
+    rng = np.random.default_rng(11)
+    proba = rng.uniform(size=(SORT_MEMO_MIN_ROWS + 1, 2)).round(3)  # many ties
+    column = proba[:, 1]  # a strided view, as the positive view's scores are
+    first = sort_order(column)
+    assert first.tolist() == np.argsort(column).tolist()
+    assert sort_order(column.copy()) is first  # the same values: found again
+    assert not first.flags.writeable
+    other = proba[:, 0]
+    with ThreadPoolExecutor(3) as pool:  # concurrent callers: one sort, one answer
+        orders = list(pool.map(lambda _: sort_order(other), range(3)))
+    assert orders[0] is orders[1] is orders[2]
+    assert orders[0].tolist() == np.argsort(other).tolist()
+    small = column[:1000]
+    assert sort_order(small).tolist() == np.argsort(small).tolist()
+
+
+@pytest.mark.parametrize("decimals", [1, 3, 12])
+def test_stable_order_is_numpys_stable_argsort(decimals: int) -> None:
+    # ties in row order, whichever order the quicksort left them in; 0.0 and -0.0 tie
+    rng = np.random.default_rng(decimals)
+    scores = rng.uniform(size=SORT_MEMO_MIN_ROWS + 7).round(decimals)
+    scores[::97] = 0.0
+    scores[::101] = -0.0
+    expected = np.argsort(scores, kind="stable")
+    assert stable_sort_order(scores).tolist() == expected.tolist()
+    assert stable_sort_order(scores[:500]).tolist() == np.argsort(scores[:500],
+                                                                  kind="stable").tolist()

@@ -63,8 +63,7 @@ def failure(job_id: str, kind: str, error: Exception, *,
     if isinstance(error, NotFound) and error.kind == "dataset":
         logger.info("job %s (%s) stopped: dataset %s was deleted while it ran", job_id, kind,
                     error.record_id)
-        return {"code": "dataset_deleted", "message": DATASET_DELETED_MESSAGE,
-                "details": {**details, "dataset_id": error.record_id}}
+        return deleted_dataset_error(job_id, error.record_id)
     if isinstance(error, NotFound):
         logger.info("job %s (%s) stopped: %s", job_id, kind, error)
         return {"code": "not_found", "message": str(error),
@@ -82,6 +81,12 @@ def failure(job_id: str, kind: str, error: Exception, *,
     return {"code": "internal_error",
             "message": internal_error_message(job_id, type(error).__name__),
             "details": details}
+
+
+def deleted_dataset_error(job_id: str, dataset_id: str) -> dict[str, Any]:
+    """The error of a job whose dataset was deleted while it ran (or waited)."""
+    return {"code": "dataset_deleted", "message": DATASET_DELETED_MESSAGE,
+            "details": {"job_id": job_id, "dataset_id": dataset_id}}
 
 
 def without_traceback(job_id: str, error: dict[str, Any] | None) -> dict[str, Any] | None:

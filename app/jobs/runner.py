@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from app.jobs.failures import failure
+from app.jobs.failures import deleted_dataset_error, failure
 from app.jobs.job import ACTIVE, INTERRUPTED_MESSAGE, Job, JobCancelled, Progress
 from app.jobs.records import JobRecords
 from app.store import Store, new_id, now
@@ -46,6 +46,8 @@ class JobRunner:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        # jobs told to stop because a dataset they read was deleted: job id -> dataset id
+        self._deleted_under: dict[str, str] = {}
         self._store = store
         self._records = None if store is None else JobRecords(store)
         if self._records is not None:
@@ -75,6 +77,8 @@ class JobRunner:
         try:
             self._execute(job, function)
         finally:
+            with self._lock:  # it may have ended before it saw the stop
+                self._deleted_under.pop(job.id, None)
             job.finished = now()
             if self._records is not None:
                 self._records.save_quietly(job, final=True)
@@ -110,13 +114,32 @@ class JobRunner:
         ``batch_dataset_id``, ...) is no longer in the store."""
         if self._store is None:
             return False
-        named = [value for key, value in (job.params or {}).items()
-                 if key.endswith("dataset_id") and isinstance(value, str)]
-        return any(self._store.get("dataset", dataset_id) is None for dataset_id in named)
+        return any(self._store.get("dataset", dataset_id) is None
+                   for dataset_id in _named_datasets(job))
+
+    def stop_jobs_reading(self, dataset_id: str) -> list[str]:
+        """Stop the queued and running jobs that read ``dataset_id`` (just deleted): each
+        ends failed with ``dataset_deleted`` at its next progress check, so a deleted
+        dataset's work stops holding a core. Returns the ids of the jobs told to stop."""
+        with self._lock:
+            jobs = [job for job in self._jobs.values()
+                    if job.status in ACTIVE and dataset_id in _named_datasets(job)]
+            for job in jobs:
+                self._deleted_under.setdefault(job.id, dataset_id)
+        for job in jobs:
+            job.progress.cancel_requested.set()
+        return [job.id for job in jobs]
 
     def _stopped(self, job: Job) -> None:
-        """Cancelled by the user, or interrupted by the server shutting down."""
-        if self._stopping.is_set():
+        """Cancelled by the user, stopped because its dataset was deleted, or interrupted
+        by the server shutting down."""
+        with self._lock:
+            deleted = self._deleted_under.pop(job.id, None)
+        if deleted is not None and not self._stopping.is_set():
+            job.error = deleted_dataset_error(job.id, deleted)
+            job.progress.message = job.error["message"]
+            job.status = "failed"
+        elif self._stopping.is_set():
             job.progress.message = INTERRUPTED_MESSAGE
             job.error = {"code": "interrupted", "message": INTERRUPTED_MESSAGE,
                          "details": {"params": job.params}}
@@ -158,3 +181,9 @@ class JobRunner:
         for job in jobs:
             job.progress.cancel_requested.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _named_datasets(job: Job) -> list[str]:
+    """The datasets a job's params name (``dataset_id``, ``batch_dataset_id``, ...)."""
+    return [value for key, value in (job.params or {}).items()
+            if key.endswith("dataset_id") and isinstance(value, str)]

@@ -47,11 +47,12 @@ class Services:
         remove_incoming(settings.data_dir / INCOMING)
         store = Store(settings.data_dir)
         stopping = threading.Event()
+        jobs = JobRunner(settings.job_workers, store)
         datasets = DatasetService(store, TableLimits.from_settings(settings), stopping,
-                                  staged_upload_hours=settings.staged_upload_hours)
+                                  staged_upload_hours=settings.staged_upload_hours,
+                                  on_delete=jobs.stop_jobs_reading)
         datasets.expire_uploads()
-        return cls(settings=settings, store=store,
-                   jobs=JobRunner(settings.job_workers, store),
+        return cls(settings=settings, store=store, jobs=jobs,
                    datasets=datasets,
                    recalibrations=RecalibrationService(store, datasets, settings.random_state),
                    stopping=stopping)

@@ -6,6 +6,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -169,12 +170,17 @@ class DatasetService:
         Set when the server shuts down: files being parsed stop between chunks.
     staged_upload_hours : float
         Staged uploads older than this are deleted.
+    on_delete : callable, optional
+        Called with a dataset's id once it is deleted (the job runner stops the jobs
+        reading it).
     """
 
     def __init__(self, store: Store, limits: TableLimits = DEFAULT_LIMITS,
                  stop: threading.Event | None = None, *,
-                 staged_upload_hours: float = 24.0) -> None:
+                 staged_upload_hours: float = 24.0,
+                 on_delete: Callable[[str], object] | None = None) -> None:
         self._store = store
+        self._on_delete = on_delete
         self._limits = limits
         self._stop = stop
         self._staged_upload_hours = staged_upload_hours
@@ -353,6 +359,8 @@ class DatasetService:
         self._store.delete("dataset", dataset_id)
         with self._lock:
             self._cache.pop(dataset_id, None)
+        if self._on_delete is not None:
+            self._on_delete(dataset_id)
 
     def ensure_example(self, path: Path) -> str | None:
         """Load the bundled example when the store has no dataset yet."""

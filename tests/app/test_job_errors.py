@@ -236,3 +236,37 @@ def test_a_failed_job_is_never_seen_without_its_error(client, monkeypatch) -> No
     release.set()
     ended = finished(client, job.id)
     assert ended["status"] == "failed" and ended["error"]["code"] == "internal_error"
+
+
+def test_deleting_a_dataset_stops_its_running_jobs_and_only_those(client, dataset_id,
+                                                                  shared_data) -> None:
+    """A deleted dataset's work stops at its next progress check (it held a core until
+    it ended before) and says why; a job of another dataset runs on."""
+    response = upload(client, (shared_data / "default_nb.csv").read_bytes(), "other.csv")
+    other = response.json()["id"]
+    runs = {dataset_id: threading.Event(), other: threading.Event()}
+    release = threading.Event()
+
+    def work(dataset: str):  # type: ignore[no-untyped-def]
+        def loop(progress: Progress) -> str:
+            runs[dataset].set()
+            while not release.is_set():  # a long computation that checks in often
+                progress.check()
+                time.sleep(0.01)
+            return "done"
+        return loop
+
+    jobs = services_of(client).jobs
+    deleted = jobs.submit("heterogeneity", work(dataset_id), params={"dataset_id": dataset_id})
+    kept = jobs.submit("heterogeneity", work(other), params={"dataset_id": other})
+    assert runs[dataset_id].wait(10) and runs[other].wait(10)
+    began = time.monotonic()
+    assert client.delete(f"/api/v1/datasets/{dataset_id}").status_code == 204
+    snapshot = finished(client, deleted.id, seconds=5)
+    assert time.monotonic() - began < 2.0
+    assert snapshot["status"] == "failed"
+    assert snapshot["error"] == {"code": "dataset_deleted", "message": DATASET_DELETED_MESSAGE,
+                                 "details": {"job_id": deleted.id, "dataset_id": dataset_id}}
+    assert client.get(f"/api/v1/jobs/{kept.id}").json()["status"] == "running"
+    release.set()
+    assert finished(client, kept.id)["status"] == "succeeded"

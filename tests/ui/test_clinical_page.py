@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from benchmarks.bench_load import _upload
+from tests.ui.browser import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from benchmarks.bench_load import _upload
 from tests.app.test_compare_api import three_models_csv
+from tests.ui.browser import WebDriverWait
 from tests.ui.test_local_page import choose
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.app.test_job_persistence import _free_port, _serve, _upload
+from tests.ui.browser import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

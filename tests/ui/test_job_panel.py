@@ -92,7 +92,8 @@ def test_a_long_job_shows_its_time_left_and_updates_every_2_s(server, browser) -
 
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.ui.browser import WebDriverWait
 
     browser.get(server + "/overview")
     wait = WebDriverWait(browser, 60)

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.ui.browser import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,10 +15,10 @@ import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from calibcore.recalibration import Recalibrator
 from tests.app.test_recalibration_advice import tree_predictions
+from tests.ui.browser import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from benchmarks.bench_load import _upload
 from tests.app.test_timeline_api import weekly
+from tests.ui.browser import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -12,8 +12,7 @@ from selenium.webdriver.common.by import By
 
 from benchmarks.bench_load import _upload
 from tests.app.test_compare_api import three_models_csv
-from tests.ui.browser import WebDriverWait
-from tests.ui.test_local_page import choose
+from tests.ui.browser import WebDriverWait, choose
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -7,17 +7,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.ui.browser import WebDriverWait
+from tests.ui.browser import text_of, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
-    return WebDriverWait(browser, seconds)
 
 
-def text_of(browser, selector: str) -> str:  # type: ignore[no-untyped-def]
-    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
 
 
 def test_hh_heatmap_and_support_histogram_render(server, browser) -> None:

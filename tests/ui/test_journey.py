@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.ui.browser import WebDriverWait
+from tests.ui.browser import wait, wait_for_download
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def wait(browser, seconds: float = 30) -> WebDriverWait:
-    return WebDriverWait(browser, seconds)
 
 
-def wait_for_download(directory: Path, suffix: str, seconds: float = 30) -> Path:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done = [p for p in directory.glob(f"*{suffix}")]
-        if done:
-            return done[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no {suffix} download in {directory}: {list(directory.iterdir())}")
 
 
 def test_example_dataset_is_ready_on_first_page(server, browser) -> None:

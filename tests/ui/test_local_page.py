@@ -2,42 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import httpx2
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.ui.browser import WebDriverWait
+from tests.ui.browser import choose, text_of, upload_via_api, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def wait(browser, seconds: float = 30) -> WebDriverWait:  # type: ignore[no-untyped-def]
-    return WebDriverWait(browser, seconds)
 
 
-def text_of(browser, selector: str) -> str:  # type: ignore[no-untyped-def]
-    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
 
 
-def upload_via_api(server: str, path: Path) -> str:
-    with path.open("rb") as content:
-        response = httpx2.post(f"{server}/api/v1/datasets", files={"file": (path.name, content)},
-                              timeout=60)
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
 
 
-def choose(browser, dropdown_id: str, starts_with: str) -> None:  # type: ignore[no-untyped-def]
-    browser.find_element(By.ID, dropdown_id).click()
-    option = wait(browser).until(lambda b: next(
-        (o for o in b.find_elements(By.CSS_SELECTOR, "[role=option]")
-         if o.text.strip().startswith(starts_with)), False))
-    option.click()
 
 
 def test_umap_landscape_cdf_and_curves_render(server, browser, shared_data) -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
-import urllib.request
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +15,7 @@ from selenium.webdriver.support import expected_conditions as ec
 
 from calibcore.recalibration import Recalibrator
 from tests.app.test_recalibration_advice import tree_predictions
-from tests.ui.browser import WebDriverWait
+from tests.ui.browser import WebDriverWait, upload_via_api, wait, wait_for_download
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,30 +24,10 @@ PROBA = [f"proba_{k}" for k in range(10)]
 CORRECTED = [f"calibrated_proba_{k}" for k in range(10)]
 
 
-def wait(browser, seconds: float = 30) -> WebDriverWait:
-    return WebDriverWait(browser, seconds)
 
 
-def wait_for_download(directory: Path, pattern: str, seconds: float = 30) -> Path:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done = sorted(directory.glob(pattern))
-        if done and done[0].stat().st_size > 0:
-            return done[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no {pattern} download in {directory}: {list(directory.iterdir())}")
 
 
-def upload_via_api(server: str, path: Path) -> str:
-    boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-            f"filename=\"{path.name}\"\r\nContent-Type: text/csv\r\n\r\n").encode()
-    body += path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
-    request = urllib.request.Request(f"{server}/api/v1/datasets", data=body, method="POST",
-                                     headers={"Content-Type":
-                                              f"multipart/form-data; boundary={boundary}"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return str(json.loads(response.read())["id"])
 
 
 def test_compare_three_methods_download_the_model_and_apply_it(

@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
 from tests.live_server import LiveServer, live_server
-from tests.ui.test_recalibrate_page import wait, wait_for_download
+from tests.ui.browser import wait, wait_for_download
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

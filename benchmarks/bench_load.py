@@ -7,12 +7,13 @@ Both through ``calibdash serve`` on loopback, as a user's browser would meet it:
 * The server's resident memory before and after downloading the corrected probabilities
   of a 1.5M-row file (``/proc/<pid>/status``), and the time of the download.
 
-Run: ``python -m benchmarks.bench_load``.
+Run: ``python -m benchmarks.bench_load`` (``--quick`` for tiny sizes).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import threading
 import time
@@ -132,6 +133,6 @@ def run(quick: bool = False) -> list[Row]:
 
 
 if __name__ == "__main__":
-    for row in run():
+    for row in run(quick="--quick" in sys.argv):
         status = "ok" if row.passed else "MISS"
         print(f"{status:4} {row.seconds:8.3f} s  {row.case}  [{row.note}]")

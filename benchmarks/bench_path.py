@@ -34,6 +34,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ from benchmarks.server_jobs import poll_job
 from benchmarks.table import Row
 from tests.live_server import LiveServer, live_server
 
+#: How a path starts its server: ``serve(store_folder_name, environment)``.
+Serve = Callable[..., AbstractContextManager[LiveServer]]
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: Most upload + overview may take, as a multiple of ``pandas.read_csv`` of the same file.
 READ_CSV_RATIO_TARGET = 8.0
@@ -112,13 +115,13 @@ def _stall_note(stall: float) -> str:
     return f"progress still for at most {stall:.1f} s"
 
 
-def _million_rows(root: Path, quick: bool) -> list[Row]:
+def _million_rows(root: Path, quick: bool, serve: Serve) -> list[Row]:
     # quick: the row bootstrap, as every size up to 20,000 rows (the real size resamples
     # cells); 5,000 rows take a quarter of the time of 20,000 through the same steps
     n_rows = 5_000 if quick else 1_500_000
     path = path_csv(n_rows, root / "million.csv")
     rows = []
-    with live_server(root / "store-million") as server:
+    with serve("store-million") as server:
         client = Client(server)
         upload, dataset = _timed(lambda: _upload(server, path))
         rows.append(Row(f"upload, {n_rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB)",
@@ -176,14 +179,14 @@ def _million_rows(root: Path, quick: bool) -> list[Row]:
     return rows
 
 
-def _default_nb(root: Path, quick: bool) -> list[Row]:
+def _default_nb(root: Path, quick: bool, serve: Serve) -> list[Row]:
     rows = []
     source = SHARED_DATA / "default_nb.csv"
     if quick:  # a slice, so the smoke test stays short
         source = root / "default_nb_head.csv"
         pd.read_csv(SHARED_DATA / "default_nb.csv").sample(600, random_state=0).to_csv(
             source, index=False)
-    with live_server(root / "store-nb") as server:
+    with serve("store-nb") as server:
         client = Client(server)
         dataset = _upload(server, source)
         sample: Any = 100 if quick else "all"
@@ -199,13 +202,13 @@ def _default_nb(root: Path, quick: bool) -> list[Row]:
     return rows
 
 
-def _three_hundred_thousand(root: Path, quick: bool) -> list[Row]:
+def _three_hundred_thousand(root: Path, quick: bool, serve: Serve) -> list[Row]:
     n_rows = 1_000 if quick else 300_000  # quick: HH on every row is most of the smoke run
     path = path_csv(n_rows, root / "large.csv", seed=1)
     rows = []
     # warm-up on, as a server started by the user: UMAP compiles in the background
     warm_up = "false" if quick else "true"
-    with live_server(root / "store-300k", env={"CALIBDASH_WARM_UP": warm_up}) as server:
+    with serve("store-300k", {"CALIBDASH_WARM_UP": warm_up}) as server:
         client = Client(server)
         dataset = _upload(server, path)
         # the jobs start once the server is ready: while the start-up warm-up compiles
@@ -263,9 +266,7 @@ def _peak(server: LiveServer, case: str) -> Row:
 
 
 #: The paths of :func:`run`, by the name ``--only`` takes.
-PATHS = {"million": lambda root, quick: _million_rows(root, quick),
-         "default_nb": lambda root, quick: _default_nb(root, quick),
-         "300k": lambda root, quick: _three_hundred_thousand(root, quick)}
+PATHS = {"million": _million_rows, "default_nb": _default_nb, "300k": _three_hundred_thousand}
 
 
 def run(quick: bool = False, only: tuple[str, ...] = ()) -> list[Row]:
@@ -273,10 +274,18 @@ def run(quick: bool = False, only: tuple[str, ...] = ()) -> list[Row]:
     unknown = [name for name in only if name not in PATHS]
     if unknown:
         raise ValueError(f"unknown paths {unknown}; choose from {', '.join(PATHS)}")
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as directory, ExitStack() as stack:
         root = Path(directory)
+        shared = None
+        if quick:  # at tiny sizes, starting a server per path would be most of the run
+            shared = stack.enter_context(live_server(root / "store"))
+
+        def serve(store: str, env: dict[str, str] | None = None) -> AbstractContextManager[
+                LiveServer]:
+            return nullcontext(shared) if shared else live_server(root / store, env=env)
+
         rows = [row for name, path in PATHS.items() if not only or name in only
-                for row in path(root, quick)]
+                for row in path(root, quick, serve)]
     # the targets are for the real sizes; tiny ones only check that every step runs
     return [replace(row, target_seconds=None, target_mib=None, target_ratio=None)
             for row in rows] if quick else rows

@@ -26,6 +26,13 @@ SHARED_DATA = Path(os.environ.get("CALIBDASH_SHARED_DATA", REPO.parent / "shared
 UMAP_FILES = ("app/test_local_api.py", "app/test_cancel_latency.py",
               "calibcore/local/test_embedding.py", "calibcore/local/test_umap_index.py",
               "test_benchmarks.py")  # bench_local's smoke run embeds with UMAP
+#: Test files that use the session's Dask cluster (:func:`dask_cluster`): one xdist worker
+#: runs them all, so the suite starts and stops one cluster (two worker processes that
+#: each import calibcore) instead of one per worker.
+DASK_FILES = ("app/test_dask_weights.py", "app/test_external_api.py",
+              "calibcore/partitioned/test_partitioned.py",
+              "calibcore/partitioned/test_partitioned_variables.py",
+              "calibcore/partitioned/test_weighted_variables_dask.py")
 #: Files (or groups) of 40 s or more on the 2-core CI machine (its --durations output),
 #: longest first. They are collected first, so the two xdist workers (whole files each,
 #: taken in collection order) start them first and end together, instead of one worker
@@ -43,13 +50,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Whole files per worker (``--dist loadfile``), the :data:`UMAP_FILES` as one unit."""
+    """Whole files per worker (``--dist loadfile``), the :data:`UMAP_FILES` as one unit and
+    the :data:`DASK_FILES` as another."""
     from xdist.scheduler import LoadFileScheduling
 
     class FilesAndGroups(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "umap-files" if path.removeprefix("tests/") in UMAP_FILES else path
+            relative = path.removeprefix("tests/")
+            return ("umap-files" if relative in UMAP_FILES
+                    else "dask-files" if relative in DASK_FILES else path)
 
     return FilesAndGroups(config, log)  # type: ignore[arg-type]
 

@@ -25,6 +25,7 @@ from calibcore.metrics._resampling import (
     BLOCK_ELEMENTS,
     ROW_BOOTSTRAP_MAX_ROWS,
     ResamplingPlan,
+    drawn_ahead,
     resample_blocks,
     resample_counts,
     resampling_plan,
@@ -489,7 +490,10 @@ def resample(
     evaluated."""
     done = 0
     blocks = []
-    for weights in plan.blocks(n_bootstrap, random_state):
+    # a summary's resamples (a multinomial over cells: 0.3 s of 200 over 1.5M rows) are
+    # drawn ahead, beside the evaluation of the block before
+    drawn = plan.blocks(n_bootstrap, random_state)
+    for weights in (drawn if plan.method == "rows" else drawn_ahead(drawn)):
         blocks.append(resampled.rows(keys, weights, skip_smce))
         done += weights.shape[0]
         if progress is not None:

@@ -29,10 +29,12 @@ from calibcore.data import (
     PredictionSet,
     RoleGuess,
     build_prediction_set,
+    default_view,
     infer_roles,
     role_problems,
 )
 from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import sort_view_ahead
 
 PREVIEW_ROWS = 10
 #: The document of an external dataset (:mod:`app.services.external`) with its exact report.
@@ -290,6 +292,11 @@ class DatasetService:
         prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize,
                                               drop_missing=overrides.drop_missing,
                                               negative_rate=overrides.negative_rate)
+        if prediction_set.labelled:
+            # the overview that follows an upload sorts the default view's scores first;
+            # the table's write to the store below leaves a core idle to do it now
+            sort_view_ahead(prediction_set.y_true, prediction_set.proba,
+                            default_view(prediction_set.n_classes))
         # the stored table holds the rows the prediction set holds, so every page that
         # reads other columns of it (models, time, downloads) meets the same rows
         frame = without_left_out(frame, prediction_set)

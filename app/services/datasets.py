@@ -217,12 +217,15 @@ class DatasetService:
         self._store.commit(Record("upload", upload_id, None, filename, now(), meta),
                            tables={upload_id: frame})
         missing = frame.isna().sum()
-        return {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
-                "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
-                "preview": preview_rows(frame),
-                "missing_values": {str(c): int(n) for c, n in missing.items() if n},
-                "inferred_missing_rows": _rows_missing(frame, guess.label,
-                                                       guess.probabilities)}
+        staged = {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
+                  "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+                  "preview": preview_rows(frame),
+                  "missing_values": {str(c): int(n) for c, n in missing.items() if n},
+                  "inferred_missing_rows": _rows_missing(frame, guess.label,
+                                                         guess.probabilities)}
+        del table, frame
+        release_memory()  # what the parse freed (create_from_file says why)
+        return staged
 
     def create_from_upload(self, upload_id: str, overrides: RoleOverrides,
                            name: str | None = None) -> dict[str, Any]:
@@ -241,6 +244,8 @@ class DatasetService:
                             tuple(record.meta.get("warnings", ())))
         summary = self._create(table, overrides, name or record.name, record.meta["filename"])
         self._store.delete("upload", upload_id)
+        del table, frame
+        release_memory()  # what reading the staged table freed
         return summary
 
     def expire_uploads(self) -> list[str]:

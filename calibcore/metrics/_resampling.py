@@ -36,7 +36,7 @@ weights of negative downsampling, one per label, are).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
@@ -86,7 +86,7 @@ def resample_blocks(
         yield resample_counts(rng, n, min(block, n_resamples - start))
 
 
-def drawn_ahead(blocks: Iterator[_Block]) -> Iterator[_Block]:
+def drawn_ahead(blocks: Iterator[_Block]) -> Generator[_Block, None, None]:
     """The items of ``blocks``, each drawn on a thread of its own while the caller works
     on the one before (NumPy's multinomial and binomial draws release the GIL).
 
@@ -155,7 +155,7 @@ class ResamplingPlan:
 
     def blocks(
         self, n_resamples: int, random_state: int | np.random.Generator | None
-    ) -> Iterator[NDArray[np.float64]]:
+    ) -> Generator[NDArray[np.float64], None, None]:
         """The resamples as count weights over the plan's rows or cells, in blocks (times
         ``unit_weights`` with row weights)."""
         if self.unit_weights is not None:

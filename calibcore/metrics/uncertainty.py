@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -491,13 +492,15 @@ def resample(
     done = 0
     blocks = []
     # a summary's resamples (a multinomial over cells: 0.3 s of 200 over 1.5M rows) are
-    # drawn ahead, beside the evaluation of the block before
+    # drawn ahead, beside the evaluation of the block before (closed at once when a
+    # cancelled bootstrap stops early, so its drawing thread ends with it)
     drawn = plan.blocks(n_bootstrap, random_state)
-    for weights in (drawn if plan.method == "rows" else drawn_ahead(drawn)):
-        blocks.append(resampled.rows(keys, weights, skip_smce))
-        done += weights.shape[0]
-        if progress is not None:
-            progress(done / n_bootstrap)
+    with closing(drawn if plan.method == "rows" else drawn_ahead(drawn)) as resamples:
+        for weights in resamples:
+            blocks.append(resampled.rows(keys, weights, skip_smce))
+            done += weights.shape[0]
+            if progress is not None:
+                progress(done / n_bootstrap)
     data = values() if callable(values) else values
     for evaluated in blocks:
         for key, block in evaluated.items():

@@ -224,7 +224,7 @@ class DatasetService:
                   "inferred_missing_rows": _rows_missing(frame, guess.label,
                                                          guess.probabilities)}
         del table, frame
-        release_memory()  # what the parse freed (create_from_file says why)
+        release_memory()  # the user confirms the roles next: nothing to reuse soon
         return staged
 
     def create_from_upload(self, upload_id: str, overrides: RoleOverrides,
@@ -263,15 +263,11 @@ class DatasetService:
     def create_from_file(self, path: Path, filename: str, overrides: RoleOverrides,
                          name: str | None = None) -> dict[str, Any]:
         """Parse, infer roles (with overrides), validate and store in one step."""
+        # not trimmed after: with one heap for every thread (app.services.tables.
+        # share_one_heap) the overview that follows reuses what the parse freed, where
+        # handing it back made the overview fault it in again
         table = self.read_file(path, filename)
-        try:
-            return self._create(table, overrides, name or filename, filename)
-        finally:
-            # the parse's small blocks (pyarrow reads in chunks on threads of its own)
-            # stay in those threads' heap arenas once freed, which no request thread
-            # reuses: 1.5M rows left ~225 MiB resident that every later peak stood on
-            del table
-            release_memory()
+        return self._create(table, overrides, name or filename, filename)
 
     def create_from_frame(self, frame: pd.DataFrame, overrides: RoleOverrides, name: str,
                           filename: str, *, extra_meta: dict[str, Any] | None = None,

@@ -21,10 +21,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     from app.config import Settings
     from app.main import create_app
-    from app.services.tables import map_large_blocks
+    from app.services.tables import share_one_heap
 
-    # freed million-row arrays go back to the system, not to per-thread heap arenas
-    map_large_blocks()
+    # one heap for every thread: a freed million-row array is reused by the next request
+    # whatever its thread, not kept in a heap of its own thread's (nor unmapped and
+    # faulted in again, page by page, as every array of 4 MiB and more was)
+    share_one_heap()
 
     overrides = {key: value for key, value in (("host", args.host), ("port", args.port),
                                                ("data_dir", args.data_dir)) if value is not None}

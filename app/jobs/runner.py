@@ -38,10 +38,15 @@ class JobRunner:
     store : Store, optional
         Where job records persist; without one, jobs live in memory only. Building
         the runner marks the store's unfinished jobs as interrupted.
+    on_idle : callable, optional
+        Called when a job ends and no other is running (the server hands the memory
+        the jobs freed back to the system).
     """
 
-    def __init__(self, workers: int = 2, store: Store | None = None) -> None:
+    def __init__(self, workers: int = 2, store: Store | None = None,
+                 on_idle: Callable[[], None] | None = None) -> None:
         self._workers = workers
+        self._on_idle = on_idle
         self._executor = self._new_executor()
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -82,6 +87,12 @@ class JobRunner:
             job.finished = now()
             if self._records is not None:
                 self._records.save_quietly(job, final=True)
+            if self._on_idle is not None:
+                with self._lock:
+                    idle = not any(other.status == "running" for other in self._jobs.values()
+                                   if other is not job)
+                if idle:
+                    self._on_idle()
 
     def _execute(self, job: Job, function: Callable[[Progress], Any]) -> None:
         if job.progress.cancel_requested.is_set():

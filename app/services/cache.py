@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from app.services.tables import release_memory
 from app.store import Store
 
 _flights: dict[str, tuple[threading.Lock, int]] = {}
@@ -36,7 +37,11 @@ def cached(store: Store, key: str, compute: Callable[[], Any]) -> Any:
             return store.read_document(key)
         result = compute()
         store.write_document(key, result)
-        return result
+    with _flights_guard:
+        idle = not _flights
+    if idle:  # no other computation under way: what this one freed goes back
+        release_memory()
+    return result
 
 
 def settled(store: Store, key: str) -> Any | None:

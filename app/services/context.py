@@ -12,7 +12,7 @@ from app.config import Settings
 from app.jobs import JobRunner
 from app.services.datasets import DatasetService
 from app.services.recalibration import RecalibrationService
-from app.services.tables import TableLimits
+from app.services.tables import TableLimits, release_memory
 from app.store import Store
 
 #: Folder of the data directory where uploads are spooled while they arrive
@@ -47,7 +47,7 @@ class Services:
         remove_incoming(settings.data_dir / INCOMING)
         store = Store(settings.data_dir)
         stopping = threading.Event()
-        jobs = JobRunner(settings.job_workers, store)
+        jobs = JobRunner(settings.job_workers, store, on_idle=release_memory)
         datasets = DatasetService(store, TableLimits.from_settings(settings), stopping,
                                   staged_upload_hours=settings.staged_upload_hours,
                                   on_delete=jobs.stop_jobs_reading)

@@ -16,17 +16,25 @@ import numpy as np
 import pandas as pd
 
 from app.services.sample_size import sample_size_warnings
-from app.services.tables import DEFAULT_LIMITS, LoadedTable, TableLimits, load_table
+from app.services.tables import (
+    DEFAULT_LIMITS,
+    LoadedTable,
+    TableLimits,
+    load_table,
+    release_memory,
+)
 from app.store import NotFound, Record, Store, new_id, now
 from calibcore.data import (
     ColumnRoles,
     PredictionSet,
     RoleGuess,
     build_prediction_set,
+    default_view,
     infer_roles,
     role_problems,
 )
 from calibcore.exceptions import CalibrationInputError
+from calibcore.metrics import sort_view_ahead
 
 PREVIEW_ROWS = 10
 #: The document of an external dataset (:mod:`app.services.external`) with its exact report.
@@ -209,12 +217,15 @@ class DatasetService:
         self._store.commit(Record("upload", upload_id, None, filename, now(), meta),
                            tables={upload_id: frame})
         missing = frame.isna().sum()
-        return {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
-                "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
-                "preview": preview_rows(frame),
-                "missing_values": {str(c): int(n) for c, n in missing.items() if n},
-                "inferred_missing_rows": _rows_missing(frame, guess.label,
-                                                       guess.probabilities)}
+        staged = {"upload_id": upload_id, **meta, "inferred": _guess_dict(guess),
+                  "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+                  "preview": preview_rows(frame),
+                  "missing_values": {str(c): int(n) for c, n in missing.items() if n},
+                  "inferred_missing_rows": _rows_missing(frame, guess.label,
+                                                         guess.probabilities)}
+        del table, frame
+        release_memory()  # the user confirms the roles next: nothing to reuse soon
+        return staged
 
     def create_from_upload(self, upload_id: str, overrides: RoleOverrides,
                            name: str | None = None) -> dict[str, Any]:
@@ -233,6 +244,8 @@ class DatasetService:
                             tuple(record.meta.get("warnings", ())))
         summary = self._create(table, overrides, name or record.name, record.meta["filename"])
         self._store.delete("upload", upload_id)
+        del table, frame
+        release_memory()  # what reading the staged table freed
         return summary
 
     def expire_uploads(self) -> list[str]:
@@ -250,6 +263,9 @@ class DatasetService:
     def create_from_file(self, path: Path, filename: str, overrides: RoleOverrides,
                          name: str | None = None) -> dict[str, Any]:
         """Parse, infer roles (with overrides), validate and store in one step."""
+        # not trimmed after: with one heap for every thread (app.services.tables.
+        # share_one_heap) the overview that follows reuses what the parse freed, where
+        # handing it back made the overview fault it in again
         table = self.read_file(path, filename)
         return self._create(table, overrides, name or filename, filename)
 
@@ -277,6 +293,11 @@ class DatasetService:
         prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize,
                                               drop_missing=overrides.drop_missing,
                                               negative_rate=overrides.negative_rate)
+        if prediction_set.labelled:
+            # the overview that follows an upload sorts the default view's scores first;
+            # the table's write to the store below leaves a core idle to do it now
+            sort_view_ahead(prediction_set.y_true, prediction_set.proba,
+                            default_view(prediction_set.n_classes))
         # the stored table holds the rows the prediction set holds, so every page that
         # reads other columns of it (models, time, downloads) meets the same rows
         frame = without_left_out(frame, prediction_set)

@@ -90,6 +90,25 @@ def rows_for(prediction_set: PredictionSet, subset: Subset) -> NDArray[np.bool_]
     return prediction_set.mask(subset)
 
 
+def subset_arrays(prediction_set: PredictionSet, subset: Subset
+                  ) -> tuple[NDArray[np.bool_], NDArray[np.intp], NDArray[np.float64],
+                             NDArray[np.float64] | None]:
+    """The mask of ``subset`` (:func:`rows_for`) and its rows' labels, probabilities and
+    weights. For all rows these are the prediction set's own arrays as read-only views,
+    not copies (36 MiB per request at 1.5M binary rows, three requests per overview)."""
+    mask = rows_for(prediction_set, subset)
+    if subset != "all":
+        return (mask, prediction_set.y_true[mask], prediction_set.proba[mask],
+                prediction_set.weights_of(mask))
+    labels, proba = prediction_set.y_true.view(), prediction_set.proba.view()
+    weights = prediction_set.weights_of(None)
+    weights = None if weights is None else weights.view()
+    for array in (labels, proba, weights):
+        if array is not None:
+            array.flags.writeable = False
+    return mask, labels, proba, weights
+
+
 def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
                    n_bins: int = 15, binning: Binning = "equal_width",
                    subset: Subset = "all", n_bootstrap: int = 200,
@@ -105,9 +124,7 @@ def global_metrics(prediction_set: PredictionSet, *, view: View = "top_label",
     (:func:`calibration_test`) with as many resamples as the bootstrap, or None when no
     resampling is asked for (``n_bootstrap=0``).
     """
-    mask = rows_for(prediction_set, subset)
-    labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
-    weights = prediction_set.weights_of(mask)
+    mask, labels, proba, weights = subset_arrays(prediction_set, subset)
 
     def test_of_rows() -> dict[str, Any] | None:
         return (calibration_test(labels, proba, n_resamples=n_bootstrap,
@@ -242,9 +259,7 @@ def bin_sensitivity(prediction_set: PredictionSet, *, view: View = "top_label",
     them again; a callable is asked for them after the curves are computed (None: compute
     them here).
     """
-    mask = rows_for(prediction_set, subset)
-    labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
-    weights = prediction_set.weights_of(mask)
+    mask, labels, proba, weights = subset_arrays(prediction_set, subset)
     # both binnings from one validation and one sort of the scores
     curves = {binning: curve.tolist() for binning, curve in metrics.ece_by_bin_count_per_binning(
         labels, proba, bin_counts, binnings=("equal_width", "equal_mass"), view=view,
@@ -298,9 +313,7 @@ def reliability(prediction_set: PredictionSet, *, view: View = "top_label", n_bi
     """Binned diagrams (a 95% interval per bin: Wilson's, or Clopper-Pearson's exact one)
     and smooth diagrams (kernel-smoothed curve with a bootstrap 95% band and the density
     of predictions), one per problem."""
-    mask = rows_for(prediction_set, subset)
-    labels, proba = prediction_set.y_true[mask], prediction_set.proba[mask]
-    weights = prediction_set.weights_of(mask)
+    mask, labels, proba, weights = subset_arrays(prediction_set, subset)
     diagrams = binned_reliability(labels, proba, n_bins=n_bins, binning=binning, view=view,
                                   interval=interval, sample_weight=weights)
     smooth = smooth_reliability(labels, proba, view=view, n_bootstrap=n_bootstrap,

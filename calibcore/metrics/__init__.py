@@ -29,6 +29,7 @@ The public names of its modules, re-exported here:
 """
 
 from calibcore.metrics._resampling import ROW_BOOTSTRAP_MAX_ROWS
+from calibcore.metrics._sorting import sort_view_ahead
 from calibcore.metrics.binning import (
     Binning,
     assign_bins,
@@ -221,6 +222,7 @@ __all__ = [
     "smooth_ece_rows",
     "smooth_reliability",
     "smooth_reliability_of_groups",
+    "sort_view_ahead",
     "sorted_weighted_equal_mass_edges",
     "subsample_plan",
     "view_problems",

@@ -36,9 +36,10 @@ weights of negative downsampling, one per label, are).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -65,6 +66,8 @@ WEIGHT_LEVELS = 64
 
 ResamplingMethod = Literal["rows", "cells", "subsample"]
 
+_Block = TypeVar("_Block")
+
 
 def resample_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
     """``size`` bootstrap resamples of n rows as count weights, shape (size, n)."""
@@ -81,6 +84,24 @@ def resample_blocks(
     block = max(1, BLOCK_ELEMENTS // n)
     for start in range(0, n_resamples, block):
         yield resample_counts(rng, n, min(block, n_resamples - start))
+
+
+def drawn_ahead(blocks: Iterator[_Block]) -> Generator[_Block, None, None]:
+    """The items of ``blocks``, each drawn on a thread of its own while the caller works
+    on the one before (NumPy's multinomial and binomial draws release the GIL).
+
+    The items are drawn one after the other, in order, from the one iterator, so a
+    seeded stream gives the very same draws as iterating ``blocks`` directly. A caller
+    that stops early (a cancelled bootstrap) waits for at most the one block under way.
+    """
+    with ThreadPoolExecutor(1, thread_name_prefix="draws") as pool:
+        pending = pool.submit(next, blocks, None)
+        while True:
+            block = pending.result()
+            if block is None:
+                return
+            pending = pool.submit(next, blocks, None)
+            yield block
 
 
 @dataclass(frozen=True)
@@ -134,7 +155,7 @@ class ResamplingPlan:
 
     def blocks(
         self, n_resamples: int, random_state: int | np.random.Generator | None
-    ) -> Iterator[NDArray[np.float64]]:
+    ) -> Generator[NDArray[np.float64], None, None]:
         """The resamples as count weights over the plan's rows or cells, in blocks (times
         ``unit_weights`` with row weights)."""
         if self.unit_weights is not None:

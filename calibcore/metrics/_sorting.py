@@ -5,7 +5,8 @@ the same scores of the same rows, often at the same time. :func:`sort_order` rem
 ``np.argsort``'s order by the scores' bytes; :func:`stable_sort_order` derives the
 stable order from it (ties in row order) with one sort of integer keys, several times
 faster than a stable sort of the floats. Both are exactly NumPy's orders, so nothing
-computed from them changes.
+computed from them changes. :func:`sort_view_ahead` sorts a view's scores on a thread
+of its own before anyone asks (a server does it while it stores an upload).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from concurrent.futures import Future
 
 import numpy as np
 from numpy.typing import NDArray
+
+from calibcore.data.views import View, score_outcome
 
 #: From this many scores :func:`sort_order` remembers its orders (below, the sort costs
 #: less than the hash that finds it again).
@@ -86,4 +89,26 @@ def stable_sort_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
     return (key % n).astype(np.intp, copy=False)
 
 
-__all__ = ["SORT_MEMO_MAX_ROWS", "SORT_MEMO_MIN_ROWS", "sort_order", "stable_sort_order"]
+def sort_view_ahead(labels: NDArray[np.intp], proba: NDArray[np.float64],
+                    view: View) -> threading.Thread | None:
+    """Start sorting the scores of each of ``view``'s problems on a daemon thread (the
+    sort :func:`sort_order` remembers, which the measures, the smooth reliability diagram
+    and the bin-sensitivity curves of the view then find done or under way); the thread,
+    or None when there are too few or too many rows for the sort to be remembered.
+
+    Validated inputs. A server calls it once an upload's rows are read, so the sort runs
+    on the core the rest of the upload (the table's write to the store) leaves idle."""
+    if not SORT_MEMO_MIN_ROWS <= labels.size <= SORT_MEMO_MAX_ROWS:
+        return None
+
+    def sort() -> None:
+        for scores in score_outcome(labels, proba, view).scores:
+            sort_order(scores)
+
+    thread = threading.Thread(target=sort, name="sort-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
+__all__ = ["SORT_MEMO_MAX_ROWS", "SORT_MEMO_MIN_ROWS", "sort_order", "sort_view_ahead",
+           "stable_sort_order"]

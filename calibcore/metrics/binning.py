@@ -14,6 +14,7 @@ __all__ = [
     "bin_sums",
     "equal_mass_edges",
     "equal_width_edges",
+    "sorted_equal_mass_edges",
     "sorted_weighted_equal_mass_edges",
     "weighted_equal_mass_edges",
 ]
@@ -68,6 +69,25 @@ def sorted_weighted_equal_mass_edges(
     above = np.minimum(below + 1, total - 1)
     low = sorted_scores[np.searchsorted(cumulative, below, side="right")]
     high = sorted_scores[np.searchsorted(cumulative, above, side="right")]
+    difference = high - low  # numpy's _lerp, so the edges equal np.quantile's exactly
+    quantiles = low + difference * gamma
+    np.subtract(high, difference * (1 - gamma), out=quantiles, where=gamma >= 0.5)
+    return _stretched(quantiles)
+
+
+def sorted_equal_mass_edges(sorted_scores: NDArray[np.float64], n_bins: int
+                            ) -> NDArray[np.float64]:
+    """:func:`equal_mass_edges` of scores already sorted ascending, read off them: numpy's
+    linear-interpolation quantiles bit for bit (the same virtual indices, neighbours and
+    ``_lerp``), without the partition ``np.quantile`` makes of all of them (1.5M scores:
+    9 ms an edge set, a tenth of the bin-sensitivity curves' time)."""
+    size = sorted_scores.size
+    virtual = (size - 1) * np.linspace(0.0, 1.0, n_bins + 1)
+    previous = np.floor(virtual)
+    gamma = virtual - previous
+    below = previous.astype(np.intp)
+    low = sorted_scores[below]
+    high = sorted_scores[np.minimum(below + 1, size - 1)]
     difference = high - low  # numpy's _lerp, so the edges equal np.quantile's exactly
     quantiles = low + difference * gamma
     np.subtract(high, difference * (1 - gamma), out=quantiles, where=gamma >= 0.5)

@@ -59,7 +59,7 @@ from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
-from calibcore.metrics.cumulative import ks_rows, kuiper_rows
+from calibcore.metrics.cumulative import cumulative_curve, ks_rows, kuiper_rows
 from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 
 __all__ = [
@@ -334,6 +334,12 @@ def _statistics(
     = score, weight = negatives) and one with outcome 1 (residual = score - 1, weight
     = positives): exactly the rows of the group, so the kernel sees the data.
     """
+    return kernel(*_group_rows(groups, positives))
+
+
+def _group_rows(groups: ScoreGroups, positives: NDArray[np.float64]
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The scores, residuals and (b, 2m) weights of :func:`_statistics`' two rows per group."""
     scores = np.repeat(groups.scores, 2)
     residuals = scores - np.tile([0.0, 1.0], groups.scores.size)
     weights = np.empty((positives.shape[0], scores.size))
@@ -341,7 +347,7 @@ def _statistics(
     weights[:, 1::2] = positives
     if groups.weights is not None:
         weights *= np.repeat(groups.weights, 2)
-    return kernel(scores, residuals, weights)
+    return scores, residuals, weights
 
 
 def _resampling_note(groups: ScoreGroups, n_rows: int) -> str:
@@ -533,6 +539,29 @@ def _null_statistics(
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
         positives = rng.binomial(groups.counts, groups.scores, size=(size, groups.scores.size))
-        for kernel, found in zip(kernels, values, strict=True):
-            found.append(_statistics(groups, positives.astype(np.float64), kernel))
+        for statistic, found in zip(_block_statistics(groups, positives.astype(np.float64),
+                                                      kernels), values, strict=True):
+            found.append(statistic)
     return [np.concatenate(found) for found in values]
+
+
+def _block_statistics(groups: ScoreGroups, positives: NDArray[np.float64],
+                      kernels: list[RowKernel]) -> list[NDArray[np.float64]]:
+    """Each kernel's :func:`_statistics` of one block of resamples: the groups' rows and
+    weights are laid out once for all of them, and the KS calibration error and the
+    Kuiper statistic read one cumulative curve (each as :func:`ks_rows` and
+    :func:`kuiper_rows` compute it from :func:`cumulative_curve`, so the values are
+    theirs to the bit)."""
+    scores, residuals, weights = _group_rows(groups, positives)
+    curve: NDArray[np.float64] | None = None
+    found = []
+    for kernel in kernels:
+        if kernel is ks_rows or kernel is kuiper_rows:
+            if curve is None:
+                curve = cumulative_curve(scores, residuals, weights)
+            found.append(np.abs(curve).max(axis=1) if kernel is ks_rows else
+                         np.maximum(curve.max(axis=1), 0.0)
+                         + np.maximum(-curve.min(axis=1), 0.0))
+        else:
+            found.append(kernel(scores, residuals, weights))
+    return found

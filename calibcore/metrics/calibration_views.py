@@ -24,6 +24,7 @@ The headline's verdict alone decides ``rejected``, so its level stays the test's
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import get_args
 
@@ -51,6 +52,8 @@ CUMULATIVE_STATISTICS: tuple[Statistic, ...] = ("ks", "kuiper")
 
 #: Per-class seeds of the classwise check step by this much from the headline's seed.
 _CLASS_SEED_STEP = 7919
+#: From this many rows the views' tests run side by side (:func:`_tests_of_views`).
+PARALLEL_VIEWS_MIN_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -160,8 +163,8 @@ def calibration_and_cumulative_tests(
     statistics = (statistic, *(CUMULATIVE_STATISTICS if cumulative else ()))
     # the positive view on the seed, the top-label view on the next one for two classes
     views: tuple[TestView, ...] = ("positive", "top_label") if n_classes == 2 else ("top_label",)
-    tests = [_view_tests(labels, proba, weights, view, statistics, n_resamples,
-                         random_state + number) for number, view in enumerate(views)]
+    tests = _tests_of_views(labels, proba, weights, views, statistics, n_resamples,
+                            random_state)
     headline = tests[0][0]
     cumulative_results = tuple(result for results in tests for result in results[1:])
     if n_classes == 2:
@@ -173,6 +176,26 @@ def calibration_and_cumulative_tests(
         return checked_in_views(headline, (), level, note=note), cumulative_results
     other = _classwise_test(labels, proba, statistic, n_resamples, random_state, weights)
     return checked_in_views(headline, (other,), level), cumulative_results
+
+
+def _tests_of_views(labels: np.ndarray, proba: np.ndarray, weights: np.ndarray | None,
+                    views: tuple[TestView, ...], statistics: tuple[Statistic, ...],
+                    n_resamples: int, random_state: int
+                    ) -> list[tuple[CalibrationTestResult, ...]]:
+    """:func:`_view_tests` of each view, the view numbered k on ``random_state + k``. From
+    :data:`PARALLEL_VIEWS_MIN_ROWS` rows the second view runs on a thread of its own
+    beside the first: each view draws from its own seeded stream, so the results are
+    the same; the draws (1.5M rows: 0.15 s and 0.07 s of binomials) release the GIL."""
+    if len(views) < 2 or labels.size < PARALLEL_VIEWS_MIN_ROWS:
+        return [_view_tests(labels, proba, weights, view, statistics, n_resamples,
+                            random_state + number) for number, view in enumerate(views)]
+    with ThreadPoolExecutor(len(views) - 1, thread_name_prefix="test-view") as pool:
+        others = [pool.submit(_view_tests, labels, proba, weights, view, statistics,
+                              n_resamples, random_state + number)
+                  for number, view in enumerate(views) if number]
+        first = _view_tests(labels, proba, weights, views[0], statistics, n_resamples,
+                            random_state)
+        return [first, *(other.result() for other in others)]
 
 
 def _view_tests(labels: np.ndarray, proba: np.ndarray, weights: np.ndarray | None,

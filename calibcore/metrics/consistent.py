@@ -130,8 +130,11 @@ def laplace_kernel_rows(
     centre = 0.5 * (scores[0] + scores[-1])
     weighted = weights * residuals
     rising = weighted * np.exp(scores - centre)
-    earlier = np.cumsum(rising, axis=1)
-    earlier = np.concatenate([np.zeros((weights.shape[0], 1)), earlier[:, :-1]], axis=1)
+    # the running sum before each row, written in place behind a 0 (the first n - 1
+    # entries of the full running sum, without a copy of it)
+    earlier = np.empty_like(rising)
+    earlier[:, 0] = 0.0
+    np.cumsum(rising[:, :-1], axis=1, out=earlier[:, 1:])
     falling = weighted * np.exp(centre - scores)
     double_sum = np.einsum("bi,bi->b", weighted, weighted) + 2.0 * np.einsum(
         "bi,bi->b", falling, earlier

@@ -26,6 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
 
+from calibcore.metrics._prefix_sums import prefix_sums
+
 __all__ = [
     "DENSITY_EPS",
     "KernelSmoother",
@@ -73,11 +75,20 @@ class GridSplitter:
         Values to split, one row per problem or resample.
     """
 
-    def __init__(self, scores: NDArray[np.float64], rows: NDArray[np.float64]) -> None:
+    def __init__(self, scores: NDArray[np.float64], rows: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None = None) -> None:
+        # with ``weights``, the rows to split are those of ``rows`` then those of
+        # ``weights`` (as if stacked, without stacking them)
         self._scores = scores
-        zeros = np.zeros((rows.shape[0], 1))
-        self._sums = np.concatenate([zeros, np.cumsum(rows, axis=1)], axis=1)
-        self._moments = np.concatenate([zeros, np.cumsum(rows * scores, axis=1)], axis=1)
+        if weights is None:
+            zeros = np.zeros((rows.shape[0], 1))
+            self._sums = np.concatenate([zeros, np.cumsum(rows, axis=1)], axis=1)
+            self._moments = np.concatenate([zeros, np.cumsum(rows * scores, axis=1)], axis=1)
+        else:  # one compiled pass, NumPy's sums to the bit (calibcore.metrics._prefix_sums)
+            self._sums, self._moments = prefix_sums(
+                np.ascontiguousarray(scores, dtype=np.float64),
+                np.ascontiguousarray(rows, dtype=np.float64),
+                np.ascontiguousarray(weights, dtype=np.float64))
 
     def split(self, n_grid: int) -> NDArray[np.float64]:
         """Grid sums of shape (b, n_grid) on ``linspace(0, 1, n_grid)``."""
@@ -169,7 +180,7 @@ class KernelSmoother:
         weights: NDArray[np.float64],
     ) -> None:
         self._rows = values.shape[0]
-        self._splitter = GridSplitter(scores, np.concatenate([values, weights]))
+        self._splitter = GridSplitter(scores, values, weights)
         # each grid size's transformed grid sums (rows of values, then of weights)
         self._spectra: dict[int, NDArray[np.float64] | NDArray[np.complex128]] = {}
 

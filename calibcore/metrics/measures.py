@@ -29,6 +29,8 @@ from calibcore.metrics.binning import (
     Binning,
     bin_edges,
     bin_sums,
+    equal_width_edges,
+    sorted_equal_mass_edges,
     sorted_weighted_equal_mass_edges,
 )
 
@@ -199,9 +201,10 @@ def ece_by_bin_count_per_binning(
         running = np.concatenate([[0.0], np.cumsum(residuals)])
         for binning in chosen:
             for position, n_bins in enumerate(counts):
-                edges = (bin_edges(sorted_scores, n_bins, binning)
-                         if sorted_weights is None or binning != "equal_mass" else
-                         sorted_weighted_equal_mass_edges(sorted_scores, sorted_weights, n_bins))
+                edges = (equal_width_edges(n_bins) if binning != "equal_mass" else
+                         sorted_equal_mass_edges(sorted_scores, n_bins) if sorted_weights is None
+                         else sorted_weighted_equal_mass_edges(sorted_scores, sorted_weights,
+                                                               n_bins))
                 # bins are right-closed: a bin ends after the last score <= its right edge
                 ends = np.searchsorted(sorted_scores, edges[1:-1], side="right")
                 bounds = np.concatenate([[0], ends, [scores.size]])

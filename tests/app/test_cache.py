@@ -130,3 +130,41 @@ def test_settled_gives_none_when_the_computation_under_way_fails(tmp_path: Path)
         assert waiting.result(10) is None
         assert isinstance(computing.exception(10), ValueError)
     assert cache._flights == {}
+
+
+def test_memory_goes_back_when_no_other_computation_is_under_way(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a computed result hands the freed memory back, unless another computation still
+    # runs (it would only fault the same pages in again); a cached read does nothing
+    store = Store(tmp_path / "store")
+    released = []
+    monkeypatch.setattr(cache, "release_memory", lambda: released.append(1))
+    cache.cached(store, "d.kind.1", lambda: {"value": 1})
+    assert released == [1]
+    cache.cached(store, "d.kind.1", lambda: {"value": 2})  # stored: not computed
+    assert released == [1]
+    other_started, finish = threading.Event(), threading.Event()
+
+    def slow() -> dict[str, int]:
+        other_started.set()
+        finish.wait(5)
+        return {"value": 3}
+
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(cache.cached, store, "d.kind.2", slow)
+        assert other_started.wait(5)
+        cache.cached(store, "d.kind.3", lambda: {"value": 4})
+        assert released == [1]  # d.kind.2 is still being computed
+        finish.set()
+        assert other.result() == {"value": 3}
+    assert released == [1, 1]
+
+
+def test_a_runner_reports_idle_after_its_last_running_job() -> None:
+    from app.jobs import JobRunner
+
+    idle = threading.Event()
+    runner = JobRunner(workers=1, on_idle=idle.set)
+    job = runner.submit("test", lambda progress: 7)
+    assert idle.wait(5)
+    assert job.result == 7 and job.status == "succeeded"

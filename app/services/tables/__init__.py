@@ -15,6 +15,7 @@ from app.services.tables.export import (
     export_chunks,
     map_large_blocks,
     release_memory,
+    share_one_heap,
 )
 from app.services.tables.file_names import file_stem
 from app.services.tables.limits import DEFAULT_LIMITS, TableLimits
@@ -22,4 +23,4 @@ from app.services.tables.reading import LoadedTable, load_table, read_table
 
 __all__ = ["DEFAULT_LIMITS", "ExportFormat", "LoadedTable", "TableLimits", "escape_formulas",
            "export_bytes", "export_chunks", "file_stem", "load_table", "map_large_blocks",
-           "read_table", "release_memory"]
+           "read_table", "release_memory", "share_one_heap"]

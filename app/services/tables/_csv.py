@@ -202,11 +202,14 @@ def _numbers_by_arrow(path: Path, names: list[str], head: str, filename: str,
     decimal numbers correctly rounded; integers too large for int64, which pandas keeps
     as uint64 or text, send the file to pandas). A file whose first rows (``head``, the
     start of the file) already hold a field that is not a number is left to pandas
-    without being parsed twice.
+    without being parsed twice. Only the rows of the head's first ``_SNIFF_BYTES`` are
+    looked at (about 1,000 rows of ten columns): checking every row of a 1 MiB head took
+    0.2 s of a 1.5M-row upload, and a field that is not a number further on still sends
+    the file to pandas once pyarrow has read it, as one past the head always did.
     """
     if (path.stat().st_size > limits.max_decompressed_bytes
             or not all(name.strip() for name in names)
-            or not _rows_look_numeric(head, len(names))):
+            or not _rows_look_numeric(head[:_SNIFF_BYTES], len(names))):
         return None
     check_stop(stop, filename)
     try:

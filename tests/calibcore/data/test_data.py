@@ -218,3 +218,16 @@ def test_every_column_out_of_range_is_named() -> None:
     with pytest.raises(CalibrationInputError, match=r"^2 problems in the table: \(1\) column "
                        r"'p_0' has probabilities outside \[0, 1\] in row 0"):
         build_prediction_set(frame, ColumnRoles("y", ("p_0", "p_1", "p_2")))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 7])
+def test_probabilities_are_divided_by_numpys_row_sums(n_classes: int) -> None:
+    # below eight columns the row sums are added column by column, which must be
+    # numpy's row sum to the bit: every stored probability is p / sum(p), as before
+    rng = np.random.default_rng(n_classes)
+    raw = rng.dirichlet(np.ones(n_classes), size=5000)
+    raw *= rng.choice([1.0, 1.0 + 3e-7, 1.0 - 4e-8], size=(5000, 1))  # within tolerance
+    frame = pd.DataFrame(raw, columns=[f"p_{k}" for k in range(n_classes)])
+    frame.insert(0, "y", rng.integers(0, n_classes, size=5000))
+    built = build_prediction_set(frame, infer_roles(frame).to_roles(), renormalize=True)
+    assert built.proba.tobytes() == (raw / raw.sum(axis=1)[:, None]).tobytes()

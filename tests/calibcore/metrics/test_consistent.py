@@ -306,3 +306,26 @@ def test_compiled_walk_gives_numpys_values_to_the_bit(n: int, rows: int, decimal
         reference = _numpy_shifted_interval_rows(scores, residuals, weights, width)
         assert ours.view(np.int64).tolist() == reference.view(np.int64).tolist()
 
+
+
+@settings(max_examples=200)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 2000), rows=st.integers(1, 4),
+       negative_zero=st.booleans())
+def test_compiled_prefix_sums_are_numpys(seed: int, n: int, rows: int,
+                                         negative_zero: bool) -> None:
+    # the grid splitter's running sums of values, then weights, and of each times the
+    # score, written in one compiled pass: numpy's cumsum of the stacked rows to the bit
+    from calibcore.metrics._prefix_sums import prefix_sums
+
+    rng = np.random.default_rng(seed)
+    scores = np.sort(rng.random(n))
+    values = rng.normal(size=(rows, n)) * rng.poisson(2.0, size=(rows, n))
+    weights = rng.poisson(1.5, size=(rows, n)).astype(np.float64)
+    if negative_zero:
+        values[:, 0] = -0.0
+    stacked = np.concatenate([values, weights])
+    zeros = np.zeros((2 * rows, 1))
+    sums, moments = prefix_sums(scores, values, weights)
+    assert sums.tobytes() == np.concatenate([zeros, np.cumsum(stacked, axis=1)], axis=1).tobytes()
+    assert moments.tobytes() == np.concatenate(
+        [zeros, np.cumsum(stacked * scores, axis=1)], axis=1).tobytes()

@@ -251,3 +251,24 @@ def test_power_against_a_planted_miscalibration(view: str) -> None:
     # either view
     rates = rejection_rates(1.3, view, replications=20, n=1500, n_resamples=49, seed=8)
     assert all(rate >= 0.9 for rate in rates.values()), rates
+
+
+@pytest.mark.parametrize("threshold", [0, 10**9])
+def test_views_side_by_side_give_each_views_test_alone(
+        threshold: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # large tables test the second view on a thread of its own; either way each view's
+    # results are the single-view test's on that view's seed (positive: 3, top label: 4)
+    import calibcore.metrics.calibration_views as views
+
+    monkeypatch.setattr(views, "PARALLEL_VIEWS_MIN_ROWS", threshold)
+    y, p = planted(1.3, 9000, np.random.default_rng(12))
+    viewed, cumulative = calibration_and_cumulative_tests(y, p, n_resamples=49,
+                                                          random_state=3)
+    alone = {(view, statistic): consistency_resampling_test(
+        y, p, statistic=statistic, view=view, n_resamples=49, random_state=seed)
+        for view, seed in (("positive", 3), ("top_label", 4))
+        for statistic in ("kce", "ks", "kuiper")}
+    assert viewed.headline == alone["positive", "kce"]
+    assert viewed.others == (alone["top_label", "kce"],)
+    assert cumulative == (alone["positive", "ks"], alone["positive", "kuiper"],
+                          alone["top_label", "ks"], alone["top_label", "kuiper"])

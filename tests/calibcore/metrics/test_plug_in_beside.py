@@ -4,6 +4,7 @@ stopped by its progress callback does not wait for them."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -61,3 +62,6 @@ def test_a_stopped_bootstrap_does_not_wait_for_the_plug_in_values() -> None:
         global_measures(labels, proba, n_bootstrap=200, progress=stop)
     assert calls and calls[0] < 1.0  # stopped after the first block of resamples
     assert time.perf_counter() - began < 30.0
+    # the thread drawing the cells' resamples ahead ended with the bootstrap
+    assert not [thread for thread in threading.enumerate()
+                if thread.name.startswith("draws") and thread.is_alive()]

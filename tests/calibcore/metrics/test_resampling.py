@@ -3,6 +3,8 @@ m-out-of-n subsample (calibcore.metrics._resampling), checked against resampling
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -24,6 +26,7 @@ from calibcore.metrics._resampling import (
     row_cells,
 )
 from calibcore.metrics._weighted_measures import WeightedMeasures
+from calibcore.metrics.binning import sorted_equal_mass_edges
 from tests.calibcore.metrics.test_interval_coverage import (
     COVERED,
     sample_family,
@@ -57,6 +60,19 @@ def test_weighted_equal_mass_edges_equal_those_of_the_repeated_scores(
     counts[0] += 1  # at least one row
     expected = equal_mass_edges(np.repeat(scores, counts.astype(np.intp)), n_bins)
     np.testing.assert_array_equal(weighted_equal_mass_edges(scores, counts, n_bins), expected)
+
+
+@settings(max_examples=300)
+@given(seed=st.integers(0, 2**31), n_scores=st.integers(1, 3000), n_bins=st.integers(1, 120),
+       decimals=st.sampled_from([1, 3, 17]))
+def test_sorted_equal_mass_edges_are_numpys_quantile_edges(
+        seed, n_scores, n_bins, decimals) -> None:
+    # read off the sorted scores, they must be np.quantile's edges of the unsorted scores
+    # (equal_mass_edges) bit for bit, ties and all
+    scores = np.round(np.random.default_rng(seed).random(n_scores), decimals)
+    expected = equal_mass_edges(scores, n_bins)
+    got = sorted_equal_mass_edges(np.sort(scores), n_bins)
+    assert got.tobytes() == expected.tobytes()
 
 
 @pytest.mark.parametrize("n_bins", [1, 10, 15, 100])
@@ -189,3 +205,27 @@ def test_cell_intervals_cover_the_truth_at_twenty_five_thousand_rows() -> None:
             covered[key] += result[key].low <= truth[key] <= result[key].high
     coverage = {key: count / n_replications for key, count in covered.items()}
     assert all(value >= 0.90 for value in coverage.values()), coverage
+
+
+def test_blocks_drawn_ahead_are_the_blocks_drawn_in_turn() -> None:
+    # the cells' resamples are drawn on a thread one block ahead: the same seeded stream
+    # must give the same blocks, in order; a consumer that stops early stops the drawing
+    from calibcore.metrics._resampling import drawn_ahead
+
+    counts = np.arange(1.0, 400.0)
+    plan = ResamplingPlan("cells", int(counts.sum()), np.zeros(1, dtype=np.intp), counts)
+    expected = list(plan.blocks(95, 7))
+    got = list(drawn_ahead(plan.blocks(95, 7)))
+    assert len(got) == len(expected) == 5
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.tobytes() == theirs.tobytes()
+    drawn = []
+
+    def counted() -> Iterator[np.ndarray]:
+        for block in plan.blocks(95, 7):
+            drawn.append(block)
+            yield block
+
+    for _ in drawn_ahead(counted()):
+        break
+    assert len(drawn) == 2  # the one used and the one drawn ahead, no more

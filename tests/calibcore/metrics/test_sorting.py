@@ -38,3 +38,24 @@ def test_stable_order_is_numpys_stable_argsort(decimals: int) -> None:
     assert stable_sort_order(scores).tolist() == expected.tolist()
     assert stable_sort_order(scores[:500]).tolist() == np.argsort(scores[:500],
                                                                   kind="stable").tolist()
+
+
+def test_a_view_sorted_ahead_is_found_by_the_measures() -> None:
+    # the server sorts the default view's scores while it stores an upload; the measures'
+    # sort of the same scores (view_problems) must then be that very order, numpy's
+    from calibcore.data.views import score_outcome
+    from calibcore.metrics import sort_view_ahead, view_problems
+
+    rng = np.random.default_rng(5)
+    positive = rng.uniform(size=SORT_MEMO_MIN_ROWS + 3).round(4)
+    proba = np.column_stack([1.0 - positive, positive])
+    labels = (rng.uniform(size=positive.size) < positive).astype(np.intp)
+    thread = sort_view_ahead(labels, proba, "positive")
+    assert thread is not None
+    thread.join()
+    scores = score_outcome(labels, proba, "positive").scores[0]
+    ahead = sort_order(scores)
+    assert ahead.tolist() == np.argsort(scores).tolist()
+    problem = view_problems(labels, proba, "positive")[0]
+    assert problem.order is ahead  # found, not sorted again
+    assert sort_view_ahead(labels[:100], proba[:100], "positive") is None  # not remembered

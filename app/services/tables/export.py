@@ -117,9 +117,6 @@ def _parquet_chunks(frame: pd.DataFrame, rows: int) -> Iterator[bytes]:
     yield sink.take()
 
 
-#: Blocks at least this large are mapped from the system and unmapped when freed
-#: (:func:`map_large_blocks`): a million-row column is 8 MiB.
-LARGE_BLOCK_BYTES = 4 << 20
 #: ``mallopt`` parameter number of glibc's mmap threshold.
 _M_MMAP_THRESHOLD = -3
 #: ``mallopt`` parameter number of glibc's most heap arenas.
@@ -128,36 +125,13 @@ _M_ARENA_MAX = -8
 SHARED_HEAP_THRESHOLD = 32 << 20
 
 
-def map_large_blocks(threshold: int = LARGE_BLOCK_BYTES) -> bool:
-    """Have glibc map every block of ``threshold`` bytes or more on its own and give it
-    back to the operating system when it is freed; True if the allocator took it.
-
-    glibc raises its mmap threshold to the size of each mapped block freed (up to 32
-    MiB), so once a few columns have come and gone, arrays of a million rows are carved
-    from the heap arenas of the threads that computed them; freed, they stay resident
-    there and are reused only by the same thread's arena, so a server whose requests run
-    on several threads keeps a copy of its working arrays per thread. A fixed threshold
-    stops that: on the 1.5M-row path of ``benchmarks/bench_path.py`` the peak RSS fell
-    from 1,585 to 1,089 MiB, at no measurable cost in time (a mapped block costs a
-    page fault per 4 KiB on first touch, small beside the work on a million rows).
-    Elsewhere than glibc this is a no-op (False).
-    """
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    mallopt = getattr(ctypes.CDLL(name), "mallopt", None)
-    if mallopt is None:
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, int(threshold)))
-
-
 def share_one_heap(threshold: int = SHARED_HEAP_THRESHOLD) -> bool:
     """Have every thread allocate from one glibc heap, mapping only blocks of
     ``threshold`` bytes or more on their own; True if the allocator took it.
 
-    Each thread's own heap arena is what kept a copy of the working arrays per thread
-    (:func:`map_large_blocks`); mapping every block from 4 MiB on cured that at a price:
-    each such array is fresh pages from the kernel, faulted in and zeroed, then unmapped.
+    Each thread's own heap arena is what kept a copy of the working arrays per thread;
+    mapping every block from 4 MiB on cured that at a price: each such array is fresh
+    pages from the kernel, faulted in and zeroed, then unmapped.
     The 1.5M-row overview spent 1.2-1.5 s in the kernel that way beside 1.8 s of
     computing (the three requests in one process: 415,000 page faults). With one heap for
     all threads a freed array is reused by whichever thread asks next: 0.4-0.9 s in the

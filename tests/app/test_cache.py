@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -89,16 +91,24 @@ def test_twenty_identical_overview_requests_compute_the_intervals_once(
     assert computed == [50]
 
 
+def _held(outcome: Callable[[], Any]) -> tuple[Callable[[], Any], threading.Event,
+                                                 threading.Event]:
+    """A computation that says it has started (``entered``), waits for ``release``, then
+    returns (or raises) what ``outcome`` does."""
+    entered, release = threading.Event(), threading.Event()
+
+    def compute() -> Any:
+        entered.set()
+        release.wait(10)
+        return outcome()
+
+    return compute, entered, release
+
+
 def test_settled_waits_for_a_computation_under_way_and_never_computes(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     assert cache.settled(store, "d.kind.none") is None  # neither stored nor being computed
-    entered, release = threading.Event(), threading.Event()
-
-    def compute() -> dict[str, int]:
-        entered.set()
-        release.wait(10)
-        return {"value": 7}
-
+    compute, entered, release = _held(lambda: {"value": 7})
     with ThreadPoolExecutor(2) as pool:
         computing = pool.submit(cache.cached, store, "d.kind.busy", compute)
         assert entered.wait(10)
@@ -114,13 +124,11 @@ def test_settled_waits_for_a_computation_under_way_and_never_computes(tmp_path: 
 
 def test_settled_gives_none_when_the_computation_under_way_fails(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
-    entered, release = threading.Event(), threading.Event()
 
-    def failing() -> int:
-        entered.set()
-        release.wait(10)
+    def boom() -> int:
         raise ValueError("boom")
 
+    failing, entered, release = _held(boom)
     with ThreadPoolExecutor(2) as pool:
         computing = pool.submit(cache.cached, store, "d.kind.fails", failing)
         assert entered.wait(10)
@@ -143,13 +151,7 @@ def test_memory_goes_back_when_no_other_computation_is_under_way(
     assert released == [1]
     cache.cached(store, "d.kind.1", lambda: {"value": 2})  # stored: not computed
     assert released == [1]
-    other_started, finish = threading.Event(), threading.Event()
-
-    def slow() -> dict[str, int]:
-        other_started.set()
-        finish.wait(5)
-        return {"value": 3}
-
+    slow, other_started, finish = _held(lambda: {"value": 3})
     with ThreadPoolExecutor(1) as pool:
         other = pool.submit(cache.cached, store, "d.kind.2", slow)
         assert other_started.wait(5)

@@ -47,6 +47,7 @@ they read the curve at the cells' ends, where it is exact.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -59,7 +60,13 @@ from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
-from calibcore.metrics.cumulative import cumulative_curve, ks_rows, kuiper_rows
+from calibcore.metrics.cumulative import (
+    cumulative_curve,
+    ks_of_curve,
+    ks_rows,
+    kuiper_of_curve,
+    kuiper_rows,
+)
 from calibcore.metrics.kernel_smoothing import smooth_ece_rows
 
 __all__ = [
@@ -548,20 +555,22 @@ def _null_statistics(
 def _block_statistics(groups: ScoreGroups, positives: NDArray[np.float64],
                       kernels: list[RowKernel]) -> list[NDArray[np.float64]]:
     """Each kernel's :func:`_statistics` of one block of resamples: the groups' rows and
-    weights are laid out once for all of them, and the KS calibration error and the
-    Kuiper statistic read one cumulative curve (each as :func:`ks_rows` and
-    :func:`kuiper_rows` compute it from :func:`cumulative_curve`, so the values are
-    theirs to the bit)."""
+    weights are laid out once for all of them, and the statistics read off the
+    cumulative curve (KS and Kuiper) share one curve."""
     scores, residuals, weights = _group_rows(groups, positives)
     curve: NDArray[np.float64] | None = None
     found = []
     for kernel in kernels:
-        if kernel is ks_rows or kernel is kuiper_rows:
-            if curve is None:
-                curve = cumulative_curve(scores, residuals, weights)
-            found.append(np.abs(curve).max(axis=1) if kernel is ks_rows else
-                         np.maximum(curve.max(axis=1), 0.0)
-                         + np.maximum(-curve.min(axis=1), 0.0))
-        else:
+        of_curve = _OF_CURVE.get(kernel)
+        if of_curve is None:
             found.append(kernel(scores, residuals, weights))
+            continue
+        if curve is None:
+            curve = cumulative_curve(scores, residuals, weights)
+        found.append(of_curve(curve))
     return found
+
+
+#: The row kernels that are a statistic of :func:`cumulative_curve`, and that statistic.
+_OF_CURVE: dict[RowKernel, Callable[[NDArray[np.float64]], NDArray[np.float64]]] = {
+    ks_rows: ks_of_curve, kuiper_rows: kuiper_of_curve}

@@ -38,8 +38,10 @@ from calibcore.metrics.consistent import _mean_over_problems
 __all__ = [
     "cumulative_curve",
     "ks_calibration_error",
+    "ks_of_curve",
     "ks_rows",
     "kuiper_calibration_error",
+    "kuiper_of_curve",
     "kuiper_rows",
 ]
 
@@ -59,13 +61,22 @@ def cumulative_curve(scores: NDArray[np.float64], residuals: NDArray[np.float64]
 def ks_rows(scores: NDArray[np.float64], residuals: NDArray[np.float64],
             weights: NDArray[np.float64]) -> NDArray[np.float64]:
     """KS calibration error max |h| for each row of weights (Gupta et al. 2021)."""
-    return np.abs(cumulative_curve(scores, residuals, weights)).max(axis=1)
+    return ks_of_curve(cumulative_curve(scores, residuals, weights))
+
+
+def ks_of_curve(curve: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`ks_rows` from the rows' :func:`cumulative_curve`."""
+    return np.abs(curve).max(axis=1)
 
 
 def kuiper_rows(scores: NDArray[np.float64], residuals: NDArray[np.float64],
                 weights: NDArray[np.float64]) -> NDArray[np.float64]:
     """Kuiper statistic max(0, max h) + max(0, -min h) for each row of weights."""
-    curve = cumulative_curve(scores, residuals, weights)
+    return kuiper_of_curve(cumulative_curve(scores, residuals, weights))
+
+
+def kuiper_of_curve(curve: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`kuiper_rows` from the rows' :func:`cumulative_curve`."""
     return np.maximum(curve.max(axis=1), 0.0) + np.maximum(-curve.min(axis=1), 0.0)
 
 

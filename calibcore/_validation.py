@@ -87,16 +87,21 @@ def check_probabilities(y_prob: ArrayLike, *, name: str = "y_prob") -> NDArray[n
     return proba
 
 
+def row_sums(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each row's sum, to the bit as ``matrix.sum(axis=1)`` adds it, several times faster
+    for a few columns: NumPy adds fewer than 8 columns of a row left to right from +0.0,
+    as this does column by column (1.5M x 2: 3 against 26 ms)."""
+    if matrix.shape[1] >= 8:
+        return matrix.sum(axis=1)
+    totals = matrix[:, 0] + 0.0  # from +0.0, as NumPy: a row of -0.0 sums to +0.0
+    for column in range(1, matrix.shape[1]):
+        totals += matrix[:, column]
+    return totals
+
+
 def _check_row_sums(proba: NDArray[np.float64], name: str) -> None:
-    if proba.shape[1] <= 8:
-        # column by column: numpy's row reduction over a few columns is several times
-        # slower (25 ms against 4 ms on 1.5M x 2)
-        totals = proba[:, 0] - 1.0
-        for column in range(1, proba.shape[1]):
-            totals += proba[:, column]
-    else:
-        totals = proba.sum(axis=1)
-        totals -= 1.0
+    totals = row_sums(proba)
+    totals -= 1.0
     bad = np.abs(totals, out=totals) > SUM_TOLERANCE
     if bad.any():
         raise CalibrationInputError(

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows
+from calibcore._validation import SUM_TOLERANCE, describe_rows, first_rows, row_sums
 from calibcore.data.roles import (
     BINARY_PROBABILITY_NAMES,
     BOOLEAN_LABELS,
@@ -468,15 +468,7 @@ def _check_range(raw: NDArray[np.float64], roles: ColumnRoles) -> None:
 def _checked_simplex(
     proba: NDArray[np.float64], roles: ColumnRoles, renormalize: bool, warnings: list[str]
 ) -> NDArray[np.float64]:
-    if 1 < proba.shape[1] < 8:
-        # column by column: NumPy's row sum adds a few columns in this same order, at
-        # several times the cost (1.5M x 2: 26 against 3 ms of an upload); one column is
-        # summed from +0.0 (a row of -0.0 sums to 0.0)
-        totals = proba[:, 0].copy()
-        for column in range(1, proba.shape[1]):
-            totals += proba[:, column]
-    else:
-        totals = proba.sum(axis=1)
+    totals = row_sums(proba)
     off = np.abs(totals - 1.0) > SUM_TOLERANCE
     if off.any():
         if not renormalize or (totals[off] <= 0).any():

@@ -231,3 +231,15 @@ def test_probabilities_are_divided_by_numpys_row_sums(n_classes: int) -> None:
     frame.insert(0, "y", rng.integers(0, n_classes, size=5000))
     built = build_prediction_set(frame, infer_roles(frame).to_roles(), renormalize=True)
     assert built.proba.tobytes() == (raw / raw.sum(axis=1)[:, None]).tobytes()
+
+
+def test_row_sums_are_numpys_to_the_bit() -> None:
+    from calibcore._validation import row_sums
+
+    rng = np.random.default_rng(11)
+    for n_columns in range(1, 12):  # both sides of the eight columns from which NumPy pairs
+        for order in "CF":
+            matrix = np.asarray(rng.dirichlet(np.ones(n_columns), size=2000), order=order)
+            matrix[:3] = -0.0  # a row of -0.0 sums to +0.0
+            matrix[3:9] *= rng.choice([-0.0, 1.0], size=(6, n_columns))  # some -0.0 entries
+            assert row_sums(matrix).tobytes() == matrix.sum(axis=1).tobytes(), (n_columns, order)

@@ -41,7 +41,7 @@ def sort_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
     if not SORT_MEMO_MIN_ROWS <= scores.size <= SORT_MEMO_MAX_ROWS:
         return np.argsort(scores)
     values = np.ascontiguousarray(scores, dtype=np.float64)
-    key = hashlib.blake2b(values.tobytes(), digest_size=32).digest()
+    key = hashlib.blake2b(values.data, digest_size=32).digest()  # no copy of them
     with _sort_memo_guard:
         entry = _sort_memo.get(key)
         sorting = entry is None

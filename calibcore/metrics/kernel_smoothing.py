@@ -78,17 +78,15 @@ class GridSplitter:
     def __init__(self, scores: NDArray[np.float64], rows: NDArray[np.float64],
                  weights: NDArray[np.float64] | None = None) -> None:
         # with ``weights``, the rows to split are those of ``rows`` then those of
-        # ``weights`` (as if stacked, without stacking them)
+        # ``weights`` (as if stacked, without stacking them); the running sums are one
+        # compiled pass, NumPy's to the bit (calibcore.metrics._prefix_sums)
         self._scores = scores
         if weights is None:
-            zeros = np.zeros((rows.shape[0], 1))
-            self._sums = np.concatenate([zeros, np.cumsum(rows, axis=1)], axis=1)
-            self._moments = np.concatenate([zeros, np.cumsum(rows * scores, axis=1)], axis=1)
-        else:  # one compiled pass, NumPy's sums to the bit (calibcore.metrics._prefix_sums)
-            self._sums, self._moments = prefix_sums(
-                np.ascontiguousarray(scores, dtype=np.float64),
-                np.ascontiguousarray(rows, dtype=np.float64),
-                np.ascontiguousarray(weights, dtype=np.float64))
+            weights = np.empty((0, scores.size))
+        self._sums, self._moments = prefix_sums(
+            np.ascontiguousarray(scores, dtype=np.float64),
+            np.ascontiguousarray(rows, dtype=np.float64),
+            np.ascontiguousarray(weights, dtype=np.float64))
 
     def split(self, n_grid: int) -> NDArray[np.float64]:
         """Grid sums of shape (b, n_grid) on ``linspace(0, 1, n_grid)``."""

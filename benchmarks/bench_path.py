@@ -253,9 +253,9 @@ def _until_umap_compiled(client: Client, quick: bool, timeout: float = 300) -> N
         time.sleep(0.5)
 
 
-def _timed(function: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     began = time.perf_counter()
-    result = function()
+    result = function(*args)
     return time.perf_counter() - began, result
 
 

@@ -16,22 +16,13 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from benchmarks.bench_load import _upload
-from benchmarks.bench_path import Client, _overview, path_csv
+from benchmarks.bench_path import Client, _overview, _timed, path_csv
 from tests.live_server import live_server
-
-
-def _timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
-    began = time.perf_counter()
-    result = function(*args)
-    return time.perf_counter() - began, result
 
 
 def main(argv: list[str] | None = None) -> None:

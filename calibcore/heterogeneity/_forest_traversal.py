@@ -49,11 +49,10 @@ _LANES = 8
 _STEPS = 4
 
 
-# Compiled when the module is imported (a signature makes numba compile eagerly; cached
-# on disk after the first time), not in the middle of a job, where a compilation of
-# seconds could not be interrupted by a cancel.
-@numba.njit("void(float32[:, ::1], float64[:, ::1], int64[::1], int64, int64, int64[:, ::1])",
-            nogil=True, cache=True)
+# Compiled on first use (under a second; loaded from numba's cache after the first time)
+# rather than eagerly at import: an explicit signature would make every process that
+# imports calibcore, the server's included, set up numba's compiler (0.4 s of CPU).
+@numba.njit(nogil=True, cache=True)
 def _walk(values: NDArray[np.float32], nodes: NDArray[np.float64], roots: NDArray[np.int64],
           first_tree: int, last_tree: int, out: NDArray[np.int64]) -> None:  # pragma: no cover
     current = np.empty(_LANES, dtype=np.int64)

@@ -50,8 +50,10 @@ class Settings(BaseSettings):
     job_workers : int
         Threads running background jobs.
     warm_up : bool
-        Compile UMAP (numba, about a minute) in a background job at start, so the first
-        UMAP landscape does not wait for it.
+        Compile calibcore's kernels and UMAP (numba: half a minute and a minute at the
+        first start after an installation, a few seconds later) in background jobs at
+        start, so that no job compiles midway (its progress still, a cancel waiting) and
+        the first UMAP landscape does not wait.
     dask_scheduler : str or None
         Address of the Dask scheduler that reads external datasets (``tcp://host:8786``);
         none: a local in-process cluster sized to the machine.

@@ -17,6 +17,7 @@ from app.gate import ComputeGate, GateMiddleware
 from app.security import SecurityMiddleware
 from app.services.context import Services, example_path
 from app.services.local_embedding import start_warm_up
+from app.services.warm_up import start_kernel_warm_up
 from app.ui.dashboard import build_dash
 from app.ui.dispatch_guard import DispatchGuard
 
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if loaded:
                 logger.info("loaded the example dataset as %s", loaded)
         if settings.warm_up:
+            start_kernel_warm_up(services)
             start_warm_up(services)
         yield
         services.stopping.set()  # parses in progress stop at their next chunk

@@ -11,7 +11,9 @@ Job kinds (every ``jobs.submit`` of ``app/``): ``support``, ``heterogeneity``,
 ``recalibration`` (Recalibrate page and REST), ``lce`` and ``lce_curve`` (Local page and
 REST), ``umap_warm_up`` (timed as the ``lce`` model's compile term), ``subgroups``,
 ``variables``, ``metrics`` (the Overview's bootstrap intervals) and ``external`` (files
-registered by reference, read on Dask).
+registered by reference, read on Dask). ``kernels_warm_up`` is not timed here: its
+estimate is the measured range from numba's cache loaded to every kernel compiled
+(:data:`app.services.warm_up.KERNELS_ESTIMATE`).
 """
 
 from __future__ import annotations

@@ -55,6 +55,16 @@ def synthetic_multiclass(n_rows: int = 40_000, n_classes: int = 4, seed: int = 0
     return buffer.getvalue().encode()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernels() -> None:
+    """What the server's start-up warm-up does (:mod:`app.services.warm_up`): a kernel's
+    first compilation in a process cannot be cancelled (8 s for the local forests on a
+    fresh installation), so these tests time the cancel of a job's own loops."""
+    from calibcore.kernels import compile_kernels
+
+    compile_kernels()
+
+
 @pytest.fixture(scope="module")
 def big_binary() -> bytes:
     return synthetic_binary()

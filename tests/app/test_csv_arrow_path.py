@@ -34,6 +34,8 @@ OTHERS = {
     "booleans": "y,p,flag\n0,0.2,True\n1,0.8,False\n",
     "huge integers": "y,p,id\n0,0.2,99999999999999999999\n1,0.8,2\n",
     "a float past int64 (could be integers)": "y,p,x\n0,0.2,1e300\n1,0.8,2.5\n",
+    "past int64 beside missing values and infinities":
+        "y,p,x\n0,0.2,\n1,0.8,-1e19\n0,0.5,inf\n",
     "unsigned": "y,p,id\n0,0.2,18446744073709551615\n1,0.8,2\n",
     "empty column": "y,p,e\n0,0.2,\n1,0.8,\n",
     "unnamed column": "y,p,\n0,0.2,1\n1,0.8,2\n",

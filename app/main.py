@@ -45,8 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if loaded:
                 logger.info("loaded the example dataset as %s", loaded)
         if settings.warm_up:
-            start_kernel_warm_up(services, then=lambda: None if services.stopping.is_set()
-                                 else start_warm_up(services))
+            start_kernel_warm_up(services, then=lambda: start_warm_up(services))
         yield
         services.stopping.set()  # parses in progress stop at their next chunk
         services.jobs.shutdown()

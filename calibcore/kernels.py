@@ -58,6 +58,15 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     proba = np.column_stack([1.0 - positive, positive])
     weights = rng.integers(1, 4, size=_ROWS).astype(np.float64)
     half = _ROWS // 2
+
+    def loess_both_paths() -> None:
+        # exact windows up to 1,000 rows, window moments above
+        for copies in (1, 3):
+            x, y, p = np.tile(features[:, 0], copies), np.tile(labels, copies), np.tile(
+                proba, (copies, 1))
+            for row_weights in (None, np.tile(weights, copies)):
+                loess_curves(x, y, p, sample_weight=row_weights)
+
     steps: list[tuple[str, Callable[[], object]]] = [
         ("measures and their intervals",
          lambda: global_measures(labels, proba, n_bootstrap=20)),
@@ -77,12 +86,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
          lambda: SWC(n_estimators=10, n_jobs=1).fit(proba, labels, features)),
         ("isotonic calibration and Venn-Abers",
          lambda: [IsotonicCalibration().fit(proba, labels), VennAbers().fit(proba, labels)]),
-        ("LOESS curves",  # exact windows up to 1,000 rows, window moments above
-         lambda: [loess_curves(np.tile(features[:, 0], copies), np.tile(labels, copies),
-                               np.tile(proba, (copies, 1)),
-                               sample_weight=None if row_weights is None
-                               else np.tile(row_weights, copies))
-                  for row_weights in (None, weights) for copies in (1, 3)]),
+        ("LOESS curves", loess_both_paths),
         ("variable ranking",
          lambda: [rank_variables(pd.DataFrame(features, columns=["a", "b", "c"]), labels,
                                  proba, n_permutations=20, sample_weight=row_weights)

@@ -10,22 +10,17 @@ dispatcher also loads a cached kernel) recording every call.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from numba.core.dispatcher import Dispatcher
 
 from app.services.warm_up import start_kernel_warm_up
 from tests.app.test_api import upload
 from tests.app.test_cancel_latency import synthetic_binary
+from tests.app.test_job_errors import finished
 
 
-def wait_for(client, job_id: str) -> dict:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 300
-    while (job := client.get(f"/api/v1/jobs/{job_id}").json())["status"] in ("queued",
-                                                                             "running"):
-        assert time.monotonic() < deadline, job
-        time.sleep(0.05)
+def succeeded(client, job_id: str) -> dict:  # type: ignore[no-untyped-def]
+    job = finished(client, job_id, seconds=300)
     assert job["status"] == "succeeded", job
     return job
 
@@ -34,7 +29,7 @@ def wait_for(client, job_id: str) -> dict:  # type: ignore[no-untyped-def]
 def test_after_the_warm_up_no_job_compiles_a_kernel(client, monkeypatch) -> None:
     warm = start_kernel_warm_up(client.app.state.services)
     assert warm.estimate is not None and warm.estimate["low"] < 2 < 25 < warm.estimate["high"]
-    assert wait_for(client, warm.id)["result"] == {"status": "compiled"}
+    assert succeeded(client, warm.id)["result"] == {"status": "compiled"}
     compiled: list[str] = []
     original = Dispatcher.compile
 
@@ -59,5 +54,5 @@ def test_after_the_warm_up_no_job_compiles_a_kernel(client, monkeypatch) -> None
     ]
     for response in jobs:
         assert response.status_code == 202, response.text
-        wait_for(client, response.json()["job_id"])
+        succeeded(client, response.json()["job_id"])
     assert compiled == []

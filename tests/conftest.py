@@ -43,10 +43,15 @@ LONG_FILES = (*UMAP_FILES, "calibcore/metrics/test_resampling.py",
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        path = item.path.relative_to(REPO / "tests").as_posix()
+        path = _relative(item)
         return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
 
     items.sort(key=rank)  # stable: the order within each file and among the rest is kept
+    strays = sorted({_relative(item) for item in items if "dask_cluster" in item.fixturenames}
+                    - set(DASK_FILES))
+    if strays:  # they would meet the cluster closed, or start it a second time
+        raise pytest.UsageError(f"list {strays} in DASK_FILES (tests/conftest.py): "
+                                "they use the dask_cluster fixture")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -71,17 +76,39 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+#: The cluster of :func:`dask_cluster` while it runs (closed by :func:`pytest_runtest_teardown`).
+_DASK_CLUSTER: list[object] = []
+
+
 @pytest.fixture(scope="session")
 def dask_cluster() -> Iterator[object]:
-    """A LocalCluster of two worker processes, started on first use and shared by the test
-    files of a test process (each started its own: ~5 s to start, ~4 s to stop, and its
+    """A LocalCluster of two worker processes, started on first use and shared by the
+    :data:`DASK_FILES` (each started its own: ~5 s to start, ~4 s to stop, and its
     workers' first task imports calibcore again). Tests connect a Client of their own, so
-    no module's default client outlives it."""
+    no module's default client outlives it. It is closed once the last of those files
+    has run: idle, its scheduler and workers still take ~7% of a core."""
     from dask.distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster:
+        _DASK_CLUSTER.append(cluster)
         yield cluster
+        _DASK_CLUSTER.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Once the test process leaves the :data:`DASK_FILES` (one unit of work, run in a
+    row), close their cluster: the module fixtures connected to it are torn down by then."""
+    result = yield
+    if _DASK_CLUSTER and _relative(item) in DASK_FILES and (
+            nextitem is None or _relative(nextitem) not in DASK_FILES):
+        _DASK_CLUSTER.pop().close()  # type: ignore[attr-defined]
+    return result
+
+
+def _relative(item: pytest.Item) -> str:
+    return item.path.relative_to(REPO / "tests").as_posix()
 
 
 @pytest.fixture

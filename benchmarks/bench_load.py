@@ -18,12 +18,12 @@ import tempfile
 import threading
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.bench_upload import prediction_csv
+from benchmarks.server_jobs import post_file
 from benchmarks.table import Row
 from tests.live_server import LiveServer, live_server
 
@@ -41,13 +41,7 @@ def _post(url: str, body: bytes, content_type: str) -> dict:
 
 
 def _upload(server: LiveServer, path: Path) -> str:
-    boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-            f"filename=\"{path.name}\"\r\n\r\n").encode() + path.read_bytes() + \
-        f"\r\n--{boundary}--\r\n".encode()
-    created = _post(f"{server.url}/api/v1/datasets", body,
-                    f"multipart/form-data; boundary={boundary}")
-    return str(created["id"])
+    return str(post_file(server, "/api/v1/datasets", path)["id"])
 
 
 def _rss_mib(server: LiveServer) -> float:

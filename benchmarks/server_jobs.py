@@ -18,6 +18,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -62,14 +63,33 @@ def request(server: LiveServer, method: str, path: str, body: bytes | None = Non
         return dict(json.loads(response.read()))
 
 
+def post_file(server: LiveServer, path: str, file: Path) -> dict[str, Any]:
+    """POST ``file`` as the multipart form field ``file``, streamed from the disk as a
+    browser or ``curl -F`` sends it, not built in memory first (the copies of an 88 MiB
+    file took this client 0.17-0.2 s, as long as pandas takes to read it)."""
+    boundary = uuid.uuid4().hex
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"{file.name}\"\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+
+    def parts() -> Iterator[bytes]:
+        yield head
+        with file.open("rb") as stream:
+            while block := stream.read(1 << 20):
+                yield block
+        yield tail
+
+    call = urllib.request.Request(
+        f"{server.url}{path}", data=parts(), method="POST",
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
+                 "Content-Length": str(len(head) + file.stat().st_size + len(tail))})
+    with urllib.request.urlopen(call, timeout=600) as response:
+        return dict(json.loads(response.read()))
+
+
 def upload(server: LiveServer, path: Path, features: list[str]) -> str:
     """Stage ``path``, confirm ``features`` and no split column (cross-fitting); the id."""
-    boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-            f"filename=\"{path.name}\"\r\n\r\n").encode() + path.read_bytes() + \
-        f"\r\n--{boundary}--\r\n".encode()
-    staged = request(server, "POST", "/api/v1/uploads", body,
-                     f"multipart/form-data; boundary={boundary}")
+    staged = post_file(server, "/api/v1/uploads", path)
     roles = json.dumps({"features": features, "no_split": True}).encode()
     created = request(server, "POST", f"/api/v1/uploads/{staged['upload_id']}/confirm", roles)
     return str(created["id"])

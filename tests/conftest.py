@@ -42,9 +42,12 @@ LONG_FILES = (*UMAP_FILES, "calibcore/metrics/test_resampling.py",
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> tuple[int, bool]:
         path = _relative(item)
-        return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
+        if path in LONG_FILES:
+            return LONG_FILES.index(path), False
+        # the Dask files in a row, also without xdist: their cluster closes after the last
+        return len(LONG_FILES), path not in DASK_FILES
 
     items.sort(key=rank)  # stable: the order within each file and among the rest is kept
     strays = sorted({_relative(item) for item in items if "dask_cluster" in item.fixturenames}

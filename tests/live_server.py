@@ -30,8 +30,9 @@ class LiveServer:
 
 @contextmanager
 def live_server(data_dir: Path, env: dict[str, str] | None = None,
-                example: bool = False) -> Iterator[LiveServer]:
-    """Serve on a free loopback port until the block ends (then terminate and wait)."""
+                example: bool = False, kill: bool = False) -> Iterator[LiveServer]:
+    """Serve on a free loopback port until the block ends (then terminate and wait; with
+    ``kill``, kill it: a graceful stop first answers every request still in flight)."""
     port = free_port()
     command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port),
                "--data-dir", str(data_dir)] + ([] if example else ["--no-example"])
@@ -52,6 +53,9 @@ def live_server(data_dir: Path, env: dict[str, str] | None = None,
                 time.sleep(0.2)
         yield LiveServer(url, port, data_dir, process)
     finally:
+        if process.poll() is None and kill:
+            process.kill()
+            process.wait()
         if process.poll() is None:
             process.terminate()
             try:

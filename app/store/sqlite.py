@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import signal
 import sqlite3
 import tempfile
@@ -105,16 +106,22 @@ def owner(path: Path) -> str | None:
 
 @dataclass
 class Staged:
-    """A temporary file being written (``path``) and whether to keep it on leaving."""
+    """A temporary file being written (``path``) and whether to keep it on leaving;
+    ``linked`` when it is a hard link to an existing file (its content is there)."""
 
     path: Path
     keep: bool = False
+    linked: bool = False
 
 
 @contextmanager
-def staged_file(path: Path) -> Iterator[Staged]:
+def staged_file(path: Path, source: Path | None = None) -> Iterator[Staged]:
     """A locked, empty temporary file beside ``path``, removed on leaving unless it was
     renamed or ``keep`` was set (its record is committed: the journal renames it).
+
+    With ``source``, the temporary file is a hard link to ``source`` (``linked``): its
+    content without a copy, already on disk when ``source`` was flushed. Where the file
+    system has no hard links it is an empty file as without ``source``.
 
     The lock (``flock``, released when the process dies) tells a sweep of another
     process that the file is being written. A sweep may remove a file between its
@@ -122,7 +129,7 @@ def staged_file(path: Path) -> Iterator[Staged]:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        handle, name, linked = _temporary(path, source)
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             if os.stat(name).st_ino == os.fstat(handle).st_ino:
@@ -130,13 +137,35 @@ def staged_file(path: Path) -> Iterator[Staged]:
         except FileNotFoundError:
             pass
         os.close(handle)
-    staged = Staged(Path(name))
+    staged = Staged(Path(name), linked=linked)
     try:
         yield staged
     finally:
         if not staged.keep:
             staged.path.unlink(missing_ok=True)  # nothing to do once renamed
         os.close(handle)
+
+
+def _temporary(path: Path, source: Path | None) -> tuple[int, str, bool]:
+    """An open descriptor and the name of a new temporary file beside ``path`` (a hard
+    link to ``source`` when given and the file system allows it), and whether it is."""
+    if source is not None:
+        while True:
+            name = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+            try:
+                os.link(source, name)
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                raise
+            except OSError:  # no hard links here (or across these folders)
+                break
+            try:
+                return os.open(name, os.O_RDONLY), name, True
+            except FileNotFoundError:  # swept before it was opened
+                continue
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    return handle, name, False
 
 
 def _flush(path: Path) -> None:
@@ -301,28 +330,34 @@ class Store:
 
     # -- metadata ---------------------------------------------------------------
     def commit(self, record: Record, *, tables: Mapping[str, pd.DataFrame] | None = None,
-               documents: Mapping[str, Any] | None = None) -> None:
+               documents: Mapping[str, Any] | None = None,
+               linked_tables: Mapping[str, Path] | None = None) -> None:
         """Store a new record with its tables and documents, all or nothing.
 
         The files are written under temporary names, the record and a journal of the
         renames are committed in one transaction, then the files are renamed into place
         (the module docstring says why a crash at any point loses nothing and leaves
-        nothing behind). Every key must start with the record's id.
+        nothing behind). Every key must start with the record's id. ``linked_tables``
+        are tables whose content is a file stored already (a staged upload's table):
+        they are hard links to it, not copies (copies where hard links are missing).
         """
-        targets: list[tuple[Path, Callable[[Path], None]]] = [
-            (self.table_path(key), partial(_write_frame, frame))
+        targets: list[tuple[Path, Callable[[Path], None], Path | None]] = [
+            (self.table_path(key), partial(_write_frame, frame), None)
             for key, frame in (tables or {}).items()]
-        targets += [(self.document_path(key), partial(_write_text, _document_text(document)))
-                    for key, document in (documents or {}).items()]
-        for path, _ in targets:
+        targets += [(self.table_path(key), partial(_copy_file, source), source)
+                    for key, source in (linked_tables or {}).items()]
+        targets += [(self.document_path(key), partial(_write_text, _document_text(document)),
+                     None) for key, document in (documents or {}).items()]
+        for path, _, _ in targets:
             if owner(path) != record.id:
                 raise ValueError(f"{path.name} is not named after record {record.id}")
         with ExitStack() as stack:
             staged = []
-            for path, write in targets:
-                file = stack.enter_context(staged_file(path))
-                write(file.path)
-                _flush(file.path)
+            for path, write, source in targets:
+                file = stack.enter_context(staged_file(path, source))
+                if not file.linked:  # a link's content was flushed with its source
+                    write(file.path)
+                    _flush(file.path)
                 staged.append((file, path))
             journal = [(str(file.path.relative_to(self.root)), str(path.relative_to(self.root)))
                        for file, path in staged]
@@ -424,6 +459,10 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
 
 def _write_text(text: str, path: Path) -> None:
     path.write_text(text)
+
+
+def _copy_file(source: Path, path: Path) -> None:
+    shutil.copyfile(source, path)
 
 
 def _document_text(document: Any) -> str:

@@ -270,6 +270,35 @@ def test_staged_upload_then_confirm_with_corrected_roles(client, default_nb) -> 
     assert_error(client.post(f"/api/v1/uploads/{body['upload_id']}/confirm", json={}), 404)
 
 
+def test_a_confirmed_upload_shares_the_staged_table_and_one_with_rows_left_out_does_not(
+        settings_factory, default_nb) -> None:
+    """Confirming keeps the staged table's file as the dataset's (a hard link: nothing is
+    written again) when every row stays; with rows left out the dataset's is written."""
+    settings = settings_factory()
+    tables = settings.data_dir / "tables"
+    with TestClient(create_app(settings)) as client:
+        staged = client.post("/api/v1/uploads", files={"file": ("d.csv", default_nb)}).json()
+        before = (tables / f"{staged['upload_id']}.parquet").stat().st_ino
+        expected = pd.read_parquet(tables / f"{staged['upload_id']}.parquet")
+        dataset = client.post(f"/api/v1/uploads/{staged['upload_id']}/confirm",
+                              json={}).json()["id"]
+        table = tables / f"{dataset}.parquet"
+        assert table.stat().st_ino == before and table.stat().st_nlink == 1
+        assert sorted(path.name for path in tables.iterdir()) == [table.name]
+        pd.testing.assert_frame_equal(pd.read_parquet(table), expected)
+
+        frame = pd.read_csv(io.BytesIO(default_nb))
+        frame.loc[[3, 7], "y_prob"] = np.nan
+        staged = client.post("/api/v1/uploads", files={
+            "file": ("m.csv", frame.to_csv(index=False).encode())}).json()
+        before = (tables / f"{staged['upload_id']}.parquet").stat().st_ino
+        left_out = client.post(f"/api/v1/uploads/{staged['upload_id']}/confirm",
+                               json={"drop_missing": True}).json()
+        table = tables / f"{left_out['id']}.parquet"
+        assert left_out["n_left_out"] == 2 and table.stat().st_ino != before
+        assert len(pd.read_parquet(table)) == len(frame) - 2
+
+
 def test_staged_upload_infers_a_target_and_the_probability_named_after_it(client) -> None:
     text = "distance,delayed,p_delayed,carrier\n100,0,0.2,a\n250,1,0.8,b\n80,0,0.4,a\n"
     body = client.post("/api/v1/uploads", files={"file": ("f.csv", text.encode())}).json()

@@ -139,6 +139,66 @@ def test_a_crash_at_each_step_of_a_commit_is_all_or_nothing(tmp_path: Path, monk
     assert len(reopened.finished_renames) == (2 if step == "committed" else 0)
 
 
+@pytest.mark.parametrize("step", ["written", "committed", "renamed"])
+def test_a_linked_table_at_each_step_of_a_commit_is_all_or_nothing(
+        tmp_path: Path, monkeypatch, step: str) -> None:
+    """A table committed as a hard link to a stored one (a confirmed upload's): a crash
+    at any step leaves the stored table as it was, and the new one all or nothing."""
+    store = Store(tmp_path)
+    frame = _frame(30, 4)
+    upload_id, dataset_id = new_id("up"), new_id("ds")
+    store.commit(Record("upload", upload_id, None, "u", now(), {}), tables={upload_id: frame})
+
+    def kill(kind: str, at: str) -> None:
+        if at == step and kind == "dataset":
+            raise _Killed
+
+    monkeypatch.setattr(store_module, "_kill_point", kill)
+    with pytest.raises(_Killed):
+        store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
+                     linked_tables={dataset_id: store.table_path(upload_id)})
+    monkeypatch.undo()
+
+    reopened = Store(tmp_path)
+
+    assert _journal(tmp_path) == [] and reopened.read_table(upload_id).equals(frame)
+    if step == "written":
+        assert reopened.get("dataset", dataset_id) is None
+        assert _files(tmp_path) == [f"tables/{upload_id}.parquet"]
+        assert store.table_path(upload_id).stat().st_nlink == 1
+        return
+    assert reopened.read_table(dataset_id).equals(frame)
+    assert store.table_path(dataset_id).samefile(store.table_path(upload_id))
+    reopened.delete("upload", upload_id)
+    assert _files(tmp_path) == [f"tables/{dataset_id}.parquet"]
+    assert reopened.read_table(dataset_id).equals(frame)
+
+
+def test_a_linked_table_is_copied_where_hard_links_fail_and_refused_when_gone(
+        tmp_path: Path, monkeypatch) -> None:
+    store = Store(tmp_path)
+    frame = _frame(40, 5)
+    upload_id, dataset_id, gone_id = new_id("up"), new_id("ds"), new_id("ds")
+    store.commit(Record("upload", upload_id, None, "u", now(), {}), tables={upload_id: frame})
+
+    def no_links(source: Any, name: Any) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(store_module.os, "link", no_links)
+    store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
+                 linked_tables={dataset_id: store.table_path(upload_id)})
+    monkeypatch.undo()
+    assert not store.table_path(dataset_id).samefile(store.table_path(upload_id))
+    assert store.table_path(dataset_id).read_bytes() == store.table_path(upload_id).read_bytes()
+
+    with pytest.raises(FileNotFoundError):
+        store.commit(Record("dataset", gone_id, None, "d", now(), {}),
+                     linked_tables={gone_id: store.table_path(new_id("up"))})
+    assert store.get("dataset", gone_id) is None
+    assert _files(tmp_path) == sorted([f"tables/{upload_id}.parquet",
+                                       f"tables/{dataset_id}.parquet"])
+
+
 def test_a_failed_write_leaves_no_record_and_no_file(tmp_path: Path) -> None:
     store = Store(tmp_path)
     dataset_id = new_id("ds")

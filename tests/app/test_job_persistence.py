@@ -223,6 +223,59 @@ def test_an_aborted_upload_leaves_no_spooled_copy(client, default_nb) -> None:
     assert not incoming.exists() or list(incoming.iterdir()) == []
 
 
+def test_an_upload_is_written_once_into_the_incoming_folder(client, default_nb,
+                                                             monkeypatch) -> None:
+    """A file of several MiB arrives in the data directory's incoming folder only: nothing
+    spools it to the system's temporary folder, and it is whole when parsed."""
+    import starlette.formparsers
+
+    rolled: list[int] = []
+
+    class Watched(starlette.formparsers.SpooledTemporaryFile):  # type: ignore[misc]
+        def rollover(self) -> None:
+            rolled.append(self.tell())
+            super().rollover()
+
+    monkeypatch.setattr(starlette.formparsers, "SpooledTemporaryFile", Watched)
+    header, rows = default_nb.split(b"\n", 1)
+    big = header + b"\n" + rows * 40  # about 8 MiB: Starlette spools past 1 MiB
+    seen: list[tuple[str, int]] = []
+    parse = client.app.state.services.datasets.create_from_file
+
+    def spy(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((path.parent.name, path.stat().st_size))
+        return parse(path, *args, **kwargs)
+
+    monkeypatch.setattr(client.app.state.services.datasets, "create_from_file", spy)
+    response = upload(client, big)
+    assert response.status_code == 201, response.text
+    assert response.json()["n_rows"] == 40 * (default_nb.count(b"\n") - 1)
+    assert seen == [("incoming", len(big))] and rolled == []
+    incoming = client.app.state.services.settings.data_dir / "incoming"
+    assert list(incoming.iterdir()) == []
+
+
+def test_an_incoming_file_past_the_upload_limit_is_refused_as_it_is_written(
+        tmp_path) -> None:
+    import asyncio
+
+    from starlette.datastructures import Headers
+    from starlette.exceptions import HTTPException
+
+    from app.api.uploads import IncomingUpload
+
+    path = tmp_path / ".upload-x"
+    upload = IncomingUpload(path.open("w+b"), path=path, limit=10, filename="f.csv",
+                            headers=Headers())
+    asyncio.run(upload.write(b"0123456789"))
+    with pytest.raises(HTTPException) as refused:
+        asyncio.run(upload.write(b"!"))
+    assert refused.value.status_code == 413 and "CALIBDASH_MAX_UPLOAD_BYTES" in str(
+        refused.value.detail)
+    asyncio.run(upload.close())
+    assert not path.exists()
+
+
 # -- staged uploads ----------------------------------------------------------------------------
 def _stage(client, content: bytes) -> str:  # type: ignore[no-untyped-def]
     response = client.post("/api/v1/uploads", files={"file": ("staged.csv", content)})

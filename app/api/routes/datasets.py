@@ -8,7 +8,7 @@ from fastapi import APIRouter, File, Form, Response, UploadFile, status
 
 from app.api.deps import ServicesDep
 from app.api.responses import ACCEPTED, INVALID, NOT_FOUND, error, job_accepted
-from app.api.uploads import saved_upload
+from app.api.uploads import UploadRoute, saved_upload
 from app.jobs import Progress
 from app.schemas import DatasetSummary, ExternalDatasetRequest, JobAccepted
 from app.services.datasets import RoleOverrides
@@ -19,7 +19,7 @@ from app.services.external import (
     register_external,
 )
 
-router = APIRouter(prefix="/datasets", tags=["datasets"])
+router = APIRouter(prefix="/datasets", tags=["datasets"], route_class=UploadRoute)
 
 
 def _columns(value: str | None) -> tuple[str, ...] | None:

@@ -10,11 +10,11 @@ from app.api.deps import ServicesDep
 from app.api.downloads import FILE_RESPONSES, FormatQuery, corrected_name, file_response
 from app.api.errors import ApiError
 from app.api.responses import NOT_FOUND, error
-from app.api.uploads import saved_upload
+from app.api.uploads import UploadRoute, saved_upload
 from app.schemas import SavedModel
 from app.services import saved_models
 
-router = APIRouter(prefix="/models", tags=["models"])
+router = APIRouter(prefix="/models", tags=["models"], route_class=UploadRoute)
 
 
 async def model_document_body(request: Request, services: ServicesDep) -> Any:

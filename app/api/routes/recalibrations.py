@@ -16,7 +16,7 @@ from app.api.downloads import (
     file_response,
 )
 from app.api.responses import ACCEPTED, NOT_FOUND, error, job_accepted_response
-from app.api.uploads import saved_upload
+from app.api.uploads import UploadRoute, saved_upload
 from app.jobs import Progress
 from app.schemas import (
     FittedRecalibration,
@@ -40,7 +40,7 @@ from app.services.methods import MethodSpec, method_catalogue
 
 #: Its paths are those of the resource they act on: a dataset's recalibrations, one
 #: recalibration, and the catalogue of methods; so no prefix.
-router = APIRouter(tags=["recalibrations"])
+router = APIRouter(tags=["recalibrations"], route_class=UploadRoute)
 
 #: What each choice of downloaded scores adds to the file name.
 _SCORE_SUFFIXES = {"model": "calibrated", "cross_fitted": "calibrated-crossfitted"}

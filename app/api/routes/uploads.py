@@ -8,11 +8,11 @@ from fastapi import APIRouter, File, UploadFile, status
 
 from app.api.deps import ServicesDep
 from app.api.responses import INVALID, error
-from app.api.uploads import saved_upload
+from app.api.uploads import UploadRoute, saved_upload
 from app.schemas import DatasetSummary, RolesRequest, StagedUpload
 from app.services.datasets import RoleOverrides
 
-router = APIRouter(prefix="/uploads", tags=["uploads"], responses=INVALID)
+router = APIRouter(prefix="/uploads", tags=["uploads"], responses=INVALID, route_class=UploadRoute)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=StagedUpload,

@@ -19,7 +19,8 @@ renamed the same way, without a journal: losing one only means computing it agai
 Opening the store finishes journalled renames and removes what a crash can leave:
 temporary files, and tables or documents named after an id that has no record (a
 record deleted before its files). A temporary file whose lock is held belongs to a
-write still running (in this or another process) and is never touched.
+write still running (in this or another process) and is never touched. The temporary
+files, their locks, flushes and renames are :mod:`app.store.files`.
 
 For crash tests only: when the environment variable ``CALIBDASH_TEST_KILL_AT`` is
 ``<kind>:<step>`` (steps ``written``, ``committed``, ``renamed``; e.g.
@@ -29,16 +30,13 @@ process with SIGKILL at that step. Unset, as in any real deployment, it does not
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
-import re
 import secrets
 import shutil
 import signal
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -50,6 +48,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from app.store.files import (
+    atomic_write,
+    flush_file,
+    flush_folder,
+    is_temporary,
+    owner,
+    staged_file,
+    try_lock,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -67,9 +75,6 @@ CREATE TABLE IF NOT EXISTS renames (
     final TEXT NOT NULL
 );
 """
-#: Ids made by :func:`new_id`: a lower-case prefix and 22 URL-safe characters. A file
-#: belongs to the record whose id starts its name, followed by "." or "-".
-_OWNER = re.compile(r"([a-z]+_[A-Za-z0-9_-]{22})(?:[.-]|$)")
 #: Environment variable of the crash tests' kill points (see the module docstring).
 KILL_AT = "CALIBDASH_TEST_KILL_AT"
 
@@ -93,121 +98,11 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_urlsafe(16)}"
 
 
-def is_temporary(path: Path) -> bool:
-    """A file named as :func:`staged_file` names its temporary files."""
-    return path.name.startswith(".") and path.name.endswith(".tmp")
-
-
-def owner(path: Path) -> str | None:
-    """The id of the record a table or document belongs to, or None (not named by an id)."""
-    match = _OWNER.match(path.name)
-    return match.group(1) if match else None
-
-
-@dataclass
-class Staged:
-    """A temporary file being written (``path``) and whether to keep it on leaving;
-    ``linked`` when it is a hard link to an existing file (its content is there)."""
-
-    path: Path
-    keep: bool = False
-    linked: bool = False
-
-
-@contextmanager
-def staged_file(path: Path, source: Path | None = None) -> Iterator[Staged]:
-    """A locked, empty temporary file beside ``path``, removed on leaving unless it was
-    renamed or ``keep`` was set (its record is committed: the journal renames it).
-
-    With ``source``, the temporary file is a hard link to ``source`` (``linked``): its
-    content without a copy, already on disk when ``source`` was flushed. Where the file
-    system has no hard links it is an empty file as without ``source``.
-
-    The lock (``flock``, released when the process dies) tells a sweep of another
-    process that the file is being written. A sweep may remove a file between its
-    creation and its locking: then another is made.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        handle, name, linked = _temporary(path, source)
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            if os.stat(name).st_ino == os.fstat(handle).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(handle)
-    staged = Staged(Path(name), linked=linked)
-    try:
-        yield staged
-    finally:
-        if not staged.keep:
-            staged.path.unlink(missing_ok=True)  # nothing to do once renamed
-        os.close(handle)
-
-
-def _temporary(path: Path, source: Path | None) -> tuple[int, str, bool]:
-    """An open descriptor and the name of a new temporary file beside ``path`` (a hard
-    link to ``source`` when given and the file system allows it), and whether it is."""
-    if source is not None:
-        while True:
-            name = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
-            try:
-                os.link(source, name)
-            except FileExistsError:
-                continue
-            except FileNotFoundError:
-                raise
-            except OSError:  # no hard links here (or across these folders)
-                break
-            try:
-                return os.open(name, os.O_RDONLY), name, True
-            except FileNotFoundError:  # swept before it was opened
-                continue
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    return handle, name, False
-
-
-def _flush(path: Path) -> None:
-    with open(path, "rb") as stream:
-        os.fsync(stream.fileno())
-
-
-def _flush_folder(folder: Path) -> None:
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
-
-
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it into place."""
-    with staged_file(path) as staged:
-        write(staged.path)
-        _flush(staged.path)
-        os.replace(staged.path, path)
-
-
 def _kill_point(kind: str, step: str) -> None:
     """Crash tests only: SIGKILL this process at ``<kind>:<step>`` (module docstring)."""
     if os.environ.get(KILL_AT) == f"{kind}:{step}":
         logger.warning("%s=%s: killing the server", KILL_AT, os.environ[KILL_AT])
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _try_lock(path: Path) -> int | None:
-    """An open, exclusively locked descriptor of ``path``; None if it is gone or locked."""
-    try:
-        handle = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(handle)
-        return None
-    return handle
 
 
 class Store:
@@ -239,13 +134,13 @@ class Store:
         finished = []
         for tmp_name, final_name in rows:
             tmp, final = self.root / tmp_name, self.root / final_name
-            handle = _try_lock(tmp)
+            handle = try_lock(tmp)
             if handle is None and tmp.exists():
                 continue  # its write is still running (another process): it renames it
             try:
                 if handle is not None:
                     os.replace(tmp, final)
-                    _flush_folder(final.parent)
+                    flush_folder(final.parent)
                     finished.append(final)
                     logger.warning("finished the interrupted write of %s",
                                    final.relative_to(self.root))
@@ -277,7 +172,7 @@ class Store:
             if is_temporary(path):
                 if str(path.relative_to(self.root)) in journalled:
                     continue
-                handle = _try_lock(path)
+                handle = try_lock(path)
                 if handle is None:
                     continue  # gone, or being written right now
             elif owner(path) is None or owner(path) in ids:
@@ -357,7 +252,7 @@ class Store:
                 file = stack.enter_context(staged_file(path, source))
                 if not file.linked:  # a link's content was flushed with its source
                     write(file.path)
-                    _flush(file.path)
+                    flush_file(file.path)
                 staged.append((file, path))
             journal = [(str(file.path.relative_to(self.root)), str(path.relative_to(self.root)))
                        for file, path in staged]
@@ -372,7 +267,7 @@ class Store:
             for file, path in staged:
                 os.replace(file.path, path)
             for folder in {path.parent for _, path in staged}:
-                _flush_folder(folder)
+                flush_folder(folder)
             _kill_point(record.kind, "renamed")
             if journal:
                 with self._lock, self._connect() as connection:

@@ -32,6 +32,7 @@ import pandas as pd
 import pytest
 
 from app.store import Record, Store, new_id, now
+from app.store import files as files_module
 from app.store import sqlite as store_module
 from tests.live_server import free_port
 
@@ -184,7 +185,7 @@ def test_a_linked_table_is_copied_where_hard_links_fail_and_refused_when_gone(
     def no_links(source: Any, name: Any) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(store_module.os, "link", no_links)
+    monkeypatch.setattr(files_module.os, "link", no_links)
     store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
                  linked_tables={dataset_id: store.table_path(upload_id)})
     monkeypatch.undo()
@@ -263,7 +264,7 @@ def test_a_temporary_file_removed_before_its_lock_is_taken_is_made_again(
     """The one moment a sweep can take a new temporary file: between ``mkstemp`` and the
     lock. The writer sees its name gone and makes another."""
     made: list[str] = []
-    mkstemp = store_module.tempfile.mkstemp
+    mkstemp = files_module.tempfile.mkstemp
 
     def racing_mkstemp(**kwargs: Any) -> tuple[int, str]:
         handle, name = mkstemp(**kwargs)
@@ -272,9 +273,9 @@ def test_a_temporary_file_removed_before_its_lock_is_taken_is_made_again(
             os.unlink(name)   # a sweep removed it
         return handle, name
 
-    monkeypatch.setattr(store_module.tempfile, "mkstemp", racing_mkstemp)
+    monkeypatch.setattr(files_module.tempfile, "mkstemp", racing_mkstemp)
     target = tmp_path / "tables" / "x.parquet"
-    store_module.atomic_write(target, lambda tmp: tmp.write_text("data"))
+    files_module.atomic_write(target, lambda tmp: tmp.write_text("data"))
     assert len(made) == 2 and target.read_text() == "data"
     assert sorted(p.name for p in target.parent.iterdir()) == ["x.parquet"]
 
@@ -408,7 +409,7 @@ def _assert_nothing_left_behind(data_dir: Path, point: str) -> None:
                  if p.is_file() and p.parent != data_dir]
     assert temporary == [], f"{point}: temporary files left: {temporary}"
     unowned = [name for name in _files(data_dir)
-               if store_module.owner(data_dir / name) not in ids]
+               if files_module.owner(data_dir / name) not in ids]
     assert unowned == [], f"{point}: files no record references: {unowned}"
     assert _journal(data_dir) == [], point
     for record_id in _records(data_dir, "dataset") | _records(data_dir, "recalibration"):

@@ -45,7 +45,7 @@ def _report(args: argparse.Namespace) -> int:
     from app.services.report import build_partitioned_report, build_report
 
     if args.engine == "dask":
-        from app.services.datasets import RoleOverrides
+        from app.services.roles import RoleOverrides
 
         if args.drop_missing:
             raise CalibrationInputError("--drop-missing goes with --engine memory (the "

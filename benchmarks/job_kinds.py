@@ -35,7 +35,6 @@ from app.jobs import Job, Progress
 from app.services import diagnostics, local, local_embedding
 from app.services.context import Services, example_path
 from app.services.cost import CostEstimate
-from app.services.datasets import RoleOverrides
 from app.services.external import ExternalRequest, estimate_external, register_external
 from app.services.heterogeneity import (
     HeterogeneityParams,
@@ -43,6 +42,7 @@ from app.services.heterogeneity import (
     start_heterogeneity,
 )
 from app.services.methods import MethodSpec
+from app.services.roles import RoleOverrides
 from app.services.subgroups import SubgroupParams, estimate_subgroups, start_subgroups
 from app.services.support import SupportParams, estimate_support, start_support
 from app.services.tables import read_table

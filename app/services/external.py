@@ -28,10 +28,11 @@ from typing import Any
 
 from app.jobs import Progress
 from app.services.cost import CostEstimate, cost_model
-from app.services.datasets import EXTERNAL_REPORT, DatasetService, NotAllowed, RoleOverrides
+from app.services.datasets import EXTERNAL_REPORT, DatasetService, NotAllowed
 from app.services.lake_layouts import lake_files
 from app.services.partitioned_files import computed_rows, dask_client, read_partitioned
 from app.services.report import partitioned_report, partitioned_roles
+from app.services.roles import RoleOverrides
 from calibcore.exceptions import CalibrationInputError
 
 _WILDCARD = re.compile(r"[*?\[]")

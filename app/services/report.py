@@ -12,11 +12,12 @@ import pandas as pd
 
 from app.services import diagnostics, variables
 from app.services.clinical import clinical_section
-from app.services.datasets import RoleOverrides, apply_overrides, without_left_out
+from app.services.datasets import without_left_out
 from app.services.decision import decision_document
 from app.services.jsonable import jsonable
 from app.services.models_compare import comparison_document, model_probabilities
 from app.services.partitioned_files import dask_client, first_rows, read_partitioned
+from app.services.roles import RoleOverrides, apply_overrides
 from app.services.tables import load_table
 from app.services.weighting import (
     weighted_caption,

@@ -62,9 +62,9 @@ def test_the_dask_report_gives_the_in_memory_ks_and_kuiper_tests_and_intervals(
     import dask
     import dask.dataframe as dd
 
-    from app.services.datasets import RoleOverrides
     from app.services.diagnostics import calibration_test
     from app.services.report import partitioned_report, partitioned_roles
+    from app.services.roles import RoleOverrides
 
     frame = pd.read_csv(shared_data / "default_nb.csv")
     parts = dd.from_pandas(frame, npartitions=3)

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from app.cli import main
-from app.services.datasets import RoleOverrides
 from app.services.lake_layouts import lake_files
 from app.services.partitioned_files import read_partitioned
 from app.services.report import partitioned_roles
+from app.services.roles import RoleOverrides
 from calibcore.exceptions import CalibrationInputError
 
 DAYS = ("2026-11-24", "2026-11-25", "2026-11-26")

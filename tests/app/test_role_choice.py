@@ -3,7 +3,7 @@ features and updates what still stops the dataset from being created."""
 
 from __future__ import annotations
 
-from app.services.datasets import RoleChoice, choose_roles
+from app.services.roles import RoleChoice, choose_roles
 from calibcore.data import NO_LABEL, NO_PROBABILITIES
 
 COLUMNS = ["age", "bought", "member", "score", "q", "split"]

@@ -11,13 +11,13 @@ from app.api.responses import ACCEPTED, INVALID, NOT_FOUND, error, job_accepted
 from app.api.uploads import UploadRoute, saved_upload
 from app.jobs import Progress
 from app.schemas import DatasetSummary, ExternalDatasetRequest, JobAccepted
-from app.services.datasets import RoleOverrides
 from app.services.external import (
     ExternalRequest,
     allowed_uri,
     estimate_external,
     register_external,
 )
+from app.services.roles import RoleOverrides
 
 router = APIRouter(prefix="/datasets", tags=["datasets"], route_class=UploadRoute)
 

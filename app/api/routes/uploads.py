@@ -10,7 +10,7 @@ from app.api.deps import ServicesDep
 from app.api.responses import INVALID, error
 from app.api.uploads import UploadRoute, saved_upload
 from app.schemas import DatasetSummary, RolesRequest, StagedUpload
-from app.services.datasets import RoleOverrides
+from app.services.roles import RoleOverrides
 
 router = APIRouter(prefix="/uploads", tags=["uploads"], responses=INVALID, route_class=UploadRoute)
 

@@ -9,7 +9,8 @@ import dash_ag_grid as dag
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from app.services.context import Services
-from app.services.datasets import NotFound, RoleOverrides, choose_roles, rows_to_leave_out
+from app.services.datasets import NotFound, rows_to_leave_out
+from app.services.roles import RoleOverrides, choose_roles
 from app.ui import ids
 from app.ui.components import error_note, info_note, progress_bar
 from calibcore.exceptions import CalibrationInputError

@@ -7,6 +7,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -193,41 +194,54 @@ class DatasetService:
         columns = [str(c) for c in frame.columns]
         guess = infer_roles(frame)
         roles = confirmed_roles(guess, overrides, columns, table.dropped_columns)
-        prediction_set = build_prediction_set(frame, roles, renormalize=overrides.renormalize,
-                                              drop_missing=overrides.drop_missing,
-                                              negative_rate=overrides.negative_rate)
-        if prediction_set.labelled:
-            # the overview that follows an upload sorts the default view's scores first;
-            # the table's write to the store below leaves a core idle to do it now
-            sort_view_ahead(prediction_set.y_true, prediction_set.proba,
-                            default_view(prediction_set.n_classes))
-        # the stored table holds the rows the prediction set holds, so every page that
-        # reads other columns of it (models, time, downloads) meets the same rows
-        frame = without_left_out(frame, prediction_set)
         dataset_id = new_id("ds")
-        meta = _dataset_meta(prediction_set, filename, overrides.renormalize, len(columns),
-                             overrides.negative_rate)
-        # guesses nobody confirmed (roles left to inference) stay said on the dataset
-        unconfirmed = overrides.label is None or overrides.probabilities is None
-        meta["warnings"] = [*table.warnings, *(guess.notes if unconfirmed else ()),
-                            *meta["warnings"]]
-        meta.update(extra_meta or {})
-        record = Record("dataset", dataset_id, None, name, now(), meta)
-        stored = {f"{dataset_id}-{key}": document for key, document in (documents or {}).items()}
-        # every row kept: the table is the stored one (1.5M rows: 0.16 s less than
-        # writing and flushing it again)
-        shared = stored_table if frame is table.frame else None
-        try:
-            self._store.commit(record, tables={} if shared else {dataset_id: frame},
-                               linked_tables={dataset_id: shared} if shared else None,
-                               documents=stored)
-        except FileNotFoundError:
-            if shared is None:
-                raise
-            # the staged table expired meanwhile: the frame read from it is written
-            self._store.commit(record, tables={dataset_id: frame}, documents=stored)
+        with ExitStack() as writing:
+            # the table is written (and flushed) on a thread of its own while the rows
+            # are checked (1.5M rows: 0.16 s beside 0.11 s); a staged upload's table is
+            # shared instead
+            written = (None if stored_table is not None else
+                       writing.enter_context(self._store.table_ahead(dataset_id, frame)))
+            prediction_set = build_prediction_set(
+                frame, roles, renormalize=overrides.renormalize,
+                drop_missing=overrides.drop_missing, negative_rate=overrides.negative_rate)
+            if prediction_set.labelled:
+                # the overview that follows an upload sorts the default view's scores
+                # first; the rest of the table's write leaves a core idle to do it now
+                sort_view_ahead(prediction_set.y_true, prediction_set.proba,
+                                default_view(prediction_set.n_classes))
+            # the stored table holds the rows the prediction set holds, so every page
+            # that reads other columns of it (models, time, downloads) meets the same rows
+            frame = without_left_out(frame, prediction_set)
+            meta = _dataset_meta(prediction_set, filename, overrides.renormalize,
+                                 len(columns), overrides.negative_rate)
+            # guesses nobody confirmed (roles left to inference) stay said on the dataset
+            unconfirmed = overrides.label is None or overrides.probabilities is None
+            meta["warnings"] = [*table.warnings, *(guess.notes if unconfirmed else ()),
+                                *meta["warnings"]]
+            meta.update(extra_meta or {})
+            record = Record("dataset", dataset_id, None, name, now(), meta)
+            stored = {f"{dataset_id}-{key}": document
+                      for key, document in (documents or {}).items()}
+            if frame is not table.frame:  # rows left out: this frame is written
+                self._store.commit(record, tables={dataset_id: frame}, documents=stored)
+            elif written is not None:
+                self._store.commit(record, written_tables={dataset_id: written()},
+                                   documents=stored)
+            else:
+                assert stored_table is not None  # (nothing is written ahead only then)
+                self._share(record, frame, stored_table, stored)
         self._remember(dataset_id, prediction_set)
         return self.summary(dataset_id)
+
+    def _share(self, record: Record, frame: pd.DataFrame, stored_table: Path,
+               documents: dict[str, Any]) -> None:
+        """Commit ``record`` with a staged upload's table as its own (a hard link: 0.16 s
+        less than writing and flushing the same rows again for 1.5M rows)."""
+        try:
+            self._store.commit(record, linked_tables={record.id: stored_table},
+                               documents=documents)
+        except FileNotFoundError:  # the staged table expired meanwhile: the frame is written
+            self._store.commit(record, tables={record.id: frame}, documents=documents)
 
     # -- reading ------------------------------------------------------------------
     def record(self, dataset_id: str) -> Record:

@@ -39,6 +39,7 @@ import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from app.store.files import (
+    Staged,
     atomic_write,
     flush_file,
     flush_folder,
@@ -213,6 +215,36 @@ class Store:
     def read_table(self, key: str) -> pd.DataFrame:
         return pd.read_parquet(self.table_path(key))
 
+    @contextmanager
+    def table_ahead(self, key: str, frame: pd.DataFrame) -> Iterator[Callable[[], Staged]]:
+        """Write ``frame`` as the table ``key`` on a thread of its own while the caller
+        goes on (checking the rows of a new dataset): the context gives a function that
+        waits for the write and returns the written temporary file, flushed and locked
+        (the lock held by the thread until the context ends), to commit as
+        ``written_tables``. Leaving the context waits for the write and removes the
+        temporary file unless a commit renamed it or kept it."""
+        written: Future[Staged] = Future()
+        done = threading.Event()
+
+        def write() -> None:
+            try:
+                with staged_file(self.table_path(key)) as staged:
+                    _write_frame(frame, staged.path)
+                    flush_file(staged.path)
+                    written.set_result(staged)
+                    done.wait()
+            except BaseException as error:  # handed to the caller, if it still asks
+                if not written.done():
+                    written.set_exception(error)
+
+        thread = threading.Thread(target=write, name="table-ahead", daemon=True)
+        thread.start()
+        try:
+            yield written.result
+        finally:
+            done.set()
+            thread.join()
+
     def write_document(self, key: str, document: Any) -> None:
         """Write a document of a record that exists already (a cached result)."""
         atomic_write(self.document_path(key), partial(_write_text, _document_text(document)))
@@ -226,7 +258,8 @@ class Store:
     # -- metadata ---------------------------------------------------------------
     def commit(self, record: Record, *, tables: Mapping[str, pd.DataFrame] | None = None,
                documents: Mapping[str, Any] | None = None,
-               linked_tables: Mapping[str, Path] | None = None) -> None:
+               linked_tables: Mapping[str, Path] | None = None,
+               written_tables: Mapping[str, Staged] | None = None) -> None:
         """Store a new record with its tables and documents, all or nothing.
 
         The files are written under temporary names, the record and a journal of the
@@ -235,6 +268,8 @@ class Store:
         nothing behind). Every key must start with the record's id. ``linked_tables``
         are tables whose content is a file stored already (a staged upload's table):
         they are hard links to it, not copies (copies where hard links are missing).
+        ``written_tables`` are tables written already under their temporary names,
+        flushed and locked (:meth:`table_ahead`).
         """
         targets: list[tuple[Path, Callable[[Path], None], Path | None]] = [
             (self.table_path(key), partial(_write_frame, frame), None)
@@ -243,11 +278,12 @@ class Store:
                     for key, source in (linked_tables or {}).items()]
         targets += [(self.document_path(key), partial(_write_text, _document_text(document)),
                      None) for key, document in (documents or {}).items()]
-        for path, _, _ in targets:
+        written = [(file, self.table_path(key)) for key, file in (written_tables or {}).items()]
+        for path in [path for path, _, _ in targets] + [path for _, path in written]:
             if owner(path) != record.id:
                 raise ValueError(f"{path.name} is not named after record {record.id}")
         with ExitStack() as stack:
-            staged = []
+            staged = list(written)
             for path, write, source in targets:
                 file = stack.enter_context(staged_file(path, source))
                 if not file.linked:  # a link's content was flushed with its source

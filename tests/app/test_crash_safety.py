@@ -200,6 +200,51 @@ def test_a_linked_table_is_copied_where_hard_links_fail_and_refused_when_gone(
                                        f"tables/{dataset_id}.parquet"])
 
 
+@pytest.mark.parametrize("step", ["written", "committed", "renamed", None])
+def test_a_table_written_ahead_is_committed_all_or_nothing(tmp_path: Path, monkeypatch,
+                                                           step: str | None) -> None:
+    """A new dataset's table written on a thread while its rows are checked: while it is
+    written a sweep (another process opening the store) leaves it alone; committed, it
+    is the dataset's table; a crash at any step of the commit is all or nothing."""
+    store = Store(tmp_path)
+    frame = _frame(30, 6)
+    dataset_id = new_id("ds")
+
+    def kill(kind: str, at: str) -> None:
+        if at == step:
+            raise _Killed
+
+    with store.table_ahead(dataset_id, frame) as written:
+        staged = written()
+        assert Store(tmp_path).removed_leftovers == [] and staged.path.exists()
+        monkeypatch.setattr(store_module, "_kill_point", kill)
+        if step is None:
+            store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
+                         written_tables={dataset_id: staged})
+        else:
+            with pytest.raises(_Killed):
+                store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
+                             written_tables={dataset_id: staged})
+        monkeypatch.undo()
+
+    reopened = Store(tmp_path)
+
+    assert _journal(tmp_path) == []
+    if step == "written":
+        assert reopened.get("dataset", dataset_id) is None and _files(tmp_path) == []
+    else:
+        assert _files(tmp_path) == [f"tables/{dataset_id}.parquet"]
+        assert reopened.read_table(dataset_id).equals(frame)
+
+
+def test_a_table_written_ahead_and_not_committed_is_removed(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    with pytest.raises(ValueError, match="the rows were refused"):
+        with store.table_ahead(new_id("ds"), _frame(20, 7)):
+            raise ValueError("the rows were refused")  # before the write was waited for
+    assert _files(tmp_path) == []
+
+
 def test_a_failed_write_leaves_no_record_and_no_file(tmp_path: Path) -> None:
     store = Store(tmp_path)
     dataset_id = new_id("ds")

@@ -107,6 +107,16 @@ class _Killed(BaseException):
     """Stands for SIGKILL in-process: nothing below the kill point runs."""
 
 
+def _killing_at(step: str | None, kind: str | None = None) -> Callable[[str, str], None]:
+    """A kill point that raises :class:`_Killed` at ``step`` (of records of ``kind``)."""
+
+    def kill(at_kind: str, at: str) -> None:
+        if at == step and kind in (None, at_kind):
+            raise _Killed
+
+    return kill
+
+
 @pytest.mark.parametrize("step", ["written", "committed", "renamed"])
 def test_a_crash_at_each_step_of_a_commit_is_all_or_nothing(tmp_path: Path, monkeypatch,
                                                             step: str) -> None:
@@ -114,11 +124,7 @@ def test_a_crash_at_each_step_of_a_commit_is_all_or_nothing(tmp_path: Path, monk
     frame = _frame(30, 2)
     dataset_id = new_id("ds")
 
-    def kill(kind: str, at: str) -> None:
-        if at == step:
-            raise _Killed
-
-    monkeypatch.setattr(store_module, "_kill_point", kill)
+    monkeypatch.setattr(store_module, "_kill_point", _killing_at(step))
     with pytest.raises(_Killed):
         store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
                      tables={dataset_id: frame}, documents={dataset_id: {"m": 1}})
@@ -150,11 +156,7 @@ def test_a_linked_table_at_each_step_of_a_commit_is_all_or_nothing(
     upload_id, dataset_id = new_id("up"), new_id("ds")
     store.commit(Record("upload", upload_id, None, "u", now(), {}), tables={upload_id: frame})
 
-    def kill(kind: str, at: str) -> None:
-        if at == step and kind == "dataset":
-            raise _Killed
-
-    monkeypatch.setattr(store_module, "_kill_point", kill)
+    monkeypatch.setattr(store_module, "_kill_point", _killing_at(step, "dataset"))
     with pytest.raises(_Killed):
         store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
                      linked_tables={dataset_id: store.table_path(upload_id)})
@@ -210,14 +212,10 @@ def test_a_table_written_ahead_is_committed_all_or_nothing(tmp_path: Path, monke
     frame = _frame(30, 6)
     dataset_id = new_id("ds")
 
-    def kill(kind: str, at: str) -> None:
-        if at == step:
-            raise _Killed
-
     with store.table_ahead(dataset_id, frame) as written:
         staged = written()
         assert Store(tmp_path).removed_leftovers == [] and staged.path.exists()
-        monkeypatch.setattr(store_module, "_kill_point", kill)
+        monkeypatch.setattr(store_module, "_kill_point", _killing_at(step))
         if step is None:
             store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
                          written_tables={dataset_id: staged})

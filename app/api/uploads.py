@@ -55,6 +55,11 @@ class IncomingUpload(UploadFile):
         self.file.seek(offset)  # (flushes what was written)
 
     async def close(self) -> None:
+        self.discard()
+
+    def discard(self) -> None:
+        """Close and remove the file (also what Starlette's ``close`` of a failed parse
+        does, through :class:`_Discarding`)."""
         self.file.close()
         self.path.unlink(missing_ok=True)
 
@@ -67,6 +72,15 @@ class _IncomingParser(MultiPartParser):
         super().__init__(headers, stream, **limits)
         self._folder = folder
         self._limit = limit
+        self._incoming: list[IncomingUpload] = []
+
+    async def parse(self) -> FormData:
+        form = await super().parse()  # on an error Starlette closes (discards) them all
+        kept = {id(value) for _, value in form.multi_items()}
+        for upload in self._incoming:  # a part the body ended inside never reaches the form
+            if id(upload) not in kept:
+                upload.discard()
+        return form
 
     def on_headers_finished(self) -> None:
         super().on_headers_finished()
@@ -79,19 +93,16 @@ class _IncomingParser(MultiPartParser):
         upload = IncomingUpload(os.fdopen(handle, "w+b"), path=Path(name), limit=self._limit,
                                 filename=spooled.filename, headers=spooled.headers)
         self._current_part.file = upload
-        self._files_to_close_on_error.append(_Removing(upload))  # type: ignore[arg-type]
+        self._incoming.append(upload)
+        self._files_to_close_on_error.append(_Discarding(upload))  # type: ignore[arg-type]
 
 
-class _Removing:
-    """Closes and removes an incoming file when the parse fails (Starlette closes what it
-    lists on an error; closing also removes)."""
+class _Discarding:
+    """What Starlette closes (synchronously) when a parse fails: the incoming file is
+    then discarded."""
 
     def __init__(self, upload: IncomingUpload) -> None:
-        self._upload = upload
-
-    def close(self) -> None:
-        self._upload.file.close()
-        self._upload.path.unlink(missing_ok=True)
+        self.close = upload.discard
 
 
 class _IncomingRequest(Request):

@@ -255,6 +255,23 @@ def test_an_upload_is_written_once_into_the_incoming_folder(client, default_nb,
     assert list(incoming.iterdir()) == []
 
 
+@pytest.mark.parametrize("body", [
+    # the body ends inside the file part: the part never reaches the form
+    b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.csv"\r\n\r\n'
+    + b"y_true,y_prob\n" + b"1,0.5\n" * 50_000,
+    # a second file part beside the one the route reads
+    b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.csv"\r\n\r\n'
+    b"y_true,y_prob\n1,0.5\n0,0.2\n\r\n--b\r\nContent-Disposition: form-data; "
+    b'name="other"; filename="y.csv"\r\n\r\nabc\r\n--b--\r\n',
+], ids=["truncated", "extra-file"])
+def test_no_incoming_file_outlives_its_request(client, body: bytes) -> None:
+    response = client.post("/api/v1/uploads", content=body,
+                           headers={"Content-Type": "multipart/form-data; boundary=b"})
+    assert response.status_code in (201, 422), response.text
+    incoming = client.app.state.services.settings.data_dir / "incoming"
+    assert not incoming.exists() or list(incoming.iterdir()) == []
+
+
 def test_an_incoming_file_past_the_upload_limit_is_refused_as_it_is_written(
         tmp_path) -> None:
     import asyncio

@@ -238,8 +238,9 @@ class DatasetService:
         """Commit ``record`` with a staged upload's table as its own (a hard link: 0.16 s
         less than writing and flushing the same rows again for 1.5M rows)."""
         try:
-            self._store.commit(record, linked_tables={record.id: stored_table},
-                               documents=documents)
+            with self._store.shared_table(record.id, stored_table) as shared:
+                self._store.commit(record, written_tables={record.id: shared},
+                                   documents=documents)
         except FileNotFoundError:  # the staged table expired meanwhile: the frame is written
             self._store.commit(record, tables={record.id: frame}, documents=documents)
 

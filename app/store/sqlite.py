@@ -245,6 +245,19 @@ class Store:
             done.set()
             thread.join()
 
+    @contextmanager
+    def shared_table(self, key: str, source: Path) -> Iterator[Staged]:
+        """The stored table file ``source`` (a staged upload's) as the temporary file of
+        the table ``key``, to commit as ``written_tables``: a hard link to it (its content
+        was flushed when it was stored), or a flushed copy where hard links are missing.
+        Leaving the context removes the temporary file unless a commit renamed it or
+        kept it; a ``source`` that is gone raises FileNotFoundError."""
+        with staged_file(self.table_path(key), source) as staged:
+            if not staged.linked:
+                shutil.copyfile(source, staged.path)
+                flush_file(staged.path)
+            yield staged
+
     def write_document(self, key: str, document: Any) -> None:
         """Write a document of a record that exists already (a cached result)."""
         atomic_write(self.document_path(key), partial(_write_text, _document_text(document)))
@@ -258,37 +271,32 @@ class Store:
     # -- metadata ---------------------------------------------------------------
     def commit(self, record: Record, *, tables: Mapping[str, pd.DataFrame] | None = None,
                documents: Mapping[str, Any] | None = None,
-               linked_tables: Mapping[str, Path] | None = None,
                written_tables: Mapping[str, Staged] | None = None) -> None:
         """Store a new record with its tables and documents, all or nothing.
 
         The files are written under temporary names, the record and a journal of the
         renames are committed in one transaction, then the files are renamed into place
         (the module docstring says why a crash at any point loses nothing and leaves
-        nothing behind). Every key must start with the record's id. ``linked_tables``
-        are tables whose content is a file stored already (a staged upload's table):
-        they are hard links to it, not copies (copies where hard links are missing).
-        ``written_tables`` are tables written already under their temporary names,
-        flushed and locked (:meth:`table_ahead`).
+        nothing behind). Every key must start with the record's id. ``written_tables``
+        are tables already under their temporary names, flushed and locked: written
+        beside other work (:meth:`table_ahead`) or the content of a stored table
+        (:meth:`shared_table`).
         """
-        targets: list[tuple[Path, Callable[[Path], None], Path | None]] = [
-            (self.table_path(key), partial(_write_frame, frame), None)
+        targets: list[tuple[Path, Callable[[Path], None]]] = [
+            (self.table_path(key), partial(_write_frame, frame))
             for key, frame in (tables or {}).items()]
-        targets += [(self.table_path(key), partial(_copy_file, source), source)
-                    for key, source in (linked_tables or {}).items()]
-        targets += [(self.document_path(key), partial(_write_text, _document_text(document)),
-                     None) for key, document in (documents or {}).items()]
+        targets += [(self.document_path(key), partial(_write_text, _document_text(document)))
+                    for key, document in (documents or {}).items()]
         written = [(file, self.table_path(key)) for key, file in (written_tables or {}).items()]
-        for path in [path for path, _, _ in targets] + [path for _, path in written]:
+        for path in [path for path, _ in targets] + [path for _, path in written]:
             if owner(path) != record.id:
                 raise ValueError(f"{path.name} is not named after record {record.id}")
         with ExitStack() as stack:
             staged = list(written)
-            for path, write, source in targets:
-                file = stack.enter_context(staged_file(path, source))
-                if not file.linked:  # a link's content was flushed with its source
-                    write(file.path)
-                    flush_file(file.path)
+            for path, write in targets:
+                file = stack.enter_context(staged_file(path))
+                write(file.path)
+                flush_file(file.path)
                 staged.append((file, path))
             journal = [(str(file.path.relative_to(self.root)), str(path.relative_to(self.root)))
                        for file, path in staged]
@@ -391,9 +399,6 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
 def _write_text(text: str, path: Path) -> None:
     path.write_text(text)
 
-
-def _copy_file(source: Path, path: Path) -> None:
-    shutil.copyfile(source, path)
 
 
 def _document_text(document: Any) -> str:

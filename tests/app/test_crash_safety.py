@@ -157,9 +157,10 @@ def test_a_linked_table_at_each_step_of_a_commit_is_all_or_nothing(
     store.commit(Record("upload", upload_id, None, "u", now(), {}), tables={upload_id: frame})
 
     monkeypatch.setattr(store_module, "_kill_point", _killing_at(step, "dataset"))
-    with pytest.raises(_Killed):
+    with pytest.raises(_Killed), store.shared_table(
+            dataset_id, store.table_path(upload_id)) as shared:
         store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
-                     linked_tables={dataset_id: store.table_path(upload_id)})
+                     written_tables={dataset_id: shared})
     monkeypatch.undo()
 
     reopened = Store(tmp_path)
@@ -188,15 +189,17 @@ def test_a_linked_table_is_copied_where_hard_links_fail_and_refused_when_gone(
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(files_module.os, "link", no_links)
-    store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
-                 linked_tables={dataset_id: store.table_path(upload_id)})
+    with store.shared_table(dataset_id, store.table_path(upload_id)) as shared:
+        store.commit(Record("dataset", dataset_id, None, "d", now(), {}),
+                     written_tables={dataset_id: shared})
     monkeypatch.undo()
     assert not store.table_path(dataset_id).samefile(store.table_path(upload_id))
     assert store.table_path(dataset_id).read_bytes() == store.table_path(upload_id).read_bytes()
 
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError), store.shared_table(
+            gone_id, store.table_path(new_id("up"))) as shared:
         store.commit(Record("dataset", gone_id, None, "d", now(), {}),
-                     linked_tables={gone_id: store.table_path(new_id("up"))})
+                     written_tables={gone_id: shared})
     assert store.get("dataset", gone_id) is None
     assert _files(tmp_path) == sorted([f"tables/{upload_id}.parquet",
                                        f"tables/{dataset_id}.parquet"])

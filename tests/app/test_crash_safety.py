@@ -19,7 +19,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,7 +33,7 @@ import pytest
 from app.store import Record, Store, new_id, now
 from app.store import files as files_module
 from app.store import sqlite as store_module
-from tests.live_server import free_port
+from tests.live_server import free_port, start_server
 
 
 def _frame(n: int, seed: int) -> pd.DataFrame:
@@ -332,16 +331,15 @@ BIG_ROWS = 300_000
 
 
 class _Server:
-    """``calibdash serve`` on ``data_dir`` in a subprocess, started as users start it."""
+    """``calibdash serve`` on ``data_dir`` in a process of its own
+    (:func:`tests.live_server.start_server`)."""
 
     def __init__(self, data_dir: Path, env: dict[str, str], log: Path) -> None:
         self.data_dir = data_dir
         self.port = free_port()
-        self._log = open(log, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port),
-             "--data-dir", str(data_dir), "--no-example"],
-            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
+        self.process = start_server(
+            ["serve", "--port", str(self.port), "--data-dir", str(data_dir), "--no-example"],
+            log=log, cwd=ROOT,
             env={**os.environ, "PYTHONWARNINGS": "ignore", "CALIBDASH_WARM_UP": "false",
                  "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                  **env})
@@ -391,7 +389,6 @@ class _Server:
     def died(self) -> None:
         """Wait until the server is dead (killed by us or by its kill point)."""
         assert self.process.wait(timeout=120) == -signal.SIGKILL
-        self._log.close()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -401,7 +398,6 @@ class _Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self._log.close()
 
 
 def _multipart(name: str, content: bytes) -> tuple[bytes, str]:

@@ -11,8 +11,6 @@ import logging
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -30,6 +28,7 @@ from app.main import create_app
 from app.services.context import Services
 from app.store import Record, new_id
 from tests.app.test_api import assert_error, upload
+from tests.live_server import ServerProcess, free_port, start_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -339,20 +338,11 @@ def test_staged_uploads_expire_at_start(settings_factory, default_nb) -> None:
 
 
 # -- the real thing: kill -9 -------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _serve(port: int, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
+def _serve(port: int, data_dir: Path, log: Path) -> ServerProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith("CALIBDASH_")}
     env.update(CALIBDASH_WARM_UP="false", PYTHONWARNINGS="ignore")
-    with log.open("ab") as output:  # the server writes to its own copy of the descriptor
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
-             str(data_dir), "--no-example"], cwd=REPO, env=env, stdout=output,
-            stderr=subprocess.STDOUT)
+    process = start_server(["serve", "--port", str(port), "--data-dir", str(data_dir),
+                            "--no-example"], env=env, log=log, cwd=REPO)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -360,7 +350,7 @@ def _serve(port: int, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
                 return process
         except OSError:
             assert process.poll() is None, log.read_text()[-2000:]
-            time.sleep(0.2)
+            time.sleep(0.05)
     process.kill()
     raise AssertionError("the server did not start in 60 s")
 
@@ -389,7 +379,7 @@ def _upload(url: str, content: bytes) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_kill_9_mid_job_and_mid_upload_leaves_a_consistent_store(tmp_path, default_nb) -> None:
-    port, data_dir, log = _free_port(), tmp_path / "store", tmp_path / "server.log"
+    port, data_dir, log = free_port(), tmp_path / "store", tmp_path / "server.log"
     url = f"http://127.0.0.1:{port}/api/v1"
     server = _serve(port, data_dir, log)
     try:

@@ -1,19 +1,19 @@
-"""A real server (``calibdash serve`` in a subprocess) and headless Chromium via Selenium."""
+"""A real server (``calibdash serve`` in a process of its own) and headless Chromium via
+Selenium."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.live_server import free_port, start_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -23,22 +23,16 @@ CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-
                   "--disable-component-update", "--disable-sync", "--window-size=1400,1000")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """Start the app exactly as users do, with the example dataset, once per test process
-    (each start costs a few seconds of imports), and give its URL and the example's id."""
-    port = _free_port()
+    """Start the app as users do (``calibdash serve``, forked from the preloaded app:
+    :func:`tests.live_server.start_server`), with the example dataset, once per test
+    process, and give its URL and the example's id."""
+    port = free_port()
     data_dir = tmp_path_factory.mktemp("ui-store")
-    log = open(data_dir / "server.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir",
-         str(data_dir)], stdout=log, stderr=subprocess.STDOUT,
+    log = data_dir / "server.log"
+    process = start_server(
+        ["serve", "--port", str(port), "--data-dir", str(data_dir)], log=log,
         # no UMAP warm-up: a module that embeds with UMAP pays its compile, the others do not
         env={**os.environ, "PYTHONWARNINGS": "ignore", "CALIBDASH_WARM_UP": "false"})
     url = f"http://127.0.0.1:{port}"
@@ -50,18 +44,16 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
         except OSError:
             if process.poll() is not None:
                 break
-            time.sleep(0.3)
+            time.sleep(0.05)
     else:
         process.kill()
         pytest.fail("server did not start in 60 s")
     if process.poll() is not None:
-        log.close()
-        pytest.fail("server exited: " + (data_dir / "server.log").read_text()[-2000:])
+        pytest.fail("server exited: " + log.read_text()[-2000:])
     (example,) = _datasets(url)
     yield url, example
     process.terminate()
     process.wait(timeout=20)
-    log.close()
 
 
 def _datasets(url: str) -> list[str]:

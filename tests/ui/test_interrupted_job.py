@@ -11,7 +11,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.app.test_job_persistence import _free_port, _serve, _upload
+from tests.app.test_job_persistence import _serve, _upload
+from tests.live_server import free_port
 from tests.ui.browser import WebDriverWait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -19,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def test_the_hh_panel_shows_an_interrupted_job_and_enables_run(
         browser, tmp_path: Path, shared_data: Path) -> None:
-    port, data_dir, log = _free_port(), tmp_path / "store", tmp_path / "server.log"
+    port, data_dir, log = free_port(), tmp_path / "store", tmp_path / "server.log"
     server = _serve(port, data_dir, log)
     try:
         _upload(f"http://127.0.0.1:{port}/api/v1", (shared_data / "default_nb.csv").read_bytes())

@@ -20,8 +20,8 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 import urllib.request
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,14 +78,15 @@ class _Forked:
         self._process.kill()
 
 
-_forked: weakref.WeakSet[_Forked] = weakref.WeakSet()
+#: Every server forked in this process (a few dozen at most), so none outlives it.
+_forked: list[_Forked] = []
 
 
 @atexit.register
 def _kill_forked() -> None:
     """A server a failed test left running must not hold up the worker's exit
     (multiprocessing joins its children then)."""
-    for server in list(_forked):
+    for server in _forked:
         if server.poll() is None:
             server.kill()
             server.wait(10)
@@ -112,6 +113,8 @@ def _run_command(argv: Sequence[str], env: dict[str, str], log: str, cwd: str) -
         code = main(list(argv))
     except SystemExit as exit_:  # argparse's refusal, as the command would exit
         code = exit_.code
+    except BaseException:  # printed as the interpreter would, then status 1
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -134,7 +137,7 @@ def start_server(argv: Sequence[str], *, env: dict[str, str], log: Path,
                               args=(list(argv), dict(env), str(log), str(directory)))
     process.start()
     forked = _Forked(process)
-    _forked.add(forked)
+    _forked.append(forked)
     return forked
 
 

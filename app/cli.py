@@ -13,13 +13,35 @@ from typing import TYPE_CHECKING, Any, Literal
 from calibcore.exceptions import CalibrationInputError
 
 if TYPE_CHECKING:
+    from app.config import Settings
     from app.services.methods import MethodSpec
+
+
+class SettingsError(ValueError):
+    """A setting from the environment (``CALIBDASH_*``) or the command line failed its check."""
+
+
+def _settings(**overrides: Any) -> Settings:
+    """The settings, from the environment and ``overrides`` (the command line's); a value
+    that fails its check is a :class:`SettingsError` naming its variable, not a traceback."""
+    from pydantic import ValidationError
+
+    from app.config import Settings
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"])
+            problems.append(f"CALIBDASH_{field.upper()}: {error['msg']} "
+                            f"(got {error.get('input')!r})")
+        raise SettingsError("invalid setting: " + "; ".join(problems)) from None
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.config import Settings
     from app.main import create_app
     from app.services.tables import share_one_heap
 
@@ -32,7 +54,7 @@ def _serve(args: argparse.Namespace) -> int:
                                                ("data_dir", args.data_dir)) if value is not None}
     if args.no_example:
         overrides["load_example"] = False
-    settings = Settings(**overrides)
+    settings = _settings(**overrides)
     print(f"calibdash: serving on http://{settings.host}:{settings.port}/ "
           f"(data in {settings.data_dir.resolve()})", flush=True)
     # a graceful stop waits at most 5 s for requests in flight (or queued for a compute slot)
@@ -124,9 +146,18 @@ def _scheduler(args: argparse.Namespace) -> str | None:
     """``--scheduler``, else the server's ``CALIBDASH_DASK_SCHEDULER`` (so that, inside the
     server's container, the command uses the cluster the server uses), else None: a
     local in-process cluster."""
-    from app.config import Settings
+    return args.scheduler or _settings().dask_scheduler
 
-    return args.scheduler or Settings().dask_scheduler
+
+def _port(value: str) -> int:
+    """``--port``: a TCP port, 1 to 65535 (argparse reports anything else)."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {value!r}") from None
+    if not 1 <= port <= 65_535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1 to 65535)")
+    return port
 
 
 def _column_list(value: str | None) -> tuple[str, ...] | None:
@@ -222,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the web app (REST API + dashboard)")
     serve.add_argument("--host", help="interface (default 127.0.0.1; CALIBDASH_HOST)")
-    serve.add_argument("--port", type=int, help="port (default 8050; CALIBDASH_PORT)")
+    serve.add_argument("--port", type=_port, help="port (default 8050; CALIBDASH_PORT)")
     serve.add_argument("--data-dir", type=Path, help="store (default .calibdash; "
                        "CALIBDASH_DATA_DIR)")
     serve.add_argument("--no-example", action="store_true",
@@ -315,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.enable()
     try:
         return int(args.handler(args))
-    except (CalibrationInputError, FileNotFoundError) as exc:
+    except (CalibrationInputError, FileNotFoundError, SettingsError) as exc:
         print(f"calibdash: error: {exc}", file=sys.stderr)
         return 2
 

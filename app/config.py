@@ -68,24 +68,26 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CALIBDASH_")
 
+    # bounds: a value outside them is refused at start, naming its variable (app.cli),
+    # rather than a port wrapped past 65535, or no slot (or thread) for any computation
     data_dir: Path = Field(default=Path(".calibdash"))
     host: str = "127.0.0.1"
-    port: int = 8050
-    max_upload_bytes: int = 1 << 30
+    port: int = Field(default=8050, ge=1, le=65_535)
+    max_upload_bytes: int = Field(default=1 << 30, ge=1)
     load_example: bool = True
     api_token: str | None = None
-    session_hours: float = 12.0
+    session_hours: float = Field(default=12.0, gt=0)
     public_docs: bool = False
     allowed_hosts: str = ""
-    max_request_bytes: int = 16 << 20
-    max_decompressed_bytes: int = 4 << 30
-    max_rows: int = 20_000_000
-    max_columns: int = 10_000
-    staged_upload_hours: float = 24.0
-    max_model_values: int = 5_000_000
-    compute_slots: int = 2
-    n_bootstrap: int = 200
-    job_workers: int = 2
+    max_request_bytes: int = Field(default=16 << 20, ge=1)
+    max_decompressed_bytes: int = Field(default=4 << 30, ge=1)
+    max_rows: int = Field(default=20_000_000, ge=1)
+    max_columns: int = Field(default=10_000, ge=1)
+    staged_upload_hours: float = Field(default=24.0, gt=0)
+    max_model_values: int = Field(default=5_000_000, ge=1)
+    compute_slots: int = Field(default=2, ge=1)
+    n_bootstrap: int = Field(default=200, ge=0, le=2_000)
+    job_workers: int = Field(default=2, ge=1)
     warm_up: bool = True
     random_state: int = 0
     dask_scheduler: str | None = None

@@ -59,6 +59,32 @@ def test_report_on_a_bad_file_exits_2_with_a_message(tmp_path, capsys) -> None:
     assert main(["report", str(tmp_path / "missing.csv")]) == 2
 
 
+@pytest.mark.parametrize(("variable", "value", "says"), [
+    ("CALIBDASH_PORT", "70000", "less than or equal to 65535"),
+    ("CALIBDASH_MAX_UPLOAD_BYTES", "1GB", "valid integer"),
+    ("CALIBDASH_COMPUTE_SLOTS", "0", "greater than or equal to 1"),
+    ("CALIBDASH_JOB_WORKERS", "0", "greater than or equal to 1"),
+    ("CALIBDASH_SESSION_HOURS", "-1", "greater than 0"),
+    ("CALIBDASH_N_BOOTSTRAP", "100000", "less than or equal to 2000"),
+])
+def test_a_setting_out_of_its_bounds_stops_serve_with_its_name(
+        variable, value, says, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv(variable, value)
+    assert main(["serve", "--data-dir", str(tmp_path / "store")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"calibdash: error: invalid setting: {variable}: "), error
+    assert says in error and repr(value) in error and "Traceback" not in error
+    assert not (tmp_path / "store").exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "-1", "http"])
+def test_a_port_that_is_not_a_tcp_port_is_refused_by_the_command_line(port, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--port", port])
+    assert exited.value.code == 2
+    assert "argument --port" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_report_writes_a_self_contained_html_page(shared_data, tmp_path) -> None:
     page = tmp_path / "report.html"

@@ -92,8 +92,10 @@ class ViewProblem:
     order: NDArray[np.intp] | None
 
     def reorder(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Columns of a (b, n) weight matrix in this problem's row order."""
-        return weights if self.order is None else weights[:, self.order]
+        """Columns of a (b, n) weight matrix in this problem's row order (C-ordered:
+        ``weights[:, order]`` would be Fortran-ordered, and every ravel and compiled kernel
+        after it would copy it again)."""
+        return weights if self.order is None else np.take(weights, self.order, axis=1)
 
 
 def view_problems(

@@ -257,7 +257,7 @@ def loess_many(
         )
     order = np.argsort(predictor, kind="stable")
     sorted_x = predictor[order]
-    sorted_y = np.ascontiguousarray(responses[:, order])
+    sorted_y = np.take(responses, order, axis=1)
     sorted_w = None if weights is None else np.ascontiguousarray(weights[order])
     if n <= n_exact:
         smoothed = smooth_exact(sorted_x, sorted_y, points, span, sorted_w)

@@ -122,12 +122,12 @@ def _run_command(argv: Sequence[str], env: dict[str, str], log: str, cwd: str) -
 
 
 def start_server(argv: Sequence[str], *, env: dict[str, str], log: Path,
-                 cwd: Path | None = None) -> ServerProcess:
+                 cwd: Path | None = None, preloaded: bool | None = None) -> ServerProcess:
     """``calibdash <argv>`` in a process of its own, its output appended to ``log``:
-    forked from the preloaded app under pytest (:data:`PRELOADED`), else ``python -m
-    app.cli``."""
+    forked from the preloaded app (``preloaded``; by default :data:`PRELOADED`, set
+    under pytest), else ``python -m app.cli``."""
     directory = cwd or Path.cwd()
-    if not PRELOADED:
+    if not (PRELOADED if preloaded is None else preloaded):
         with log.open("ab") as output:  # the server writes to its own copy of the descriptor
             return subprocess.Popen([sys.executable, "-m", "app.cli", *argv], cwd=directory,
                                     env=env, stdout=output, stderr=subprocess.STDOUT)
@@ -139,6 +139,24 @@ def start_server(argv: Sequence[str], *, env: dict[str, str], log: Path,
     forked = _Forked(process)
     _forked.append(forked)
     return forked
+
+
+def wait_until_healthy(url: str, process: ServerProcess, log: Path,
+                       timeout: float = 60.0) -> None:
+    """Return once ``url``'s health check answers; raise with the log's tail if the
+    process ends first or ``timeout`` seconds pass (killing it then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/v1/health", timeout=2):
+                return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                if process.poll() is None:
+                    process.kill()
+                raise RuntimeError("server did not start: " + log.read_text(
+                    errors="replace")[-2000:]) from None
+            time.sleep(0.05)
 
 
 def free_port() -> int:
@@ -169,16 +187,7 @@ def live_server(data_dir: Path, env: dict[str, str] | None = None,
         **os.environ, "PYTHONWARNINGS": "ignore", "CALIBDASH_WARM_UP": "false", **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/v1/health", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("server did not start: " + log.read_text(
-                        errors="replace")[-2000:]) from None
-                time.sleep(0.05)
+        wait_until_healthy(url, process, log)
         yield LiveServer(url, port, data_dir, process)
     finally:
         if process.poll() is None:

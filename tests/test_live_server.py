@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tests import live_server
-from tests.live_server import ServerProcess, free_port, start_server
+from tests.live_server import ServerProcess, free_port, start_server, wait_until_healthy
 
 
 def _forked(argv: list[str], tmp_path: Path, **env: str) -> tuple[ServerProcess, Path]:
     log = tmp_path / "command.log"
-    saved, live_server.PRELOADED = live_server.PRELOADED, True
-    try:
-        return start_server(argv, env={**os.environ, **env}, log=log, cwd=tmp_path), log
-    finally:
-        live_server.PRELOADED = saved
+    return start_server(argv, env={**os.environ, **env}, log=log, cwd=tmp_path,
+                        preloaded=True), log
 
 
 def _status_and_output(argv: list[str], tmp_path: Path, **env: str) -> tuple[int, str]:
@@ -57,16 +51,8 @@ def test_a_forked_server_serves_and_dies_of_kill_9(tmp_path: Path) -> None:
     process, log = _forked(["serve", "--port", str(port), "--data-dir", str(tmp_path / "d"),
                             "--no-example"], tmp_path, CALIBDASH_WARM_UP="false")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health",
-                                            timeout=2) as response:
-                    assert response.status == 200
-                    break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+        wait_until_healthy(f"http://127.0.0.1:{port}", process, log)
+        assert process.poll() is None
         os.kill(process.pid, signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
         assert f"Uvicorn running on http://127.0.0.1:{port}" in log.read_text()

@@ -28,7 +28,7 @@ from app.main import create_app
 from app.services.context import Services
 from app.store import Record, new_id
 from tests.app.test_api import assert_error, upload
-from tests.live_server import ServerProcess, free_port, start_server
+from tests.live_server import ServerProcess, free_port, start_server, wait_until_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -343,16 +343,8 @@ def _serve(port: int, data_dir: Path, log: Path) -> ServerProcess:
     env.update(CALIBDASH_WARM_UP="false", PYTHONWARNINGS="ignore")
     process = start_server(["serve", "--port", str(port), "--data-dir", str(data_dir),
                             "--no-example"], env=env, log=log, cwd=REPO)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2):
-                return process
-        except OSError:
-            assert process.poll() is None, log.read_text()[-2000:]
-            time.sleep(0.05)
-    process.kill()
-    raise AssertionError("the server did not start in 60 s")
+    wait_until_healthy(f"http://127.0.0.1:{port}", process, log)
+    return process
 
 
 def _json(url: str, body: bytes | None = None, method: str = "GET") -> Any:

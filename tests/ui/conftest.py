@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.live_server import free_port, start_server
+from tests.live_server import free_port, start_server, wait_until_healthy
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -36,20 +35,10 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
         # no UMAP warm-up: a module that embeds with UMAP pays its compile, the others do not
         env={**os.environ, "PYTHONWARNINGS": "ignore", "CALIBDASH_WARM_UP": "false"})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/api/v1/health", timeout=2):
-                break
-        except OSError:
-            if process.poll() is not None:
-                break
-            time.sleep(0.05)
-    else:
-        process.kill()
-        pytest.fail("server did not start in 60 s")
-    if process.poll() is not None:
-        pytest.fail("server exited: " + log.read_text()[-2000:])
+    try:
+        wait_until_healthy(url, process, log)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     (example,) = _datasets(url)
     yield url, example
     process.terminate()

@@ -4,6 +4,7 @@ same results as without a callback; a callback that raises stops the pass."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import operator
@@ -39,6 +40,13 @@ FINISHED: list[int] = []
 
 class Stop(Exception):
     """What the cancelling callbacks raise (a job raises JobCancelled)."""
+
+
+@pytest.fixture(autouse=True)
+def _earlier_garbage_collected() -> None:
+    """Collect the garbage of earlier tests' closed clients before this test runs, so that
+    what asyncio reports of it (:func:`errors_logged`) is logged in no test's own call."""
+    gc.collect()
 
 
 @pytest.fixture(params=["distributed", "local"])
@@ -122,7 +130,7 @@ def test_a_raising_callback_on_a_cluster_stops_the_pass_and_cancels_its_tasks(
             assert sorted(FINISHED) == [0, 1]
         finally:
             RELEASE.set()
-    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert not errors_logged(caplog)
 
 
 def test_a_failing_partition_stops_the_pass_with_its_error(caplog) -> None:
@@ -135,8 +143,19 @@ def test_a_failing_partition_stops_the_pass_with_its_error(caplog) -> None:
             partitioned_summary(dd.from_pandas(rows, npartitions=N_PARTITIONS), "y",
                                 ["p_a", "p_b"], ["a", "b"], progress=lambda fraction: None)
         assert_released(client)
-    assert not [record for record in caplog.records if record.levelno >= logging.ERROR
-                and record.name != "distributed.worker"]  # which reports the failure
+    assert not errors_logged(caplog, but="distributed.worker")  # which reports the failure
+
+
+def errors_logged(caplog: pytest.LogCaptureFixture, but: str = "") -> list[logging.LogRecord]:
+    """The test's records of level ERROR or above, except those of the logger ``but`` and
+    asyncio's report of a future that distributed's batched sends left unretrieved: their
+    wait for the next batch (tornado's ``with_timeout``, whose error says "Timeout") can time
+    out just as a closed client's event loop stops, and asyncio reports the future whenever
+    it is collected, in whichever test is running then (seen once, under load)."""
+    return [record for record in caplog.records
+            if record.levelno >= logging.ERROR and record.name != but
+            and not (record.name == "asyncio"
+                     and "exception=TimeoutError('Timeout')" in record.getMessage())]
 
 
 def assert_released(client: Client) -> None:

@@ -1,7 +1,8 @@
 """Coverage checks that stop at half their replications when the answer is already clear.
 
 A coverage check runs ``n`` replications and passes when each interval covered the truth
-in at least ``at_least`` of them. :func:`coverage` runs the first half, and stops there
+in at least ``at_least`` of them (a level check is one too: the share of calibrated files
+a test does not reject). :func:`coverage` runs the first half, and stops there
 when every interval's coverage is already ``early`` or more; otherwise it runs the
 second half and the check is the one-stage check on all ``n``. The same replications
 run in the same order, so a check that goes on computes exactly what it did before.

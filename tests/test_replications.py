@@ -1,4 +1,4 @@
-"""The two-stage coverage checks (tests.replications) keep the one-stage checks' error rates."""
+"""The two-stage checks (tests.replications) keep the one-stage checks' error rates."""
 
 from __future__ import annotations
 
@@ -7,14 +7,24 @@ import pytest
 from tests.replications import coverage, pass_probability
 
 
-@pytest.mark.parametrize(("n", "looser"), [(200, 0.005), (120, 0.01)])
-def test_stopping_early_keeps_the_checks_level_and_power(n: int, looser: float) -> None:
-    # as often passed when right (true coverage 95%), hardly more often when wrong (85%)
-    right = pass_probability(n, 0.90, 0.95), pass_probability(n, 0.90, 0.95, early=None)
-    wrong = pass_probability(n, 0.90, 0.85), pass_probability(n, 0.90, 0.85, early=None)
-    assert right[0] >= right[1] > 0.99
-    assert wrong[1] <= wrong[0] <= wrong[1] + looser
-    # exact binomial sums, against a count by hand at n = 4 (first half 2, early 0.94: 2 of 2)
+@pytest.mark.parametrize(("n", "at_least", "early", "right", "wrong", "looser"), [
+    (200, 0.90, 0.94, 0.95, 0.85, 0.005),  # coverage of 95% intervals
+    (120, 0.90, 0.94, 0.95, 0.85, 0.01),
+    (200, 0.91, 0.95, 1 - 10 / 201, 0.90, 0.01),  # files a 5% test does not reject
+])
+def test_stopping_early_keeps_the_checks_level_and_power(n: int, at_least: float, early: float,
+                                                        right: float, wrong: float,
+                                                        looser: float) -> None:
+    # as often passed when right, hardly more often when wrong
+    passes = {truth: (pass_probability(n, at_least, truth, early=early),
+                      pass_probability(n, at_least, truth, early=None))
+              for truth in (right, wrong)}
+    assert passes[right][0] >= passes[right][1] > 0.99
+    assert passes[wrong][1] <= passes[wrong][0] <= passes[wrong][1] + looser
+
+
+def test_pass_probability_is_the_sum_counted_by_hand() -> None:
+    # n = 4: the first half is 2 replications, early 0.94 needs 2 of 2, the check 3 of 4
     p = 0.9
     by_hand = p**2 + 2 * p * (1 - p) * p**2  # 2 of 2 at once, or 1 of 2 and then 2 of 2
     assert pass_probability(4, 0.75, p) == pytest.approx(by_hand)

@@ -176,7 +176,10 @@ def test_deleting_the_dataset_under_its_ranking_job_ends_it_as_deleted(
     assert snapshot["status"] == "failed"
     assert snapshot["error"] == {"code": "dataset_deleted", "message": DATASET_DELETED_MESSAGE,
                                  "details": {"job_id": job_id, "dataset_id": dataset_id}}
-    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    # the server logged no error for it (its logger: asyncio's reports of futures other
+    # tests' event loops left behind can be collected, and logged, during any test)
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR
+                and record.name.partition(".")[0] == "calibdash"]
     assert client.get(f"/api/v1/datasets/{dataset_id}").status_code == 404
 
 

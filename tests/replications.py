@@ -23,7 +23,7 @@ __all__ = ["coverage", "pass_probability"]
 
 
 def coverage(covered: Callable[[int], Mapping[str, bool]], n: int, *,
-             early: float = 0.94) -> dict[str, float]:
+             early: float | Mapping[str, float] = 0.94) -> dict[str, float]:
     """Each interval's share of replications that covered the truth.
 
     Parameters
@@ -33,9 +33,10 @@ def coverage(covered: Callable[[int], Mapping[str, bool]], n: int, *,
         (by name) covered the truth in that replication.
     n : int
         Replications of the one-stage check.
-    early : float
+    early : float or mapping
         Stop after ``n // 2`` replications when every interval's coverage is at least
-        this (above the check's own bound, so the check then passes).
+        this (above the check's own bound, so the check then passes); a mapping gives
+        each interval its own.
     """
     counts: dict[str, int] = {}
     done = 0
@@ -44,7 +45,8 @@ def coverage(covered: Callable[[int], Mapping[str, bool]], n: int, *,
             for key, hit in covered(replication).items():
                 counts[key] = counts.get(key, 0) + int(hit)
         done = stop
-        if min(counts.values()) >= early * done:
+        if all(count >= (early if isinstance(early, float) else early[key]) * done
+               for key, count in counts.items()):
             break
     return {key: count / done for key, count in counts.items()}
 

@@ -11,6 +11,8 @@ from tests.replications import coverage, pass_probability
     (200, 0.90, 0.94, 0.95, 0.85, 0.005),  # coverage of 95% intervals
     (120, 0.90, 0.94, 0.95, 0.85, 0.01),
     (200, 0.91, 0.95, 1 - 10 / 201, 0.90, 0.01),  # files a 5% test does not reject
+    (100, 0.90, 0.96, 0.99, 0.85, 0.01),  # files a test of power 0.99 rejects
+    (100, 0.70, 0.80, 0.90, 0.65, 0.01),  # files a test rejecting 10% does not reject
 ])
 def test_stopping_early_keeps_the_checks_level_and_power(n: int, at_least: float, early: float,
                                                         right: float, wrong: float,
@@ -48,3 +50,17 @@ def test_coverage_stops_at_half_only_when_every_interval_is_clear() -> None:
 
     assert coverage(one_unclear, 200) == {"a": 1.0, "b": 0.9}
     assert calls == list(range(200))
+
+
+def test_each_interval_can_have_its_own_early_bound() -> None:
+    calls: list[int] = []
+
+    def covered(replication: int) -> dict[str, bool]:
+        calls.append(replication)
+        return {"a": True, "b": replication % 25 != 0}  # b: 48 of the first 50, 96 of 100
+
+    assert coverage(covered, 100, early={"a": 0.99, "b": 0.96}) == {"a": 1.0, "b": 0.96}
+    assert calls == list(range(50))
+    calls.clear()
+    assert coverage(covered, 100, early={"a": 0.99, "b": 0.97}) == {"a": 1.0, "b": 0.96}
+    assert calls == list(range(100))

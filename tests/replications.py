@@ -38,6 +38,9 @@ def coverage(covered: Callable[[int], Mapping[str, bool]], n: int, *,
         this (above the check's own bound, so the check then passes); a mapping gives
         each interval its own.
     """
+    def bound(key: str) -> float:
+        return early[key] if isinstance(early, Mapping) else early
+
     counts: dict[str, int] = {}
     done = 0
     for stop in (n // 2, n):
@@ -45,8 +48,7 @@ def coverage(covered: Callable[[int], Mapping[str, bool]], n: int, *,
             for key, hit in covered(replication).items():
                 counts[key] = counts.get(key, 0) + int(hit)
         done = stop
-        if all(count >= (early if isinstance(early, float) else early[key]) * done
-               for key, count in counts.items()):
+        if all(count >= bound(key) * done for key, count in counts.items()):
             break
     return {key: count / done for key, count in counts.items()}
 

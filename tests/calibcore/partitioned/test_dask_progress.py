@@ -4,7 +4,6 @@ same results as without a callback; a callback that raises stops the pass."""
 
 from __future__ import annotations
 
-import gc
 import itertools
 import logging
 import operator
@@ -40,13 +39,6 @@ FINISHED: list[int] = []
 
 class Stop(Exception):
     """What the cancelling callbacks raise (a job raises JobCancelled)."""
-
-
-@pytest.fixture(autouse=True)
-def _earlier_garbage_collected() -> None:
-    """Collect the garbage of earlier tests' closed clients before this test runs, so that
-    what asyncio reports of it (:func:`errors_logged`) is logged in no test's own call."""
-    gc.collect()
 
 
 @pytest.fixture(params=["distributed", "local"])

@@ -162,6 +162,39 @@ def test_memory_goes_back_when_no_other_computation_is_under_way(
     assert released == [1, 1]
 
 
+def test_memory_goes_back_when_a_request_that_waited_leaves_last(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # twenty identical requests: one computes, the others wait and read its result; the
+    # last of them to leave hands the memory back, even when it is one that waited
+    store = Store(tmp_path / "store")
+    released = []
+    monkeypatch.setattr(cache, "release_memory", lambda: released.append(dict(cache._flights)))
+    computed = threading.Event()
+    read = store.read_document
+
+    def read_after_the_computing_request_left(key: str) -> Any:
+        assert computed.wait(10)
+        return read(key)
+
+    monkeypatch.setattr(store, "read_document", read_after_the_computing_request_left)
+    compute, entered, finish = _held(lambda: {"value": 5})
+    with ThreadPoolExecutor(2) as pool:
+        computing = pool.submit(cache.cached, store, "d.kind.shared", compute)
+        assert entered.wait(10)
+        waiting = pool.submit(cache.cached, store, "d.kind.shared", lambda: {"value": 6})
+        deadline = time.monotonic() + 10
+        while cache._flights.get("d.kind.shared", (None, 0))[1] < 2:  # the waiter is in
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        finish.set()
+        assert computing.result(10) == {"value": 5}
+        assert released == []  # the waiting request is still in the flight
+        computed.set()
+        assert waiting.result(10) == {"value": 5}
+    assert released == [{}]  # once, when nobody was left in any flight
+    assert cache._flights == {}
+
+
 def test_a_runner_reports_idle_after_its_last_running_job() -> None:
     from app.jobs import JobRunner
 

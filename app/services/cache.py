@@ -85,8 +85,8 @@ def _single_flight(key: str) -> Iterator[None]:
             else:
                 _flights[key] = (lock, users - 1)
             # the last to leave hands back what the computations freed: a waiter often
-            # leaves after the one that computed (twenty identical overview requests kept
-            # 430 MiB more resident until some later computation ended alone)
+            # leaves after the one that computed (twenty identical 1.5M-row overview
+            # requests kept 270-430 MiB more resident until a later computation ended alone)
             idle = not _flights and _freed
             if idle:
                 _freed = False

@@ -79,8 +79,13 @@ def test_umap_landscape_cdf_and_curves_render(server, browser, shared_data) -> N
     ActionChains(browser).move_to_element_with_offset(drag, -width // 2 + 2, -height // 2 + 2) \
         .click_and_hold().move_by_offset(width - 4, height - 4).release().perform()
     wait(browser).until(lambda b: b.find_elements(By.CSS_SELECTOR,
-                                                  "#local-selection-table tbody tr"))
+                                                  "#local-selection-table .ag-row"))
     in_bin = int(text_of(browser, "#local-map .gtitle").split("(n = ")[1].split(" ")[0])
     selected = int(text_of(browser, "#local-selection").split(" rows selected")[0])
-    rows = browser.find_elements(By.CSS_SELECTOR, "#local-selection-table tbody tr")
-    assert selected == in_bin > 0 and len(rows) == min(in_bin, 200)  # the box covers the bin
+    assert selected == in_bin > 0  # the box covers the bin
+    # a paged grid: the summary counts every listed row, the page shows ten, LCE descending
+    summary = text_of(browser, "#local-selection-table .ag-paging-row-summary-panel")
+    assert summary.replace(",", "").endswith(f"of {in_bin}"), summary
+    lce = [float(cell.text) for cell in browser.find_elements(
+        By.CSS_SELECTOR, "#local-selection-table .ag-center-cols-container [col-id=lce]")]
+    assert len(lce) == min(in_bin, 10) and lce == sorted(lce, reverse=True)

@@ -169,8 +169,9 @@ def test_the_sample_is_the_stored_rows_and_roles_are_inferred(
     """Without roles they are inferred from the first rows as for an upload; the sample is
     a seeded subset of the rows: the same on a second registration."""
     frame = logs(tmp_path / "logs", n_rows=6_000, n_files=4, names=("y_true", "y_prob"))
+    # no resamples: the intervals and the test are another test's; this one is the sample
     settings = settings_factory(external_roots=str(tmp_path), dask_scheduler=scheduler,
-                                external_sample_rows=2_000)
+                                external_sample_rows=2_000, n_bootstrap=0)
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         ids = []
         for _ in range(2):

@@ -55,9 +55,9 @@ _REDUCERS = [{"label": "PCA", "value": "pca"}, {"label": "UMAP", "value": "umap"
              {"label": "none (standardized, encoded features)", "value": "none"},
              {"label": "embedding columns (given)", "value": "columns"}]
 _GAMMA_MARKS = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
-#: Rows listed for a selection (the largest LCE first), in a paged grid: only a page of
-#: rows is in the document, where a plain table of 200 rows (1,600 Dash components) held
-#: the browser for 4 s of CPU after every selection.
+#: Rows listed for a selection (the largest LCE first). A paged grid keeps one page of
+#: them in the document; as a plain table every row is eight Dash components that each
+#: later store update walks (200 rows held the browser for 4 s of CPU).
 SELECTION_ROWS = 2_000
 _FIXED = "d3.format('{}')(params.value)"
 _SELECTION_COLUMNS: list[dict[str, Any]] = [

@@ -7,6 +7,12 @@ from typing import Any
 from dash import html
 
 
+def grid_number(spec: str) -> dict[str, str]:
+    """A dash-ag-grid value formatter: the cell's number as d3 formats it in the browser
+    (``spec``: ``".4f"``, ``","``, ``"+.4f"``, ...), empty where there is no value."""
+    return {"function": f"params.value == null ? '' : d3.format('{spec}')(params.value)"}
+
+
 def measure_card(label: str, value: float | int | str | None, note: str = "",
                  interval: tuple[float | None, float | None] | None = None,
                  title: str = "") -> html.Div:

@@ -10,7 +10,7 @@ import dash_ag_grid as dag
 from dash import dcc, html
 
 from app.services import local
-from app.ui.components import info_note, measure_card, weights_note
+from app.ui.components import grid_number, info_note, measure_card, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.local import bin_label
 from calibcore.local import DEFAULT_SAMPLE_SIZE
@@ -59,20 +59,19 @@ _GAMMA_MARKS = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 #: them in the document; as a plain table every row is eight Dash components that each
 #: later store update walks (200 rows held the browser for 4 s of CPU).
 SELECTION_ROWS = 2_000
-_FIXED = "d3.format('{}')(params.value)"
 _SELECTION_COLUMNS: list[dict[str, Any]] = [
     {"field": "id", "headerName": "id", "minWidth": 90},
     {"field": "row", "headerName": "row", "type": "numericColumn",
-     "valueFormatter": {"function": _FIXED.format(",")}},
+     "valueFormatter": grid_number(",")},
     {"field": "label", "headerName": "label"},
     {"field": "prediction", "headerName": "prediction"},
     {"field": "confidence", "headerName": "confidence", "type": "numericColumn",
-     "valueFormatter": {"function": _FIXED.format(".3f")}},
+     "valueFormatter": grid_number(".3f")},
     {"field": "lce", "headerName": "LCE", "type": "numericColumn", "sort": "desc",
-     "valueFormatter": {"function": _FIXED.format(".4f")}},
+     "valueFormatter": grid_number(".4f")},
     {"field": "signed_lce", "headerName": "signed LCE", "type": "numericColumn",
      "headerTooltip": "+ over-confident, − under-confident",
-     "valueFormatter": {"function": _FIXED.format("+.4f")}},
+     "valueFormatter": grid_number("+.4f")},
 ]
 
 

@@ -18,7 +18,7 @@ from app.services.datasets import NotFound
 from app.services.diagnostics import VIEW_NAMES
 from app.services.subgroups import MAX_DIAGRAMS, SubgroupParams, start_subgroups
 from app.ui import ids
-from app.ui.components import control, error_note, info_note, weights_note
+from app.ui.components import control, error_note, grid_number, info_note, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.reliability import slice_figure
 from app.ui.job_panel import (
@@ -53,7 +53,7 @@ SUB_GRAPH = "sub-graph"
 PANEL = JobPanel(run=SUB_RUN, job=SUB_JOB, poll=SUB_POLL, progress=SUB_PROGRESS,
                  status=SUB_STATUS, cancel=SUB_CANCEL, results=SUB_RESULTS)
 
-_NUMBER = {"function": "params.value == null ? '' : d3.format('.4f')(params.value)"}
+_NUMBER = grid_number(".4f")
 _P_VALUE = {"function": "params.value == null ? '' : (params.value < 1e-4 ? "
                         "d3.format('.1e')(params.value) : d3.format('.4f')(params.value))"}
 _COLUMNS: list[dict[str, Any]] = [
@@ -61,7 +61,7 @@ _COLUMNS: list[dict[str, Any]] = [
     {"field": "slice", "headerName": "slice", "flex": 4, "minWidth": 320,
      "tooltipField": "slice"},
     {"field": "n", "headerName": "rows", "type": "numericColumn",
-     "valueFormatter": {"function": "d3.format(',')(params.value)"}},
+     "valueFormatter": grid_number(",")},
     {"field": "gap", "headerName": "gap", "type": "numericColumn",
      "valueFormatter": _NUMBER,
      "headerTooltip": "mean score − observed frequency of the view (top label: mean "
@@ -188,7 +188,7 @@ def _results(result: dict[str, Any]) -> html.Div:
             for s in result["subgroups"]]
     columns = (_COLUMNS if not result.get("weighted") else [
         *_COLUMNS[:3], {"field": "n_eff", "headerName": "n_eff", "type": "numericColumn",
-                        "valueFormatter": {"function": "d3.format(',.0f')(params.value)"},
+                        "valueFormatter": grid_number(",.0f"),
                         "headerTooltip": "Kish's effective sample size of the slice's "
                                          "weighted rows, (sum w)^2 / sum w^2"},
         *_COLUMNS[3:]])

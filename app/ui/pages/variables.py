@@ -21,7 +21,7 @@ from app.services import variables
 from app.services.context import Services
 from app.services.datasets import NotFound
 from app.ui import ids
-from app.ui.components import error_note, info_note, progress_bar, weights_note
+from app.ui.components import error_note, grid_number, info_note, progress_bar, weights_note
 from app.ui.figures import empty_figure
 from app.ui.figures.variables import RANGE_WORDS, format_value, ranking_figure, variable_figure
 from app.ui.job_panel import running_status
@@ -58,9 +58,9 @@ _RANGES = [{"label": "5th–95th percentile", "value": "5-95"},
            {"label": "all values", "value": "all"}]
 # Numbers as d3 formats them in the browser: 4 decimals, 3 significant digits for p
 # (0.00498, 0.896), thousands separators for counts; empty where there is no value.
-_FIXED4 = {"function": "params.value == null ? '' : d3.format('.4f')(params.value)"}
-_SIGNIFICANT3 = {"function": "params.value == null ? '' : d3.format('.3g')(params.value)"}
-_COUNT = {"function": "params.value == null ? '' : d3.format(',')(params.value)"}
+_FIXED4 = grid_number(".4f")
+_SIGNIFICANT3 = grid_number(".3g")
+_COUNT = grid_number(",")
 # numbers right-aligned with tabular digits; a dotted header says it has a tooltip
 _NUMERIC: dict[str, Any] = {"type": "numericColumn", "minWidth": 62, "flex": 1,
                             "headerClass": ["ag-right-aligned-header", "has-tip"]}

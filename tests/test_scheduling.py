@@ -1,6 +1,6 @@
 """The groups the xdist scheduler keeps on one worker and the long files collected first
-(tests/conftest.py) name real files, and every file that uses the session's Dask cluster is in its group (else a second worker
-would start a cluster of its own)."""
+(tests/conftest.py) name real files, and every file that uses the session's Dask cluster
+is in its group (else a second worker would start a cluster of its own)."""
 
 from __future__ import annotations
 

@@ -43,12 +43,15 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.main import create_app
-    from app.services.tables import share_one_heap
+    from app.services.tables import ordinary_pages_for_arrays, share_one_heap
 
     # one heap for every thread: a freed million-row array is reused by the next request
     # whatever its thread, not kept in a heap of its own thread's (nor unmapped and
     # faulted in again, page by page, as every array of 4 MiB and more was)
     share_one_heap()
+    # and on ordinary pages: a fresh huge page costs the most on a virtual machine whose
+    # host takes back free memory (app.services.tables.ordinary_pages_for_arrays)
+    ordinary_pages_for_arrays()
 
     overrides = {key: value for key, value in (("host", args.host), ("port", args.port),
                                                ("data_dir", args.data_dir)) if value is not None}

@@ -117,3 +117,20 @@ def test_arrays_freed_on_threads_leave_the_process_once_idle() -> None:
     # (about 60 MiB measured); with the server's one heap, none once it is handed back
     assert grown("default") > 30
     assert grown(export.__file__) < 15
+
+
+def test_the_server_keeps_numpy_arrays_on_ordinary_pages(monkeypatch) -> None:
+    from numpy._core.multiarray import _set_madvise_hugepage
+
+    from app.services.tables import ordinary_pages_for_arrays
+
+    before = _set_madvise_hugepage(True)  # (returns the setting it replaces)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")  # the operator's choice stands
+        assert not ordinary_pages_for_arrays()
+        assert _set_madvise_hugepage(True)
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        assert ordinary_pages_for_arrays()
+        assert not _set_madvise_hugepage(True)  # huge pages were off
+    finally:
+        _set_madvise_hugepage(before)

@@ -13,6 +13,7 @@ from app.services.tables.export import (
     escape_formulas,
     export_bytes,
     export_chunks,
+    ordinary_pages_for_arrays,
     release_memory,
     share_one_heap,
 )
@@ -21,5 +22,5 @@ from app.services.tables.limits import DEFAULT_LIMITS, TableLimits
 from app.services.tables.reading import LoadedTable, load_table, read_table
 
 __all__ = ["DEFAULT_LIMITS", "ExportFormat", "LoadedTable", "TableLimits", "escape_formulas",
-           "export_bytes", "export_chunks", "file_stem", "load_table", "read_table",
-           "release_memory", "share_one_heap"]
+           "export_bytes", "export_chunks", "file_stem", "load_table",
+           "ordinary_pages_for_arrays", "read_table", "release_memory", "share_one_heap"]

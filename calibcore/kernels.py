@@ -48,6 +48,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     from calibcore.insights import calibration_support
     from calibcore.local import local_calibration_error
     from calibcore.metrics import calibration_tests_by_view, global_measures
+    from calibcore.metrics._resampling import row_cells
     from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
     from calibcore.variable import loess_curves, rank_variables
 
@@ -68,8 +69,8 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
                 loess_curves(x, y, p, sample_weight=row_weights)
 
     steps: list[tuple[str, Callable[[], object]]] = [
-        ("measures and their intervals",
-         lambda: global_measures(labels, proba, n_bootstrap=20)),
+        ("measures and their intervals",  # (the cells large tables are resampled through)
+         lambda: [global_measures(labels, proba, n_bootstrap=20), row_cells(labels, proba, 15)]),
         ("tests of calibration",
          lambda: [calibration_tests_by_view(labels, proba, statistic=statistic,
                                             n_resamples=20)

@@ -46,6 +46,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calibcore.data.views import top_class
+from calibcore.metrics._cell_keys import cell_keys
 from calibcore.metrics.binning import assign_bins, equal_width_edges
 
 #: Resamples are drawn in blocks of about this many weights (bounds memory).
@@ -246,21 +247,22 @@ def row_cells(
         probe = np.unique(np.column_stack(head), axis=0)
         if probe.shape[0] > min(PROBE_ROWS, n_rows) // 2:
             return None
-    columns, sizes = cell_columns(labels, proba, n_bins)
-    if np.sum(np.log2(sizes)) < 62:  # one int64 key per row
-        key = np.zeros(n_rows, dtype=np.int64)
-        for column, size in zip(columns, sizes, strict=True):
-            key = key * size + column
+    per_bin, sizes = _cell_grid(n_classes, n_bins)
+    if np.sum(np.log2(sizes)) < 62:  # one int64 key per row, computed in one pass
+        key = cell_keys(np.ascontiguousarray(labels, dtype=np.int64),
+                        np.ascontiguousarray(proba, dtype=np.float64),
+                        equal_width_edges(n_bins), per_bin)
         # hashing, then sorting the distinct keys only: the groups and counts of
         # np.unique(key, return_inverse=True, return_counts=True) in 40% of its time
         groups, distinct = pd.factorize(key, sort=True)
         counts = np.bincount(groups, minlength=distinct.size)
     else:
+        columns, _ = cell_columns(labels, proba, n_bins)
         _, groups, counts = np.unique(np.column_stack(columns), axis=0,
                                       return_inverse=True, return_counts=True)
     if counts.size > n_rows // 2:
         return None
-    return groups.ravel().astype(np.intp), counts.astype(np.float64)
+    return groups.ravel().astype(np.intp, copy=False), counts.astype(np.float64)
 
 
 def cell_columns(
@@ -270,11 +272,17 @@ def cell_columns(
     and how many values each coordinate takes; cells in lexicographic order of these
     are in the order :func:`row_cells` numbers them."""
     n_classes = proba.shape[1]
-    per_bin = max(1, -(-GRID_CELLS // n_bins))
+    per_bin, sizes = _cell_grid(n_classes, n_bins)
     edges = equal_width_edges(n_bins)
     columns = [labels.astype(np.int64), assign_bins(top_class(proba)[1], edges).astype(np.int64)]
     columns += [_sub_cells(proba[:, k], edges, per_bin) for k in range(n_classes)]
-    return columns, [n_classes, n_bins] + [n_bins * per_bin] * n_classes
+    return columns, sizes
+
+
+def _cell_grid(n_classes: int, n_bins: int) -> tuple[int, list[int]]:
+    """Sub-cells per bin, and how many values each coordinate of a cell takes."""
+    per_bin = max(1, -(-GRID_CELLS // n_bins))
+    return per_bin, [n_classes, n_bins] + [n_bins * per_bin] * n_classes
 
 
 def _sub_cells(

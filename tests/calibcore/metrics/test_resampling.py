@@ -17,16 +17,18 @@ from calibcore.metrics import (
     global_measures,
     weighted_equal_mass_edges,
 )
+from calibcore.metrics._cell_keys import cell_keys
 from calibcore.metrics._resampling import (
     GRID_CELLS,
     ROW_BOOTSTRAP_MAX_ROWS,
     SUBSAMPLE_ROWS,
     ResamplingPlan,
+    cell_columns,
     resampling_plan,
     row_cells,
 )
 from calibcore.metrics._weighted_measures import WeightedMeasures
-from calibcore.metrics.binning import sorted_equal_mass_edges
+from calibcore.metrics.binning import equal_width_edges, sorted_equal_mass_edges
 from tests.calibcore.metrics.test_interval_coverage import (
     COVERED,
     sample_family,
@@ -99,6 +101,34 @@ def test_no_cell_straddles_a_label_or_a_bin_edge(n_bins: int) -> None:
     np.minimum.at(smallest, groups, proba[:, 1])
     sub_cell = 1.0 / (n_bins * -(-GRID_CELLS // n_bins))
     assert np.max(spread - smallest) <= sub_cell * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(("n_classes", "n_bins", "values"), [
+    (2, 15, "continuous"), (2, 15, "on edges"), (2, 1, "on edges"), (2, 100, "rounded"),
+    (3, 10, "on edges"), (5, 7, "rounded")])
+def test_compiled_cell_keys_are_the_numbered_columns(n_classes: int, n_bins: int,
+                                                     values: str) -> None:
+    # the one-pass keys of row_cells against the cell's coordinates of cell_columns,
+    # numbered in their lexicographic order with NumPy, scores on bin and sub-cell edges
+    # (where a division could round either way) included
+    rng = np.random.default_rng(n_classes * n_bins)
+    n = 6_000  # above the size from which assign_bins divides instead of searching
+    per_bin = -(-GRID_CELLS // n_bins)
+    proba = rng.dirichlet(np.ones(n_classes), n)
+    if values == "on edges":
+        grid = n_bins * per_bin
+        proba[:, 0] = rng.integers(0, grid + 1, n) / grid
+        if n_classes == 2:
+            proba[:, 1] = 1.0 - proba[:, 0]
+    elif values == "rounded":
+        proba = proba.round(2)
+    labels = rng.integers(0, n_classes, n)
+    columns, sizes = cell_columns(labels, proba, n_bins)
+    expected = np.zeros(n, dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        expected = expected * size + column
+    keys = cell_keys(labels.astype(np.int64), proba, equal_width_edges(n_bins), per_bin)
+    np.testing.assert_array_equal(keys, expected)
 
 
 def test_merged_cells_keep_binned_measures_and_move_the_others_by_little() -> None:

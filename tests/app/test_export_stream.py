@@ -120,9 +120,9 @@ def test_arrays_freed_on_threads_leave_the_process_once_idle() -> None:
 
 
 def test_the_server_keeps_numpy_arrays_on_ordinary_pages(monkeypatch) -> None:
-    from numpy._core.multiarray import _set_madvise_hugepage
-
     from app.services.tables import ordinary_pages_for_arrays
+
+    _set_madvise_hugepage = np._core.multiarray._set_madvise_hugepage
 
     before = _set_madvise_hugepage(True)  # (returns the setting it replaces)
     try:

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -170,11 +171,12 @@ def ordinary_pages_for_arrays() -> bool:
     """
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
         return False
-    try:  # the switch NumPy's import turns with that variable
-        from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:
+    # the switch NumPy's import turns with that variable (numpy._core: NumPy 2)
+    switch = getattr(getattr(np, "_core", None), "multiarray", None)
+    set_huge_pages = getattr(switch, "_set_madvise_hugepage", None)
+    if set_huge_pages is None:
         return False
-    _set_madvise_hugepage(False)
+    set_huge_pages(False)
     return True
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.services.tables import TableLimits, _csv, load_table
+from app.services.tables import TableLimits, _arrow_path, _csv, load_table
 
 NUMBERS = {
     "ints and floats": "y_true,y_prob,x\n0,0.25,1.5\n1,0.75,-2e-3\n1,0.5,3\n",
@@ -47,14 +47,14 @@ OTHERS = {
 def read(path: Path, *, arrow: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
                                                                                  bool]:
     taken = []
-    original = _csv._numbers_by_arrow
+    original = _csv.numbers_by_arrow
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         frame = original(*args, **kwargs) if arrow else None
         taken.append(frame is not None)
         return frame
 
-    monkeypatch.setattr(_csv, "_numbers_by_arrow", spy)
+    monkeypatch.setattr(_csv, "numbers_by_arrow", spy)
     frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
     return frame, any(taken)
 
@@ -108,7 +108,7 @@ def test_a_file_whose_first_rows_are_not_numbers_is_parsed_once(
     def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("pyarrow read a file pandas then read again")
 
-    monkeypatch.setattr(_csv.arrow_csv, "read_csv", refuse)
+    monkeypatch.setattr(_arrow_path.arrow_csv, "read_csv", refuse)
     try:
         frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
     except ValueError as error:  # refused by pandas' path, as before

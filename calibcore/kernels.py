@@ -48,7 +48,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     from calibcore.insights import calibration_support
     from calibcore.local import local_calibration_error
     from calibcore.metrics import calibration_tests_by_view, global_measures
-    from calibcore.metrics._resampling import row_cells
+    from calibcore.metrics._resampling import row_cell_keys
     from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
     from calibcore.variable import loess_curves, rank_variables
 
@@ -70,7 +70,8 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
 
     steps: list[tuple[str, Callable[[], object]]] = [
         ("measures and their intervals",  # (the cells large tables are resampled through)
-         lambda: [global_measures(labels, proba, n_bootstrap=20), row_cells(labels, proba, 15)]),
+         lambda: [global_measures(labels, proba, n_bootstrap=20),
+                  row_cell_keys(labels, proba, 15)]),
         ("tests of calibration",
          lambda: [calibration_tests_by_view(labels, proba, statistic=statistic,
                                             n_resamples=20)

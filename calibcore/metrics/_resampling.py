@@ -247,11 +247,8 @@ def row_cells(
         probe = np.unique(np.column_stack(head), axis=0)
         if probe.shape[0] > min(PROBE_ROWS, n_rows) // 2:
             return None
-    per_bin, sizes = _cell_grid(n_classes, n_bins)
-    if np.sum(np.log2(sizes)) < 62:  # one int64 key per row, computed in one pass
-        key = cell_keys(np.ascontiguousarray(labels, dtype=np.int64),
-                        np.ascontiguousarray(proba, dtype=np.float64),
-                        equal_width_edges(n_bins), per_bin)
+    key, _ = row_cell_keys(labels, proba, n_bins)
+    if key is not None:
         # hashing, then sorting the distinct keys only: the groups and counts of
         # np.unique(key, return_inverse=True, return_counts=True) in 40% of its time
         groups, distinct = pd.factorize(key, sort=True)
@@ -263,6 +260,21 @@ def row_cells(
     if counts.size > n_rows // 2:
         return None
     return groups.ravel().astype(np.intp, copy=False), counts.astype(np.float64)
+
+
+def row_cell_keys(
+    labels: NDArray[np.intp], proba: NDArray[np.float64], n_bins: int
+) -> tuple[NDArray[np.int64] | None, list[int]]:
+    """Each row's cell as one int64: the coordinates of :func:`cell_columns` numbered in
+    their lexicographic order (``np.ravel_multi_index(columns, sizes)``), computed in one
+    compiled pass; None when they do not fit one int64. Also how many values each
+    coordinate takes."""
+    per_bin, sizes = _cell_grid(proba.shape[1], n_bins)
+    if np.sum(np.log2(sizes)) >= 62:
+        return None, sizes
+    return cell_keys(np.ascontiguousarray(labels, dtype=np.int64),
+                     np.ascontiguousarray(proba, dtype=np.float64),
+                     equal_width_edges(n_bins), per_bin), sizes
 
 
 def cell_columns(

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import check_in_range, check_positive_int, check_predictions
 from calibcore.data.views import View
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics._resampling import ResamplingPlan, cell_columns
+from calibcore.metrics._resampling import ResamplingPlan, cell_columns, row_cell_keys
 from calibcore.metrics._weighted_measures import MeasureName, WeightedMeasures, row_losses
 from calibcore.metrics.consistent import view_problems
 from calibcore.metrics.reliability import (
@@ -126,7 +126,7 @@ class CellSummary:
             return cls.empty(n_classes, n_bins, weighted=sample_weight is not None)
         labels, proba = check_predictions(y_true, y_prob)
         weights = row_weights(sample_weight, labels.size)
-        columns, sizes = cell_columns(labels, proba, n_bins)
+        key, sizes = row_cell_keys(labels, proba, n_bins)
         # the quantities in row order: the top-label problem unsorted (of_rows sorts it
         # for the bin-free measures, and quantities() would put it back in row order)
         quantities = WeightedMeasures(
@@ -141,13 +141,13 @@ class CellSummary:
                                   **{name: values * weights
                                      for name, values in quantities.items()}})
         names = _coordinates(proba.shape[1])
-        if np.sum(np.log2(sizes)) >= 62:  # the coordinates do not fit one int64 key
+        if key is None:  # the coordinates do not fit one int64 key
+            columns, _ = cell_columns(labels, proba, n_bins)
             frame.index = pd.MultiIndex.from_arrays(columns, names=names)
             return cls(int(labels.size), n_bins, frame.groupby(level=names, sort=True).sum())
         # one int64 key per row, in the lexicographic order of the coordinates: the same
         # groups, in the same order, with the same sums as grouping by the coordinates,
         # for a fraction of the cost of a group-by on many levels
-        key = np.ravel_multi_index(columns, sizes)
         sums = frame.groupby(key, sort=True).sum()
         sums.index = pd.MultiIndex.from_arrays(
             list(np.unravel_index(sums.index.to_numpy(), sizes)), names=names)

@@ -2,11 +2,12 @@
 
 The inner loops of the local forests of hidden heterogeneity, the LOESS curves and
 their permutation ranking, the kernel sums of the local calibration error, the smooth
-ECE, the isotonic ends and the clinical smoother are numba kernels, compiled the first
-time a process calls them after an installation (from a fraction of a second to about
-8 s each, half a minute in all on 2 cores) and loaded from numba's on-disk cache after
-that (well under a second in all). A compilation cannot be interrupted and reports no
-progress, so a job that compiled would neither move its bar nor stop when cancelled.
+ECE, the isotonic ends, the clinical smoother and the per-variable sums of partitioned
+tables are numba kernels, compiled the first time a process calls them after an
+installation (from a fraction of a second to about 8 s each, half a minute in all on 2
+cores) and loaded from numba's on-disk cache after that (well under a second in all).
+A compilation cannot be interrupted and reports no progress, so a job that compiled
+would neither move its bar nor stop when cancelled.
 :func:`compile_kernels` runs each family once on a few hundred synthetic rows, which
 compiles (or loads) every kernel with the argument types the real calls use; a server
 calls it in the background at start.
@@ -47,8 +48,9 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     from calibcore.heterogeneity import hidden_heterogeneity
     from calibcore.insights import calibration_support
     from calibcore.local import local_calibration_error
-    from calibcore.metrics import calibration_tests_by_view, global_measures
+    from calibcore.metrics import assign_bins, calibration_tests_by_view, global_measures
     from calibcore.metrics._resampling import row_cell_keys
+    from calibcore.partitioned import variables_of_parts
     from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
     from calibcore.variable import loess_curves, rank_variables
 
@@ -67,6 +69,17 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
                 proba, (copies, 1))
             for row_weights in (None, np.tile(weights, copies)):
                 loess_curves(x, y, p, sample_weight=row_weights)
+
+    def partitioned_summaries() -> None:
+        # a Dask task's per-variable passes, weighted and not, and uneven bins counted
+        frame = pd.DataFrame({"y": labels, "p0": proba[:, 0], "p1": positive,
+                              "a": features[:, 0], "b": np.round(features[:, 1], 1),
+                              "w": weights})
+        for weight in (None, "w"):
+            variables_of_parts([frame.iloc[:half], frame.iloc[half:]], "y", ["p0", "p1"],
+                               [0, 1], ["a", "b"], weight=weight)
+        scores = np.tile(positive, 12)
+        assign_bins(scores, np.quantile(scores, np.linspace(0.0, 1.0, 16)))
 
     steps: list[tuple[str, Callable[[], object]]] = [
         ("measures and their intervals",  # (the cells large tables are resampled through)
@@ -97,6 +110,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
          lambda: [local_calibration_error(embedding, labels, proba, gamma=1.0)
                   for embedding in (features[:, :2], np.column_stack([features, positive]))]),
         ("clinical calibration", lambda: clinical_calibration(labels, positive)),
+        ("summaries of partitioned tables", partitioned_summaries),
     ]
     report = progress or _ignore
     for number, (name, step) in enumerate(steps):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -126,6 +127,9 @@ def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDAr
         width = (edges[-1] - edges[0]) / n_bins
         if width > 0 and np.allclose(np.diff(edges), width, rtol=1e-9, atol=0):
             return _assign_equal_width(scores, edges, width)
+    if (scores.size >= _ARITHMETIC_MIN_ROWS and 1 <= n_bins <= _COUNTED_MAX_BINS
+            and np.all(edges[1:] >= edges[:-1])):  # sorted, and so no NaN
+        return _count_edges_below(scores, edges)
     index = np.searchsorted(edges, scores, side="left") - 1
     return np.clip(index, 0, n_bins - 1)
 
@@ -150,6 +154,30 @@ def bin_sums(
 #: From this many scores, equal-width edges are found by arithmetic (a tenth of
 #: ``searchsorted``'s time on 1.5M scores), then corrected to the same bins exactly.
 _ARITHMETIC_MIN_ROWS = 4_096
+#: Up to this many bins, other sorted edges are counted (:func:`_count_edges_below`).
+_COUNTED_MAX_BINS = 32
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_edges_below(scores: NDArray[np.float64],
+                       edges: NDArray[np.float64]) -> NDArray[np.intp]:
+    """:func:`assign_bins` on sorted edges by counting the edges below each score: for
+    sorted edges, ``searchsorted(side="left")`` is that count (NaN, which NumPy sorts
+    last, is above every edge). A count over 16 edges has no branch to mispredict: a
+    third of ``searchsorted``'s time on 500k scores of equal-mass bins, two thirds at
+    32 bins, slower from about 64."""
+    last = edges.size - 2
+    index = np.empty(scores.size, dtype=np.intp)
+    for row in range(scores.size):
+        value = scores[row]
+        if value != value:
+            index[row] = last
+            continue
+        below = 0
+        for edge in edges:
+            below += edge < value
+        index[row] = min(max(below - 1, 0), last)
+    return index
 
 
 def _assign_equal_width(

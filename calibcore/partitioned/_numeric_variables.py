@@ -29,7 +29,8 @@ from calibcore.partitioned._binned_loess import (
     group_width,
     plan_groups,
 )
-from calibcore.partitioned._variable_summaries import CellCounts, CollectPlan, FeatureValues, summed
+from calibcore.partitioned._group_sums import summed
+from calibcore.partitioned._variable_summaries import CellCounts, CollectPlan, FeatureValues
 from calibcore.partitioned._weighted_numeric import qcut as weighted_qcut
 from calibcore.partitioned._weighted_numeric import quantiles as weighted_quantiles
 from calibcore.partitioned._weighted_numeric import target_cells, weighted_levels

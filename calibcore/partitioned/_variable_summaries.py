@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from calibcore.partitioned._group_sums import loess_group_sums, summed, summed_where
 from calibcore.partitioned._row_statistics import (
     STATISTICS,
     WEIGHTED_STATISTICS,
@@ -199,14 +200,6 @@ class FeatureValues:
                              self.segments + other.segments, self.groups + other.groups, rows)
 
 
-def summed(index: NDArray[np.intp], statistics: NDArray[np.float64],
-           size: int) -> NDArray[np.float64]:
-    """Column sums of ``statistics`` (rows x columns) per index value: (size, columns)."""
-    sums = np.stack([np.bincount(index, weights=column, minlength=size)
-                     for column in statistics.T], axis=1)
-    return np.asarray(sums, dtype=np.float64).reshape(size, statistics.shape[1])
-
-
 def merge_value_sums(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """Sums per value of two tables (values present in both are added)."""
     return pd.concat([first, second]).groupby(level=0, sort=False).sum()
@@ -356,17 +349,13 @@ def _collect(numbers: NDArray[np.float64], statistics: NDArray[np.float64],
     in_target = is_target[cell]
     weights, sums = _weights_of(statistics), _sums_of(statistics)
     values = _value_sums(numbers[in_target], sums[in_target])
-    segments = summed(segment_of[cell[~in_target]], sums[~in_target],
-                      plan.targets.size + 1)
+    segments = summed_where(segment_of[cell], ~in_target, sums, plan.targets.size + 1)
     group = group_of[cell]
     offset = numbers - plan.group_references[group]
     errors, predicted = statistics[:, 1], statistics[:, 2]  # weighted, with weights
     mass = statistics[:, 0] if weights is None else weights
-    # in the order of calibcore.partitioned._binned_loess.GroupSums.COLUMNS
-    columns = np.column_stack([mass, mass * offset if weights is not None else offset,
-                               errors, errors * offset, predicted, predicted * offset,
-                               statistics[:, 3]])
-    groups = summed(group, columns, plan.group_starts.size)
+    groups = loess_group_sums(group, mass, offset, errors, predicted, statistics[:, 3],
+                              plan.group_starts.size, weighted=weights is not None)
     rows = None
     if plan.gather_rows:
         rows = (np.column_stack([numbers, errors, predicted]) if weights is None else
@@ -388,4 +377,4 @@ def merge_collected(first: list[FeatureValues],
 __all__ = ["STATISTICS", "WEIGHTED_STATISTICS", "CellCounts", "CollectPlan", "FeatureScan",
            "FeatureSpec", "FeatureValues", "collect_partition", "count_partition",
            "merge_collected", "merge_counts", "merge_scans", "merge_value_sums",
-           "scan_partition", "summed"]
+           "scan_partition"]

@@ -227,6 +227,27 @@ def test_equal_width_bins_by_arithmetic_equal_searchsorted(
     np.testing.assert_array_equal(assign_bins(scores, edges), expected)
 
 
+@settings(max_examples=200, deadline=None)
+@given(n_bins=st.integers(1, 40), tied=st.integers(0, 3), seed=st.integers(0, 2**32 - 1))
+def test_uneven_bins_by_counting_equal_searchsorted(n_bins: int, tied: int,
+                                                    seed: int) -> None:
+    """Above 4,096 scores and up to 32 bins, uneven sorted edges (equal-mass ones, with
+    repeated edges where scores tie) are counted below each score: the same bins as
+    ``searchsorted``, scores on and one ulp either side of every edge, outside the
+    range, infinite and NaN included; unsorted edges keep ``searchsorted``'s answer."""
+    from calibcore.metrics import assign_bins
+
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.beta(0.5, 2.0, size=6_000), 1 + tied)
+    edges = np.quantile(values, np.linspace(0.0, 1.0, n_bins + 1))
+    scores = np.concatenate([
+        values, rng.uniform(-0.1, 1.1, size=500), edges, np.nextafter(edges, np.inf),
+        np.nextafter(edges, -np.inf), [np.nan, np.inf, -np.inf, -0.0]])
+    for cut in (edges, rng.permutation(edges)):
+        expected = np.clip(np.searchsorted(cut, scores, side="left") - 1, 0, n_bins - 1)
+        np.testing.assert_array_equal(assign_bins(scores, cut), expected)
+
+
 def test_top_class_of_two_columns_is_argmax_and_max() -> None:
     """The two-class shortcut picks the first of tied classes, as argmax does."""
     from calibcore.data import top_class

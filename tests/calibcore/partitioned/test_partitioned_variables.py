@@ -32,6 +32,7 @@ from calibcore.partitioned import (
     variables_of_parts,
 )
 from calibcore.partitioned._binned_loess import LOESS_BOUND
+from calibcore.partitioned.exact_quantiles import COARSE_SHIFT
 from calibcore.variable import loess_curves, rank_variables, variable_ece
 from calibcore.variable._binning import qcut_bins
 
@@ -344,6 +345,11 @@ def test_float_cells_are_a_monotone_map_within_their_bounds(shape, n_rows, n_cel
         -300, 300, size=50), [-np.finfo(np.float64).max, np.finfo(np.float64).max]]))
     assert np.all(np.diff(cells.cells_of(ordered)) >= 0)
     assert np.all(float_keys(ordered)[1:] >= float_keys(ordered)[:-1])
+    # the compiled lookup is the table arithmetic, key by key
+    keys_of = float_keys(ordered)
+    base, top, offset, shift = cells._tables[:, (keys_of >> COARSE_SHIFT) + (1 << 15)]
+    assert np.array_equal(cells.cells_of_keys(keys_of),
+                          offset + ((np.clip(keys_of, base, top) - base) >> shift))
     low, high = cells.bounds()
     cell = cells.cells_of(values)
     assert np.all((low[cell] <= values) & (values <= high[cell]))

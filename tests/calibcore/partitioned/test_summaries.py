@@ -114,9 +114,13 @@ def test_merged_cells_are_the_cells_of_all_rows(n_classes: int, n_rows: int, n_b
     np.testing.assert_array_equal(merged.sums["rows"].to_numpy(), counts)
     quantities = WeightedMeasures.of_rows(labels, proba, "top_label", n_bins,
                                           "equal_width").quantities()
+    whole = CellSummary.of(labels, proba, n_bins=n_bins)
     for name, values in quantities.items():
         np.testing.assert_allclose(merged.sums[name].to_numpy(),
                                    np.bincount(groups, weights=values), rtol=1e-12, atol=1e-12)
+        # one part's cells are summed in row order, as the in-memory cells: bit for bit
+        np.testing.assert_array_equal(whole.sums[name].to_numpy(),
+                                      np.bincount(groups, weights=values))
 
 
 @pytest.mark.parametrize(("n_rows", "n_classes", "concentration", "temper"), [

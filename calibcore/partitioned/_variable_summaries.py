@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -53,6 +54,8 @@ from calibcore.partitioned.exact_quantiles import (
 )
 from calibcore.partitioned.partitions import partition_rows
 from calibcore.partitioned.weighting import Weighting
+
+_Rows = TypeVar("_Rows", pd.Series, NDArray[np.float64])
 
 CoarseCounts = tuple[NDArray[np.int64], NDArray[np.int64]]
 #: Values looked at before hashing a whole capped column.
@@ -235,7 +238,13 @@ def _finite(part: pd.DataFrame, name: str) -> tuple[NDArray[np.bool_], NDArray[n
     """Rows where a numeric feature is finite, and their values."""
     numbers = part[name].to_numpy(dtype=np.float64, na_value=np.nan)
     finite = np.isfinite(numbers)
-    return finite, numbers[finite] + 0.0  # -0.0 is 0.0, as for the order keys
+    return finite, _kept(finite, numbers) + 0.0  # -0.0 is 0.0, as for the order keys
+
+
+def _kept(keep: NDArray[np.bool_], rows: _Rows) -> _Rows:
+    """``rows[keep]``, or ``rows`` themselves when every row is kept (most partitions of
+    most columns: no copy of every row, and no new index for a series)."""
+    return rows if keep.all() else rows[keep]
 
 
 def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
@@ -249,10 +258,11 @@ def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
     for feature in features:
         series = part[feature.name]
         missing = series.isna().to_numpy()
-        values = _value_sums(series[~missing], sums[~missing], feature.limit)
         present = ~missing
+        values = _value_sums(_kept(present, series), _kept(present, sums), feature.limit)
         if feature.numeric:
-            present = _finite(part, feature.name)[0]
+            finite, numbers = _finite(part, feature.name)
+            present = finite
         kept = None if weights is None else weights[present]
         integral_weights = kept is None or bool(np.all(kept == np.round(kept)))
         n_positive = int(present.sum()) if kept is None else int((kept > 0).sum())
@@ -261,7 +271,6 @@ def scan_partition(part: pd.DataFrame, label: str, probabilities: Sequence[str],
                                      feature.limit, None, None, None, True, integral_weights,
                                      n_positive))
             continue
-        finite, numbers = _finite(part, feature.name)
         keys = float_keys(numbers)
         scans.append(FeatureScan(
             len(series), int(missing.sum()), int(finite.sum()), values, feature.limit,
@@ -338,7 +347,7 @@ def collect_partition(part: pd.DataFrame, label: str, probabilities: Sequence[st
     collected = []
     for name, plan in plans:
         finite, numbers = _finite(part, name)
-        collected.append(_collect(numbers, statistics[finite], plan))
+        collected.append(_collect(numbers, _kept(finite, statistics), plan))
     return collected
 
 

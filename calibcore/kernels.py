@@ -48,7 +48,12 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     from calibcore.heterogeneity import hidden_heterogeneity
     from calibcore.insights import calibration_support
     from calibcore.local import local_calibration_error
-    from calibcore.metrics import assign_bins, calibration_tests_by_view, global_measures
+    from calibcore.metrics import (
+        assign_bins,
+        bin_sums,
+        calibration_tests_by_view,
+        global_measures,
+    )
     from calibcore.metrics._resampling import row_cell_keys
     from calibcore.partitioned import variables_of_parts
     from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
@@ -79,7 +84,10 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
             variables_of_parts([frame.iloc[:half], frame.iloc[half:]], "y", ["p0", "p1"],
                                [0, 1], ["a", "b"], weight=weight)
         scores = np.tile(positive, 12)
-        assign_bins(scores, np.quantile(scores, np.linspace(0.0, 1.0, 16)))
+        edges = np.quantile(scores, np.linspace(0.0, 1.0, 16))
+        assign_bins(scores, edges)
+        for row_weights in (None, np.tile(weights, 12)):
+            bin_sums(scores, np.tile(labels, 12).astype(np.float64), edges, row_weights)
 
     steps: list[tuple[str, Callable[[], object]]] = [
         ("measures and their intervals",  # (the cells large tables are resampled through)

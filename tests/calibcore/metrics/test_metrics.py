@@ -231,11 +231,12 @@ def test_equal_width_bins_by_arithmetic_equal_searchsorted(
 @given(n_bins=st.integers(1, 40), tied=st.integers(0, 3), seed=st.integers(0, 2**32 - 1))
 def test_uneven_bins_by_counting_equal_searchsorted(n_bins: int, tied: int,
                                                     seed: int) -> None:
-    """Above 4,096 scores and up to 32 bins, uneven sorted edges (equal-mass ones, with
-    repeated edges where scores tie) are counted below each score: the same bins as
-    ``searchsorted``, scores on and one ulp either side of every edge, outside the
-    range, infinite and NaN included; unsorted edges keep ``searchsorted``'s answer."""
-    from calibcore.metrics import assign_bins
+    """Above 4,096 scores and up to 32 bins, sorted edges (equal-mass ones, with repeated
+    edges where scores tie, and even ones) are counted below each score: the same bins
+    as ``searchsorted``, scores on and one ulp either side of every edge, outside the
+    range, infinite and NaN included; unsorted edges keep ``searchsorted``'s answer.
+    ``bin_sums`` adds each bin's rows in one pass, as ``np.bincount`` of those bins."""
+    from calibcore.metrics import assign_bins, bin_sums
 
     rng = np.random.default_rng(seed)
     values = np.round(rng.beta(0.5, 2.0, size=6_000), 1 + tied)
@@ -243,9 +244,23 @@ def test_uneven_bins_by_counting_equal_searchsorted(n_bins: int, tied: int,
     scores = np.concatenate([
         values, rng.uniform(-0.1, 1.1, size=500), edges, np.nextafter(edges, np.inf),
         np.nextafter(edges, -np.inf), [np.nan, np.inf, -np.inf, -0.0]])
-    for cut in (edges, rng.permutation(edges)):
+    outcomes = (rng.uniform(size=scores.size) < 0.3).astype(np.int64)
+    weights = rng.exponential(size=scores.size)
+    for cut in (edges, rng.permutation(edges), np.linspace(0.0, 1.0, n_bins + 1)):
         expected = np.clip(np.searchsorted(cut, scores, side="left") - 1, 0, n_bins - 1)
         np.testing.assert_array_equal(assign_bins(scores, cut), expected)
+        # the sums of each bin in one pass: np.bincount's, to the bit (NaN where it is)
+        for weight in (None, weights):
+            mass = np.ones(scores.size) if weight is None else weight
+            by_bincount = np.stack([
+                np.bincount(expected, weights=None if weight is None else weight,
+                            minlength=n_bins).astype(np.float64),
+                np.bincount(expected, weights=scores * mass if weight is not None
+                            else scores, minlength=n_bins),
+                np.bincount(expected, weights=outcomes * mass if weight is not None
+                            else outcomes, minlength=n_bins)])
+            np.testing.assert_array_equal(bin_sums(scores, outcomes, cut, weight),
+                                          by_bincount)
 
 
 def test_top_class_of_two_columns_is_argmax_and_max() -> None:

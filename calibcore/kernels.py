@@ -55,6 +55,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
         global_measures,
     )
     from calibcore.metrics._resampling import row_cell_keys
+    from calibcore.metrics._sorting import _rows_of_ties_sorted
     from calibcore.partitioned import variables_of_parts
     from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
     from calibcore.variable import loess_curves, rank_variables
@@ -90,9 +91,11 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
             bin_sums(scores, np.tile(labels, 12).astype(np.float64), edges, row_weights)
 
     steps: list[tuple[str, Callable[[], object]]] = [
-        ("measures and their intervals",  # (the cells large tables are resampled through)
+        ("measures and their intervals",  # (the cells large tables are resampled through,
+         # and the stable sort of large tables' scores)
          lambda: [global_measures(labels, proba, n_bootstrap=20),
-                  row_cell_keys(labels, proba, 15)]),
+                  row_cell_keys(labels, proba, 15),
+                  _rows_of_ties_sorted(positive.round(1), np.argsort(positive.round(1)))]),
         ("tests of calibration",
          lambda: [calibration_tests_by_view(labels, proba, statistic=statistic,
                                             n_resamples=20)

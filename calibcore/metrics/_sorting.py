@@ -2,9 +2,9 @@
 
 The overview's requests (measures, smooth reliability diagram, bin sensitivity) sort
 the same scores of the same rows, often at the same time. :func:`sort_order` remembers
-``np.argsort``'s order by the scores' bytes; :func:`stable_sort_order` derives the
-stable order from it (ties in row order) with one sort of integer keys, several times
-faster than a stable sort of the floats. Both are exactly NumPy's orders, so nothing
+``np.argsort``'s order by the scores' bytes; :func:`stable_sort` derives the stable
+order from it (ties in row order) by sorting the rows of each run of ties, several
+times faster than a stable sort of the floats. Both are exactly NumPy's orders, so nothing
 computed from them changes. :func:`sort_view_ahead` sorts a view's scores on a thread
 of its own before anyone asks (a server does it while it stores an upload).
 """
@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -68,25 +69,75 @@ def sort_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
 
 
 def stable_sort_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
-    """``np.argsort(scores, kind="stable")``: ties in row order. From
+    """``np.argsort(scores, kind="stable")``: ties in row order (:func:`stable_sort`)."""
+    return stable_sort(scores)[0]
+
+
+def stable_sort(scores: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """``np.argsort(scores, kind="stable")`` and the scores in that order. From
     :data:`SORT_MEMO_MIN_ROWS` scores on it is read off :func:`sort_order`'s (remembered)
-    order: each row's key is the rank of its distinct score times n plus its row, and the
-    sorted keys modulo n are the rows in stable order (the keys are distinct, so any sort
-    of them gives that one order)."""
+    order: equal scores sit side by side there, in some order, so sorting the rows of
+    each run of equal scores puts ties in row order, which is the stable order (runs of
+    one need nothing). One compiled pass reads the sorted scores as it goes: 0.04-0.05 s
+    on 1.5M scores with runs of every length, where ranking the scores, sorting
+    rank-and-row keys and gathering the scores took 0.07 s."""
     if not SORT_MEMO_MIN_ROWS <= scores.size <= SORT_MEMO_MAX_ROWS:
-        return np.argsort(scores, kind="stable")
-    order = sort_order(scores)
-    n = scores.size
-    ordered = scores[order]
-    rank = np.empty(n, dtype=np.int64)
-    rank[0] = 0
-    np.cumsum(ordered[1:] != ordered[:-1], out=rank[1:])  # equal scores (0.0, -0.0) tie
-    key = np.empty(n, dtype=np.int64)
-    key[order] = rank
-    key *= n
-    key += np.arange(n, dtype=np.int64)
-    key.sort()
-    return (key % n).astype(np.intp, copy=False)
+        order = np.argsort(scores, kind="stable")
+        return order, scores[order]
+    values = np.ascontiguousarray(scores, dtype=np.float64)
+    order, ordered, long_runs = _rows_of_ties_sorted(values, sort_order(values))
+    for start, stop in long_runs.tolist():
+        order[start:stop].sort()
+        ordered[start:stop] = values[order[start:stop]]
+    return order, ordered
+
+
+#: Runs of ties up to this long are sorted by insertion in the compiled pass; longer
+#: ones by NumPy (numba's quicksort took 0.85 s on one run of 750k rows that NumPy sorts
+#: in 7 ms).
+_INSERTION_MAX_RUN = 64
+
+
+@numba.njit(nogil=True, cache=True)
+def _rows_of_ties_sorted(scores: NDArray[np.float64], order: NDArray[np.intp]
+                         ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.int64]]:
+    """``order`` (an ascending order of ``scores``) with each run of equal scores (0.0
+    and -0.0 are equal; NaN equals nothing) of at most :data:`_INSERTION_MAX_RUN` rows
+    sorted by row, the scores in that order (a run's read again once sorted: its -0.0
+    and 0.0 where the rows put them), and the (start, stop) of the longer runs, left for
+    the caller."""
+    n_rows = order.size
+    stable = order.copy()
+    ordered = np.empty(n_rows, dtype=np.float64)
+    long_runs = np.empty((n_rows // (_INSERTION_MAX_RUN + 1) + 1, 2), dtype=np.int64)
+    n_long = 0
+    if n_rows == 0:
+        return stable, ordered, long_runs[:0]
+    start = 0
+    first = scores[order[0]]
+    for position in range(1, n_rows + 1):
+        value = scores[order[position]] if position < n_rows else first
+        if position < n_rows and value == first:
+            continue
+        if position - start > _INSERTION_MAX_RUN:
+            long_runs[n_long, 0] = start
+            long_runs[n_long, 1] = position
+            n_long += 1
+        elif position - start > 1:
+            for placed in range(start + 1, position):
+                row = stable[placed]
+                into = placed
+                while into > start and stable[into - 1] > row:
+                    stable[into] = stable[into - 1]
+                    into -= 1
+                stable[into] = row
+            for tied in range(start, position):
+                ordered[tied] = scores[stable[tied]]
+        else:
+            ordered[start] = first
+        start = position
+        first = value
+    return stable, ordered, long_runs[:n_long]
 
 
 def sort_view_ahead(labels: NDArray[np.intp], proba: NDArray[np.float64],
@@ -111,4 +162,4 @@ def sort_view_ahead(labels: NDArray[np.intp], proba: NDArray[np.float64],
 
 
 __all__ = ["SORT_MEMO_MAX_ROWS", "SORT_MEMO_MIN_ROWS", "sort_order", "sort_view_ahead",
-           "stable_sort_order"]
+           "stable_sort", "stable_sort_order"]

@@ -24,7 +24,7 @@ from calibcore._validation import check_positive_int, check_predictions
 from calibcore.data.views import View, score_outcome, top_class
 from calibcore.data.weights import check_sample_weight
 from calibcore.exceptions import CalibrationInputError
-from calibcore.metrics._sorting import stable_sort_order
+from calibcore.metrics._sorting import stable_sort
 from calibcore.metrics.binning import (
     Binning,
     bin_edges,
@@ -191,8 +191,7 @@ def ece_by_bin_count_per_binning(
     problems = score_outcome(labels, proba, view)
     values = {binning: np.zeros(len(counts)) for binning in chosen}
     for scores, outcomes in zip(problems.scores, problems.outcomes, strict=True):
-        order = stable_sort_order(scores)  # the measures' sort of these scores, reused
-        sorted_scores = scores[order]
+        order, sorted_scores = stable_sort(scores)  # the measures' sort, reused
         residuals = sorted_scores - outcomes[order]
         sorted_weights = None if weights is None else weights[order]
         total = float(scores.size if weights is None else weights.sum())

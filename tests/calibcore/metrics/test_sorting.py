@@ -7,7 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from calibcore.metrics._sorting import SORT_MEMO_MIN_ROWS, sort_order, stable_sort_order
+from calibcore.metrics._sorting import (
+    SORT_MEMO_MIN_ROWS,
+    sort_order,
+    stable_sort,
+    stable_sort_order,
+)
 
 
 def test_sort_order_is_numpys_argsort_remembered_and_shared() -> None:
@@ -27,15 +32,20 @@ def test_sort_order_is_numpys_argsort_remembered_and_shared() -> None:
     assert sort_order(small).tolist() == np.argsort(small).tolist()
 
 
-@pytest.mark.parametrize("decimals", [1, 3, 12])
+@pytest.mark.parametrize("decimals", [0, 1, 3, 4, 5, 12])
 def test_stable_order_is_numpys_stable_argsort(decimals: int) -> None:
-    # ties in row order, whichever order the quicksort left them in; 0.0 and -0.0 tie
+    # ties in row order, whichever order the quicksort left them in; 0.0 and -0.0 tie;
+    # runs of ties of every length (decimals 0: ~50,000 rows, 4: ~10, 12: none)
     rng = np.random.default_rng(decimals)
     scores = rng.uniform(size=SORT_MEMO_MIN_ROWS + 7).round(decimals)
     scores[::97] = 0.0
     scores[::101] = -0.0
     expected = np.argsort(scores, kind="stable")
     assert stable_sort_order(scores).tolist() == expected.tolist()
+    order, ordered = stable_sort(scores)
+    assert order.tolist() == expected.tolist()
+    # the scores in that order, bit for bit (each tie's own zero sign included)
+    assert np.array_equal(ordered.view(np.int64), scores[expected].view(np.int64))
     assert stable_sort_order(scores[:500]).tolist() == np.argsort(scores[:500],
                                                                   kind="stable").tolist()
 

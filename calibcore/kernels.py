@@ -2,12 +2,12 @@
 
 The inner loops of the local forests of hidden heterogeneity, the LOESS curves and
 their permutation ranking, the kernel sums of the local calibration error, the smooth
-ECE, the isotonic ends, the clinical smoother and the per-variable sums of partitioned
-tables are numba kernels, compiled the first time a process calls them after an
-installation (from a fraction of a second to about 8 s each, half a minute in all on 2
-cores) and loaded from numba's on-disk cache after that (well under a second in all).
-A compilation cannot be interrupted and reports no progress, so a job that compiled
-would neither move its bar nor stop when cancelled.
+ECE, the isotonic ends, the clinical smoother, uneven bins of many scores and the
+per-variable sums of partitioned tables are numba kernels, compiled the first time a
+process calls them after an installation (from a fraction of a second to about 8 s
+each, half a minute in all on 2 cores) and loaded from numba's on-disk cache after that
+(well under a second in all). A compilation cannot be interrupted and reports no
+progress, so a job that compiled would neither move its bar nor stop when cancelled.
 :func:`compile_kernels` runs each family once on a few hundred synthetic rows, which
 compiles (or loads) every kernel with the argument types the real calls use; a server
 calls it in the background at start.
@@ -84,11 +84,13 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
         for weight in (None, "w"):
             variables_of_parts([frame.iloc[:half], frame.iloc[half:]], "y", ["p0", "p1"],
                                [0, 1], ["a", "b"], weight=weight)
-        scores = np.tile(positive, 12)
-        edges = np.quantile(scores, np.linspace(0.0, 1.0, 16))
-        assign_bins(scores, edges)
-        for row_weights in (None, np.tile(weights, 12)):
-            bin_sums(scores, np.tile(labels, 12).astype(np.float64), edges, row_weights)
+        # uneven bins: scores contiguous and a column of probabilities (strided)
+        table = np.tile(proba, (12, 1))
+        edges = np.quantile(table[:, 1], np.linspace(0.0, 1.0, 16))
+        for scores in (table[:, 1].copy(), table[:, 1]):
+            assign_bins(scores, edges)
+            for row_weights in (None, np.tile(weights, 12)):
+                bin_sums(scores, np.tile(labels, 12).astype(np.float64), edges, row_weights)
 
     steps: list[tuple[str, Callable[[], object]]] = [
         ("measures and their intervals",  # (the cells large tables are resampled through,

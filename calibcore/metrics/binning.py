@@ -127,8 +127,9 @@ def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDAr
         width = (edges[-1] - edges[0]) / n_bins
         if width > 0 and np.allclose(np.diff(edges), width, rtol=1e-9, atol=0):
             return _assign_equal_width(scores, edges, width)
-    if scores.size >= _ARITHMETIC_MIN_ROWS and _countable(edges):
-        return _count_edges_below(scores, edges)
+    if scores.ndim == 1 and scores.size >= _ARITHMETIC_MIN_ROWS and _countable(edges):
+        return _count_edges_below(np.asarray(scores, dtype=np.float64),
+                                  np.asarray(edges, dtype=np.float64))
     index = np.searchsorted(edges, scores, side="left") - 1
     return np.clip(index, 0, n_bins - 1)
 
@@ -138,14 +139,16 @@ def bin_sums(
     weights: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Rows (or their total weight), weighted score sums and weighted outcome sums of each
-    bin, shape (3, bins)."""
-    if scores.size >= _ARITHMETIC_MIN_ROWS and _countable(edges):
+    bin, shape (3, bins); the rows' values taken as float64."""
+    scores = np.asarray(scores, dtype=np.float64)
+    outcomes = np.asarray(outcomes, dtype=np.float64)
+    weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+    if outcomes.shape != scores.shape or (weights is not None and weights.shape != scores.shape):
+        raise ValueError("scores, outcomes and weights must have the same shape.")
+    if scores.ndim == 1 and scores.size >= _ARITHMETIC_MIN_ROWS and _countable(edges):
         # one pass: the bins of assign_bins and the sums of np.bincount, in row order
-        return _counted_bin_sums(np.asarray(scores, dtype=np.float64),
-                                 np.asarray(outcomes, dtype=np.float64),
-                                 np.asarray(edges, dtype=np.float64),
-                                 None if weights is None
-                                 else np.asarray(weights, dtype=np.float64))
+        return _counted_bin_sums(scores, outcomes, np.asarray(edges, dtype=np.float64),
+                                 weights)
     index = assign_bins(scores, edges)
     size = edges.size - 1
     if weights is None:
@@ -174,7 +177,7 @@ def _countable(edges: NDArray[np.float64]) -> bool:
 def _counted_bin(value: float, edges: NDArray[np.float64]) -> int:
     """``clip(searchsorted(edges, value, side="left") - 1, 0, len(edges) - 2)`` for sorted
     edges: that search is the count of edges below ``value`` (NaN, which NumPy sorts
-    last, is above every edge). A count over 16 edges has no branch to mispredict."""
+    last, is above every edge). A count over a few dozen edges has no branch to mispredict."""
     last = edges.size - 2
     if value != value:
         return last
@@ -225,7 +228,7 @@ def _assign_equal_width(
     """:func:`assign_bins` for evenly spaced edges: the bin by division; the few scores
     within rounding of an edge (or NaN) are placed by ``searchsorted`` on the edges
     themselves, so the bins are exactly those of the general path."""
-    position = scores - edges[0]
+    position = np.subtract(scores, edges[0], dtype=np.float64)  # integer scores too
     position /= width
     index = np.ceil(position)
     index -= 1.0

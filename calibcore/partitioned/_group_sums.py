@@ -8,7 +8,8 @@ time (100M rows: a fifth of its CPU). These kernels read the rows once and add t
 their group in row order, as ``np.bincount`` does, so every sum is the same double,
 bit for bit.
 
-Private: callers pass valid groups (``0 <= group < size``); a group outside raises.
+Private. A group outside ``0 <= group < size``, or columns of other lengths than the
+groups, raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -22,16 +23,28 @@ def summed(index: NDArray[np.intp], statistics: NDArray[np.float64],
            size: int) -> NDArray[np.float64]:
     """Column sums of ``statistics`` (rows x columns) per index value: (size, columns),
     ``np.bincount(index, weights=column, minlength=size)`` of each column."""
-    return _summed(np.asarray(index, dtype=np.int64),
-                   np.asarray(statistics, dtype=np.float64), None, int(size))
+    return _summed(*_rows(index, statistics), None, int(size))
 
 
 def summed_where(index: NDArray[np.intp], keep: NDArray[np.bool_],
                  statistics: NDArray[np.float64], size: int) -> NDArray[np.float64]:
     """:func:`summed` of the rows where ``keep`` holds (``index`` and ``statistics`` of
     every row), without selecting them first."""
-    return _summed(np.asarray(index, dtype=np.int64), np.asarray(statistics, dtype=np.float64),
-                   np.asarray(keep, dtype=np.bool_), int(size))
+    index, statistics = _rows(index, statistics)
+    keep = np.asarray(keep, dtype=np.bool_)
+    if keep.shape != index.shape:
+        raise ValueError("keep must have a value for each row.")
+    return _summed(index, statistics, keep, int(size))
+
+
+def _rows(index: NDArray[np.intp], statistics: NDArray[np.float64]
+          ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The groups (1-D) and statistics (2-D, a row per group) as the kernels take them."""
+    index = np.asarray(index, dtype=np.int64)
+    statistics = np.asarray(statistics, dtype=np.float64)
+    if index.ndim != 1 or statistics.ndim != 2 or statistics.shape[0] != index.size:
+        raise ValueError("statistics must have a row for each group index.")
+    return index, statistics
 
 
 @numba.njit(nogil=True, cache=True)
@@ -58,8 +71,15 @@ def loess_group_sums(group: NDArray[np.intp], mass: NDArray[np.float64],
     (the offset alone when the mass is a row count), error, error x offset, predicted
     error, predicted error x offset and ``last``; (size, 7), the :func:`summed` of
     those columns stacked."""
-    return _loess_group_sums(np.asarray(group, dtype=np.int64), mass, offset, errors,
-                             predicted, last, int(size), weighted)
+    group = np.asarray(group, dtype=np.int64)
+    mass, offset, errors, predicted, last = (
+        np.asarray(column, dtype=np.float64)
+        for column in (mass, offset, errors, predicted, last))
+    if group.ndim != 1 or any(column.shape != group.shape
+                              for column in (mass, offset, errors, predicted, last)):
+        raise ValueError("every column must have a value for each group index.")
+    return _loess_group_sums(group, mass, offset, errors, predicted, last, int(size),
+                             weighted)
 
 
 @numba.njit(nogil=True, cache=True)

@@ -225,7 +225,9 @@ class FloatCells:
 
     def cells_of_keys(self, keys: NDArray[np.int64]) -> NDArray[np.int64]:
         """The cell of each key (any int64 key: a non-decreasing function of it)."""
-        return _cells_of_keys(np.ascontiguousarray(keys, dtype=np.int64), self._tables)
+        keys = np.asarray(keys, dtype=np.int64)
+        return _cells_of_keys(np.ascontiguousarray(keys.ravel()), self._tables).reshape(
+            keys.shape)
 
     def cells_of(self, values: NDArray[np.float64]) -> NDArray[np.int64]:
         """The cell of each finite float."""

@@ -263,6 +263,30 @@ def test_uneven_bins_by_counting_equal_searchsorted(n_bins: int, tied: int,
                                           by_bincount)
 
 
+def test_counted_bins_take_what_searchsorted_takes() -> None:
+    """The compiled bins keep the general path's reach: 2-D and float32 scores, strided
+    columns and a Series are placed as ``searchsorted`` places them, and ``bin_sums``
+    refuses outcomes or weights of another length instead of reading past them."""
+    from calibcore.metrics import assign_bins, bin_sums
+
+    rng = np.random.default_rng(4)
+    edges = np.array([0.0, 0.1, 0.35, 0.8, 1.0])
+    table = rng.uniform(size=(100, 50))
+    for scores in (table, table.astype(np.float32), table[:, 7], pd.Series(table[:, 3]),
+                   np.tile(table[:, 1], 50)):
+        expected = np.clip(np.searchsorted(edges, scores, side="left") - 1, 0, 3)
+        np.testing.assert_array_equal(assign_bins(scores, edges), expected)
+    whole = np.arange(5_000) % 11  # integer scores on integer, evenly spaced edges
+    steps = np.arange(11)
+    np.testing.assert_array_equal(assign_bins(whole, steps), np.clip(
+        np.searchsorted(steps, whole, side="left") - 1, 0, 9))
+    scores = rng.uniform(size=5_000)
+    with pytest.raises(ValueError, match="same shape"):
+        bin_sums(scores, np.ones(10), edges)
+    with pytest.raises(ValueError, match="same shape"):
+        bin_sums(scores, np.ones(5_000), edges, np.ones(3))
+
+
 def test_top_class_of_two_columns_is_argmax_and_max() -> None:
     """The two-class shortcut picks the first of tied classes, as argmax does."""
     from calibcore.data import top_class

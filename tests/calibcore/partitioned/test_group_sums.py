@@ -58,3 +58,14 @@ def test_a_group_outside_the_groups_is_refused() -> None:
         summed(np.array([0, 3]), np.ones((2, 1)), 3)
     with pytest.raises(ValueError, match="outside the groups"):
         summed(np.array([-1]), np.ones((1, 2)), 3)
+
+
+def test_columns_of_another_length_are_refused() -> None:
+    with pytest.raises(ValueError, match="a row for each group"):
+        summed(np.array([0, 1, 2]), np.ones((2, 1)), 3)
+    with pytest.raises(ValueError, match="a value for each row"):
+        summed_where(np.array([0, 1]), np.array([True]), np.ones((2, 1)), 3)
+    with pytest.raises(ValueError, match="a value for each group"):
+        ones = np.ones(3)
+        loess_group_sums(np.array([0, 1, 2]), ones, ones, ones, ones[:2], ones, 3,
+                         weighted=False)

@@ -57,6 +57,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     from calibcore.metrics._resampling import row_cell_keys
     from calibcore.metrics._sorting import _rows_of_ties_sorted
     from calibcore.partitioned import variables_of_parts
+    from calibcore.partitioned._window_moments import window_sums
     from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
     from calibcore.variable import loess_curves, rank_variables
 
@@ -84,6 +85,8 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
         for weight in (None, "w"):
             variables_of_parts([frame.iloc[:half], frame.iloc[half:]], "y", ["p0", "p1"],
                                [0, 1], ["a", "b"], weight=weight)
+        # the binned LOESS of many rows (these few rows are smoothed exactly)
+        window_sums(features[:5, 0], np.ones(5), features[:, 1], weights, 5, squared=True)
         # uneven bins: scores contiguous and a column of probabilities (strided)
         table = np.tile(proba, (12, 1))
         edges = np.quantile(table[:, 1], np.linspace(0.0, 1.0, 16))

@@ -43,10 +43,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.interpolate import CubicSpline
 
+from calibcore.partitioned._window_moments import window_sums
 from calibcore.variable._curves import LoessCurves, drawn, gap_support, largest_gap
 from calibcore.variable._loess_band import COVERAGE_POINTS, KNOT_SEPARATION, Smoothed, coverage
 from calibcore.variable._loess_moments import hankel, intercept_rows
-from calibcore.variable._loess_windows import _deltas, _operator_rows, _tricube
+from calibcore.variable._loess_windows import _deltas, _operator_rows
 from calibcore.variable.smoothing import MIN_NEIGHBOURS, N_EXACT, _with_band
 
 #: Stated bound on the absolute difference from :func:`calibcore.variable.loess_curves` on
@@ -62,8 +63,6 @@ MAX_GROUPS = 4 * N_GROUPS
 _BISECTION_STEPS = 64
 #: A window's end this close to tied values (a fraction of the range of V) ends on them.
 _SNAP = 1e-9
-#: Point x group entries evaluated at once (bounds the memory of the fits).
-_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -356,35 +355,15 @@ def binned_curves(distribution: CellDistribution, groups: GroupSums, *, x: NDArr
 def _fits(points: NDArray[np.float64], bandwidth: NDArray[np.float64],
           groups: GroupSums) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Fits (2, m) and ``||l(x0)||`` (m,) at ``points`` from window moments over groups."""
-    moments = _window_sums(points, bandwidth, groups.centre, groups.n, 5, squared=False)
-    squared = _window_sums(points, bandwidth, groups.centre, groups.n, 5, squared=True)
+    moments = window_sums(points, bandwidth, groups.centre, groups.n, 5, squared=False)
+    squared = window_sums(points, bandwidth, groups.centre, groups.n, 5, squared=True)
     first = intercept_rows(moments)
     fits = np.stack([
-        np.einsum("mk,mk->m", first, _window_sums(points, bandwidth, centres, weights, 3,
+        np.einsum("mk,mk->m", first, window_sums(points, bandwidth, centres, weights, 3,
                                                   squared=False))
         for centres, weights in zip(groups.response_centres, groups.responses, strict=True)])
     norms_squared = np.einsum("mi,mij,mj->m", first, hankel(squared), first)
     return fits, np.sqrt(np.maximum(norms_squared, 0.0))
-
-
-def _window_sums(points: NDArray[np.float64], bandwidth: NDArray[np.float64],
-                 centres: NDArray[np.float64], weights: NDArray[np.float64], n_powers: int,
-                 *, squared: bool) -> NDArray[np.float64]:
-    """``sum_g weights_g w(d_g)^(1 or 2) d_g^k`` for k < n_powers, ``d = (centre - x0) / h``."""
-    sums = np.empty((points.size, n_powers))
-    # times 1/h, as the compiled window moments do: a row at exactly h (a tie ending the
-    # window) then weighs what it weighs there, 0 or a rounding's worth
-    inverse = 1.0 / bandwidth
-    step = max(1, _BLOCK // max(centres.size, 1))
-    for start in range(0, points.size, step):
-        block = slice(start, start + step)
-        scaled = (centres[None, :] - points[block, None]) * inverse[block, None]
-        kernel = _tricube(scaled)
-        term = (kernel * kernel if squared else kernel) * weights[None, :]
-        for power in range(n_powers):
-            sums[block, power] = term.sum(axis=1)
-            term = term * scaled
-    return sums
 
 
 def _residual_sums(knots: NDArray[np.float64], knot_fits: NDArray[np.float64],

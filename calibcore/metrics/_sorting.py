@@ -42,7 +42,9 @@ def sort_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
     if not SORT_MEMO_MIN_ROWS <= scores.size <= SORT_MEMO_MAX_ROWS:
         return np.argsort(scores)
     values = np.ascontiguousarray(scores, dtype=np.float64)
-    key = hashlib.blake2b(values.data, digest_size=32).digest()  # no copy of them
+    # SHA-256 of the bytes, without copying them (with the CPU's SHA instructions about
+    # 1.4 GB/s, twice BLAKE2b's: 8 against 15 ms for 1.5M scores, on each lookup)
+    key = hashlib.sha256(values.data).digest()
     with _sort_memo_guard:
         entry = _sort_memo.get(key)
         sorting = entry is None

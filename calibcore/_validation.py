@@ -55,7 +55,14 @@ def check_probabilities(y_prob: ArrayLike, *, name: str = "y_prob") -> NDArray[n
     except (TypeError, ValueError) as exc:
         raise CalibrationInputError(f"{name} must be numeric probabilities: {exc}") from exc
     if proba.ndim == 1:
-        proba = np.column_stack([1.0 - proba, proba])
+        positive = proba
+        proba = np.empty((positive.size, 2))
+        np.subtract(1.0, positive, out=proba[:, 0])
+        proba[:, 1] = positive
+        # P(class 1) in [0, 1] (NaN fails both) puts 1 - P there too, and the two sum to 1
+        # within a rounding: the checks below on half the values, and no sum to check
+        if positive.size and positive.min() >= 0.0 and positive.max() <= 1.0:
+            return proba
     if proba.ndim != 2 or proba.shape[1] < 2:
         raise CalibrationInputError(
             f"{name} must have shape (n,) or (n, K) with K >= 2, got {np.shape(y_prob)}."

@@ -123,10 +123,8 @@ def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDAr
     (``searchsorted(..., side="left") - 1``, clipped).
     """
     n_bins = edges.size - 1
-    if scores.size >= _ARITHMETIC_MIN_ROWS and n_bins >= 1:
-        width = (edges[-1] - edges[0]) / n_bins
-        if width > 0 and np.allclose(np.diff(edges), width, rtol=1e-9, atol=0):
-            return _assign_equal_width(scores, edges, width)
+    if scores.size >= _ARITHMETIC_MIN_ROWS and _evenly_spaced(edges):
+        return _assign_equal_width(scores, edges, (edges[-1] - edges[0]) / n_bins)
     if scores.ndim == 1 and scores.size >= _ARITHMETIC_MIN_ROWS and _countable(edges):
         return _count_edges_below(np.asarray(scores, dtype=np.float64),
                                   np.asarray(edges, dtype=np.float64))
@@ -147,8 +145,8 @@ def bin_sums(
         raise ValueError("scores, outcomes and weights must have the same shape.")
     if scores.ndim == 1 and scores.size >= _ARITHMETIC_MIN_ROWS and _countable(edges):
         # one pass: the bins of assign_bins and the sums of np.bincount, in row order
-        return _counted_bin_sums(scores, outcomes, np.asarray(edges, dtype=np.float64),
-                                 weights)
+        edges = np.asarray(edges, dtype=np.float64)
+        return _counted_bin_sums(scores, outcomes, edges, weights, _evenly_spaced(edges))
     index = assign_bins(scores, edges)
     size = edges.size - 1
     if weights is None:
@@ -165,6 +163,15 @@ def bin_sums(
 _ARITHMETIC_MIN_ROWS = 4_096
 #: Up to this many bins, other sorted edges are counted (:func:`_count_edges_below`).
 _COUNTED_MAX_BINS = 32
+
+
+def _evenly_spaced(edges: NDArray[np.float64]) -> bool:
+    """Whether the edges are evenly spaced (to 1e-9 of the width) over a positive range."""
+    n_bins = edges.size - 1
+    if n_bins < 1:
+        return False
+    width = (edges[-1] - edges[0]) / n_bins
+    return bool(width > 0 and np.allclose(np.diff(edges), width, rtol=1e-9, atol=0))
 
 
 def _countable(edges: NDArray[np.float64]) -> bool:
@@ -200,16 +207,37 @@ def _count_edges_below(scores: NDArray[np.float64],
 
 
 @numba.njit(nogil=True, cache=True)
+def _walked_bin(value: float, edges: NDArray[np.float64], low: float, scale: float) -> int:
+    """:func:`_counted_bin` for evenly spaced edges: the bin by arithmetic, then moved
+    until ``edges[b] < value <= edges[b + 1]`` (first and last bins open outward), which
+    is the counted bin whatever the first guess; here the guess is off by at most a step."""
+    last = edges.size - 2
+    if value != value:
+        return last
+    guess = (value - low) * scale
+    index = 0 if not guess > 0.0 else (last if not guess < last else int(guess))
+    while index > 0 and edges[index] >= value:
+        index -= 1
+    while index < last and edges[index + 1] < value:
+        index += 1
+    return index
+
+
+@numba.njit(nogil=True, cache=True)
 def _counted_bin_sums(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
-                      edges: NDArray[np.float64],
-                      weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
-    """:func:`bin_sums` in one pass: each row's bin by :func:`_counted_bin`, its count (or
-    weight), score and outcome added to the bin's in row order, as ``np.bincount`` adds
-    them (the same doubles)."""
+                      edges: NDArray[np.float64], weights: NDArray[np.float64] | None,
+                      evenly_spaced: bool) -> NDArray[np.float64]:
+    """:func:`bin_sums` in one pass: each row's bin by :func:`_walked_bin` for evenly
+    spaced edges, else by :func:`_counted_bin` (equal-mass edges: the walk from an even
+    guess would take many steps), its count (or weight), score and outcome added to the
+    bin's in row order, as ``np.bincount`` adds them (the same doubles)."""
     sums = np.zeros((3, edges.size - 1))
+    low = edges[0]
+    scale = (edges.size - 1) / (edges[-1] - edges[0]) if evenly_spaced else 0.0
     for row in range(scores.size):
         value = scores[row]
-        index = _counted_bin(value, edges)
+        index = (_walked_bin(value, edges, low, scale) if evenly_spaced
+                 else _counted_bin(value, edges))
         if weights is None:
             sums[0, index] += 1.0
             sums[1, index] += value

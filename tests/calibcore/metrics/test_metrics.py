@@ -246,7 +246,8 @@ def test_uneven_bins_by_counting_equal_searchsorted(n_bins: int, tied: int,
         np.nextafter(edges, -np.inf), [np.nan, np.inf, -np.inf, -0.0]])
     outcomes = (rng.uniform(size=scores.size) < 0.3).astype(np.int64)
     weights = rng.exponential(size=scores.size)
-    for cut in (edges, rng.permutation(edges), np.linspace(0.0, 1.0, n_bins + 1)):
+    for cut in (edges, rng.permutation(edges), np.linspace(0.0, 1.0, n_bins + 1),
+                np.linspace(-0.3, 0.7, n_bins + 1)):
         expected = np.clip(np.searchsorted(cut, scores, side="left") - 1, 0, n_bins - 1)
         np.testing.assert_array_equal(assign_bins(scores, cut), expected)
         # the sums of each bin in one pass: np.bincount's, to the bit (NaN where it is)

@@ -17,22 +17,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-
-@numba.njit(nogil=True, cache=True)
-def _bin(value: float, edges: NDArray[np.float64]) -> int:
-    """``clip(searchsorted(edges, value, side="left") - 1, 0, len(edges) - 2)`` for
-    evenly spaced ``edges`` from 0 to 1: the bin by multiplication, then moved until
-    edges[b] < value <= edges[b + 1] (at most a step, where the product rounds)."""
-    last = edges.size - 2
-    if value != value:  # NaN sorts after every edge
-        return last
-    guess = value * (last + 1)
-    index = 0 if not guess > 0.0 else min(int(guess), last)
-    while index > 0 and edges[index] >= value:
-        index -= 1
-    while index < last and edges[index + 1] < value:
-        index += 1
-    return index
+from calibcore.metrics.binning import _walked_bin
 
 
 @numba.njit(nogil=True, cache=True)
@@ -43,15 +28,16 @@ def cell_keys(labels: NDArray[np.int64], proba: NDArray[np.float64],
     n, n_classes = proba.shape
     n_bins = edges.size - 1
     size = n_bins * per_bin
+    scale = np.float64(n_bins)  # edges from 0 to 1: a score's bin is about score x bins
     keys = np.empty(n, dtype=np.int64)
     for row in range(n):
         top = proba[row, 0]
         for k in range(1, n_classes):
             top = max(top, proba[row, k])
-        key = labels[row] * n_bins + _bin(top, edges)
+        key = labels[row] * n_bins + _walked_bin(top, edges, 0.0, scale)
         for k in range(n_classes):
             value = proba[row, k]
-            bin_ = _bin(value, edges)
+            bin_ = _walked_bin(value, edges, 0.0, scale)
             position = (value - edges[bin_]) / (edges[bin_ + 1] - edges[bin_]) * per_bin
             within = min(max(np.int64(np.ceil(position)) - 1, 0), per_bin - 1)
             key = key * size + bin_ * per_bin + within

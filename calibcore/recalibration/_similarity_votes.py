@@ -78,11 +78,14 @@ def filtered_votes(
     calibration_labels: Any,
     calibration_weights: FloatArray | None,
     heartbeat: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FloatArray:
     """sum_i s(t, i) w_i 1[s(t, i) >= thresholds_t] 1[y_i = k] per row and class k
     (SWC-HH's votes; w_i = 1 without weights).
 
-    A row that no calibration row passes keeps its most similar one.
+    A row that no calibration row passes keeps its most similar one. ``progress(done,
+    total)`` is called with the rows voted after each block of them (``heartbeat`` then
+    only keeps the forest's leaf search alive).
 
     Parameters
     ----------
@@ -102,6 +105,8 @@ def filtered_votes(
     forest = _proximity_forest(arrays)
     reference = np.asarray(calibration_leaves, dtype=np.int64)
     votes = np.empty_like(proba)
+    if progress is not None:  # (the first block's leaf search comes before its votes)
+        progress(0, proba.shape[0])
     for block, leaves in forest.apply_in_blocks(features, proba, heartbeat):
         block_votes, block_thresholds = votes[block], thresholds[block]
         for rows, shared in shared_leaf_blocks(leaves, reference, forest.trees.n_nodes):
@@ -112,6 +117,8 @@ def filtered_votes(
             nobody = ~kept.any(axis=1)
             kept[nobody, np.argmax(similarity[nobody], axis=1)] = True
             block_votes[rows] = np.where(kept, similarity, 0.0) @ class_weights
+            if progress is not None:
+                progress(block.start + rows.stop, proba.shape[0])
     return votes
 
 

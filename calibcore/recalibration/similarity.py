@@ -332,12 +332,18 @@ class SWCHH(SWC):
         features: NDArray[np.float64] | None,
         heartbeat: Heartbeat,
     ) -> NDArray[np.float64]:
+        # the local forests, then the votes (as long on default_nb: 2 s and 3-4 s), each
+        # reporting how far it is, so the bar moves through both
         def report(done: int, total: int) -> None:
-            heartbeat.now(done / max(total, 1),
+            heartbeat.now(0.5 * done / max(total, 1),
                           f"hidden heterogeneity: {done:,} of {total:,} local forests")
 
+        def voted(done: int, total: int) -> None:
+            heartbeat(0.5 + 0.5 * done / max(total, 1),
+                      f"similarity votes: {done:,} of {total:,} rows")
+
         hh = self.heterogeneity(proba, progress=report)
-        return self._filtered_votes(proba, features, hh, heartbeat)
+        return self._filtered_votes(proba, features, hh, heartbeat, voted)
 
     def heterogeneity(
         self, proba: ArrayLike, *, progress: Callable[[int, int], None] | None = None
@@ -381,6 +387,7 @@ class SWCHH(SWC):
     def _filtered_votes(
         self, proba: NDArray[np.float64], features: ArrayLike | None, hh: ArrayLike,
         heartbeat: Callable[[], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> NDArray[np.float64]:
         checked = self._check_features_like_fit(features, proba.shape[0])
         thresholds = np.asarray(hh, dtype=np.float64) / 2.0
@@ -389,6 +396,7 @@ class SWCHH(SWC):
                 f"hh must have shape ({proba.shape[0]},); got {thresholds.shape}."
             )
         votes = filtered_votes(self.forest_, checked, proba, thresholds, self.calibration_leaves_,
-                               self.calibration_labels_, self._calibration_weights(), heartbeat)
+                               self.calibration_labels_, self._calibration_weights(), heartbeat,
+                               progress)
         return self._normalize_votes(votes, proba)
 

@@ -12,6 +12,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks.bench_heterogeneity import moons_experiment
+from calibcore._progress import Heartbeat
 from calibcore.exceptions import CalibrationInputError
 from calibcore.heterogeneity import hidden_heterogeneity
 from calibcore.recalibration._base import Recalibrator
@@ -112,6 +113,40 @@ def test_swc_hh_uses_hh_of_the_stored_calibration_rows():
     np.testing.assert_array_equal(
         model.predict_proba(p, features=X), model.predict_with_heterogeneity(p, X, hh)
     )
+
+
+def test_swc_hh_reports_the_forests_then_the_votes_as_they_go(monkeypatch):
+    """The bar moves through both halves of SWC-HH's prediction: the local forests up to
+    one half, then the votes, block by block of rows, from the start of their leaf search
+    (on default_nb the votes took longer than the forests, with no progress before)."""
+    import functools
+
+    import calibcore.recalibration._similarity_votes as votes_module
+    from calibcore.heterogeneity.proximity import shared_leaf_blocks
+
+    X_cal, y_cal, p_cal, X, _, p = local_problem(2, n_test=40)
+    # blocks of 8 query rows (each block holds 8 x the calibration rows' counts)
+    monkeypatch.setattr(votes_module, "shared_leaf_blocks", functools.partial(
+        shared_leaf_blocks, max_block_cells=8 * X_cal.shape[0]))
+
+    def fitted() -> SWCHH:
+        return SWCHH(n_estimators=20, radius=0.2, random_state=4, hh_grid=None).fit(
+            p_cal, y_cal, features=X_cal)
+
+    reports = []
+    every_call = Heartbeat(lambda fraction, message: reports.append((fraction, message)),
+                           0.0, "", interval=0.0)  # (a job's is called every 0.25 s)
+    np.testing.assert_array_equal(fitted().predict_proba(p, features=X, progress=every_call),
+                                  fitted().predict_proba(p, features=X))
+    fractions = [fraction for fraction, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] <= 1.0
+    forests = [f for f, m in reports if m.startswith("hidden heterogeneity")]
+    votes = [(f, m) for f, m in reports if m.startswith("similarity votes")]
+    assert forests and max(forests) == 0.5
+    assert votes[0] == (0.5, "similarity votes: 0 of 40 rows")
+    assert [message for _, message in dict.fromkeys(votes)] == [
+        f"similarity votes: {done} of 40 rows" for done in range(0, 41, 8)]
+    assert votes[-1][0] == 1.0
 
 
 def test_swc_hh_on_a_grid_shares_hh_between_rows_that_round_alike():

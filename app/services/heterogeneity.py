@@ -364,7 +364,11 @@ class _HeterogeneityTask:
             progress.update(0.99, "loaded the cached result")
         else:
             result = self._compute(progress)
+            # the result holds every evaluated row (150,000 rows of a 300k file: a second
+            # or more to store, as long again for the row column): say so as it goes
+            progress.update(0.98, f"storing the result ({len(result['rows']['row']):,} rows)")
             self.store.write_document(self.key, result)
+            progress.update(0.99, "saving each row's HH for the other pages")
         values = np.full(self.prediction_set.n_rows, np.nan)
         values[np.asarray(result["rows"]["row"], dtype=np.intp)] = np.asarray(
             result["rows"]["hh"], dtype=np.float64)
@@ -402,7 +406,7 @@ class _HeterogeneityTask:
         recommendation = recommend_calibration(details.values, int(self.rows.calibration.size),
                                                sample_weight=row_weights)
         map_2d = embedding.map_2d
-        return jsonable({
+        summary = {
             "dataset_id": self.dataset_id,
             "params": {**asdict(self.params), "features": columns},
             "scheme": self.rows.scheme,
@@ -441,7 +445,9 @@ class _HeterogeneityTask:
             # one-hot encoding: say each once
             "notes": list(dict.fromkeys([*self._notes(details.grid), *self.features.notes,
                                          *embedding.notes])),
-        })
+        }
+        progress.update(0.975, f"preparing the {evaluated.size:,} rows for the page")
+        return jsonable(summary)
 
     def _background(self, map_2d: NDArray[np.float64]) -> dict[str, Any]:
         unevaluated = np.ones(self.prediction_set.n_rows, dtype=bool)

@@ -133,35 +133,24 @@ class CellSummary:
             row_losses(labels, proba), view_problems(labels, proba, "top_label", sort=False),
             view_problems(labels, proba, "classwise", sort=False), n_bins,
             "equal_width").quantities()
+        # each row's sums, beside its count ("rows")
+        per_row = (dict(quantities) if weights is None else
+                   {"weight": weights, "weight2": np.square(weights),
+                    **{name: values * weights for name, values in quantities.items()}})
         names = _coordinates(proba.shape[1])
         if key is None:  # the coordinates do not fit one int64 key
-            if weights is None:
-                frame = pd.DataFrame({"rows": np.ones(labels.size), **quantities})
-            else:
-                frame = pd.DataFrame({"rows": np.ones(labels.size), "weight": weights,
-                                      "weight2": np.square(weights),
-                                      **{name: values * weights
-                                         for name, values in quantities.items()}})
             columns, _ = cell_columns(labels, proba, n_bins)
-            frame.index = pd.MultiIndex.from_arrays(columns, names=names)
+            frame = pd.DataFrame({"rows": np.ones(labels.size), **per_row},
+                                 index=pd.MultiIndex.from_arrays(columns, names=names))
             return cls(int(labels.size), n_bins, frame.groupby(level=names, sort=True).sum())
         # one int64 key per row, in the lexicographic order of the coordinates: the same
         # groups in the same order as grouping by the coordinates; each column summed per
         # group in row order (np.bincount, as the in-memory cells are), without a frame
         # of every row (a group-by of that frame was a fifth of a Dask report's summaries)
         groups, distinct = pd.factorize(key, sort=True)
-
-        def total(values: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.bincount(groups, weights=values, minlength=distinct.size).astype(
-                np.float64, copy=False)
-
-        sums = {"rows": np.bincount(groups, minlength=distinct.size).astype(np.float64)}
-        if weights is None:
-            sums.update({name: total(values) for name, values in quantities.items()})
-        else:
-            sums.update({"weight": total(weights), "weight2": total(np.square(weights)),
-                         **{name: total(values * weights)
-                            for name, values in quantities.items()}})
+        sums = {"rows": np.bincount(groups, minlength=distinct.size).astype(np.float64),
+                **{name: np.bincount(groups, weights=values, minlength=distinct.size)
+                   for name, values in per_row.items()}}
         index = pd.MultiIndex.from_arrays(list(np.unravel_index(distinct, sizes)), names=names)
         return cls(int(labels.size), n_bins, pd.DataFrame(sums, index=index))
 

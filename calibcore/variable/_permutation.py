@@ -6,7 +6,10 @@ uniformly random subset of rows of each size to each bin. So one permutation is
 a shuffle of the residuals ``predicted error - error`` cut into consecutive
 segments of the bin sizes, and the null distribution depends only on the
 residuals and the bin sizes: variables sharing both (e.g. complete numeric
-columns) share one null, computed once per :class:`NullCache`.
+columns) share one null, computed once per :class:`NullCache`. Variables sharing only the
+rows (complete numeric columns whose ties move a bin edge by a row or two) share the
+shuffles: each permutation is drawn once and cut by every variable's bin sizes, giving
+each variable the null it would get alone, to the last bit.
 
 With row weights the null is the same permutation of V against the rows, each row keeping
 its (confidence, error, weight): the weight that lands in each value of V changes, so the
@@ -23,7 +26,6 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any
 
 import numba
 import numpy as np
@@ -31,7 +33,7 @@ from numpy.typing import NDArray
 
 from calibcore.variable._binning import integer_weights, qcut_levels
 from calibcore.variable._pcg64 import pcg64_words
-from calibcore.variable._shuffle import shuffle_segment_sums
+from calibcore.variable._shuffle import descending_segment_sums, shuffle_segment_sums
 
 #: Relative slack when comparing permuted with observed statistics, so that
 #: permutations equal to the observed value up to summation order count as ">=".
@@ -50,8 +52,10 @@ class NullCache:
 
     The draws run on ``pool`` (a single background thread: in the order submitted),
     so the caller can smooth curves meanwhile; the compiled shuffle releases the GIL.
-    ``drawn()`` is called after each permutation (for progress; it may raise to stop,
-    and so does setting ``stop``).
+    Unweighted nulls are held until :meth:`start`: nulls of the same rows are then drawn
+    together, one shuffle per permutation cut by each one's bin sizes
+    (:func:`permuted_veces`). ``drawn()`` is called after each permutation of each null
+    (for progress; it may raise to stop, and so does setting ``stop``).
     """
 
     def __init__(self, pool: Executor, stop: threading.Event,
@@ -60,6 +64,7 @@ class NullCache:
         self._stop = stop
         self._drawn = drawn
         self._nulls: dict[tuple[bytes, tuple[object, ...]], Future[NDArray[np.float64]]] = {}
+        self._held: dict[tuple[bytes, int, int | None], _HeldNulls] = {}
 
     def submit(
         self,
@@ -69,9 +74,22 @@ class NullCache:
         n_permutations: int,
         random_state: int | None,
     ) -> Future[NDArray[np.float64]]:
-        """Null VECE values for ``residual`` (the used rows) cut into bins of ``sizes``."""
-        key = (np.packbits(used).tobytes(), tuple(int(size) for size in sizes))
-        return self._once(key, permuted_vece, residual, sizes, n_permutations, random_state)
+        """Null VECE values for ``residual`` (the used rows) cut into bins of ``sizes``,
+        drawn once :meth:`start` is called."""
+        rows = np.packbits(used).tobytes()
+        key = (rows, tuple(int(size) for size in sizes))
+        if key not in self._nulls:
+            held = self._held.setdefault((rows, n_permutations, random_state),
+                                         _HeldNulls(residual, n_permutations, random_state))
+            self._nulls[key] = held.add(sizes)
+        return self._nulls[key]
+
+    def start(self) -> None:
+        """Draw the held nulls, those of the same rows together, in the order submitted."""
+        for held in self._held.values():
+            drawing = self._pool.submit(held.draw, self._heartbeat)
+            drawing.add_done_callback(held.cancel_if_cancelled)
+        self._held = {}
 
     def submit_weighted(
         self,
@@ -86,23 +104,17 @@ class NullCache:
     ) -> Future[NDArray[np.float64]]:
         """Null weighted VECE values (:func:`weighted_permuted_vece`) of the used rows:
         equal-weight bins over ``sorted_values`` (numeric) or fixed bins of ``sizes``
-        rows (categorical, ``sorted_values`` None)."""
+        rows (categorical, ``sorted_values`` None); drawn at once."""
         if sorted_values is not None:
             runs = np.flatnonzero(np.diff(sorted_values) > 0)
             shape: tuple[object, ...] = ("numeric", n_bins, runs.tobytes())
         else:
             shape = ("categorical", tuple(int(size) for size in np.asarray(sizes)))
-        return self._once((np.packbits(used).tobytes(), shape), weighted_permuted_vece,
-                          residual, weights, sorted_values, sizes, n_bins, n_permutations,
-                          random_state)
-
-    def _once(self, key: tuple[bytes, tuple[object, ...]],
-              null: Callable[..., NDArray[np.float64]], *args: Any
-              ) -> Future[NDArray[np.float64]]:
-        """The null of ``key``: submitted the first time it is asked for (variables whose
-        used rows and bins coincide share it)."""
+        key = (np.packbits(used).tobytes(), shape)
         if key not in self._nulls:
-            self._nulls[key] = self._pool.submit(null, *args, self._heartbeat)
+            self._nulls[key] = self._pool.submit(
+                weighted_permuted_vece, residual, weights, sorted_values, sizes, n_bins,
+                n_permutations, random_state, self._heartbeat)
         return self._nulls[key]
 
     @property
@@ -113,6 +125,40 @@ class NullCache:
         if self._stop.is_set():
             raise NullStopped
         self._drawn()
+
+
+class _HeldNulls:
+    """Nulls of the same rows waiting to be drawn together, and their futures."""
+
+    def __init__(self, residual: NDArray[np.float64], n_permutations: int,
+                 random_state: int | None) -> None:
+        self.residual = residual
+        self.n_permutations = n_permutations
+        self.random_state = random_state
+        self.sizes: list[NDArray[np.intp]] = []
+        self.futures: list[Future[NDArray[np.float64]]] = []
+
+    def add(self, sizes: NDArray[np.intp]) -> Future[NDArray[np.float64]]:
+        self.sizes.append(sizes)
+        self.futures.append(Future())
+        return self.futures[-1]
+
+    def draw(self, heartbeat: Callable[[], None]) -> None:
+        try:
+            nulls = permuted_veces(self.residual, self.sizes, self.n_permutations,
+                                   self.random_state, heartbeat)
+        except BaseException as error:
+            for future in self.futures:
+                future.set_exception(error)
+            raise
+        for future, null in zip(self.futures, nulls, strict=True):
+            future.set_result(null)
+
+    def cancel_if_cancelled(self, drawing: Future[None]) -> None:
+        """A draw cancelled before it started (the pool shut down): so are its nulls."""
+        if drawing.cancelled():
+            for future in self.futures:
+                future.cancel()
 
 
 def compile_shuffle() -> None:
@@ -143,7 +189,22 @@ def permuted_vece(
     spawned from ``random_state`` (so the null depends on the seed, not on the cores).
     ``heartbeat`` is called after each permutation (it may raise to stop).
     """
-    return _drawn_in_chunks(_permuted_vece, (residual, sizes), residual.size,
+    return permuted_veces(residual, [sizes], n_permutations, random_state, heartbeat)[0]
+
+
+def permuted_veces(
+    residual: NDArray[np.float64],
+    all_sizes: list[NDArray[np.intp]],
+    n_permutations: int,
+    random_state: int | None,
+    heartbeat: Callable[[], None] | None = None,
+) -> NDArray[np.float64]:
+    """:func:`permuted_vece` for several cuts of the same rows, from the same shuffles:
+    row k of the result (shape (len(all_sizes), n_permutations)) equals
+    ``permuted_vece(residual, all_sizes[k], ...)`` bit for bit, for one shuffle per
+    permutation instead of one per cut. ``heartbeat`` is called after each permutation
+    of each cut."""
+    return _drawn_in_chunks(_permuted_veces, (residual, all_sizes), residual.size,
                             n_permutations, random_state, heartbeat)
 
 
@@ -169,7 +230,7 @@ def _drawn_in_chunks(
     try:
         chunks = [pool.submit(draw, *arguments, count, stream, heartbeat)
                   for count, stream in zip(counts, streams, strict=True)]
-        return np.concatenate([chunk.result() for chunk in chunks])
+        return np.concatenate([chunk.result() for chunk in chunks], axis=-1)
     finally:  # a raise stops the chunks not started; running ones stop at their heartbeat
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -177,10 +238,11 @@ def _drawn_in_chunks(
 Shuffle = Callable[[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]], None]
 
 
-def _shuffler(rng: np.random.Generator, n_rows: int) -> Shuffle:
+def _shuffler(rng: np.random.Generator, n_rows: int) -> tuple[Shuffle, Shuffle]:
     """``shuffle(values, starts, sums)``: ``rng.shuffle(values)`` (the same swaps from the
     same stream) that also fills ``sums`` with the sums of the segments of ``values``
-    starting at ``starts``. Compiled below 2^32 rows
+    starting at ``starts``, and ``segment_sums(values, starts, sums)``, the same sums of
+    values already shuffled, to the same bits. Compiled below 2^32 rows
     (:func:`calibcore.variable._shuffle.shuffle_segment_sums`, stepping numpy's PCG64
     inline when it can), numpy's own above."""
     next_uint32 = rng.bit_generator.ctypes.next_uint32
@@ -197,30 +259,41 @@ def _shuffler(rng: np.random.Generator, n_rows: int) -> Shuffle:
     def numpy_shuffle(values: NDArray[np.float64], starts: NDArray[np.intp],
                       sums: NDArray[np.float64]) -> None:
         rng.shuffle(values)
+        numpy_sums(values, starts, sums)
+
+    def numpy_sums(values: NDArray[np.float64], starts: NDArray[np.intp],
+                   sums: NDArray[np.float64]) -> None:
         sums[:] = np.add.reduceat(values, starts)
 
-    return compiled if n_rows < _MAX_32_BIT_ROWS else numpy_shuffle
+    if n_rows < _MAX_32_BIT_ROWS:
+        return compiled, descending_segment_sums
+    return numpy_shuffle, numpy_sums
 
 
-def _permuted_vece(
+def _permuted_veces(
     residual: NDArray[np.float64],
-    sizes: NDArray[np.intp],
+    all_sizes: list[NDArray[np.intp]],
     n_permutations: int,
     random_state: int | np.random.SeedSequence | None,
     heartbeat: Callable[[], None] | None,
 ) -> NDArray[np.float64]:
-    """:func:`permuted_vece` from one stream."""
+    """:func:`permuted_veces` from one stream: the first cut summed by the shuffle as rows
+    settle, the others afterwards in the same order."""
     rng = np.random.default_rng(random_state)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    all_starts = [np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+                  for sizes in all_sizes]
     shuffled = residual.copy()
-    null = np.empty(n_permutations)
-    sums = np.empty(starts.size)
-    shuffle = _shuffler(rng, residual.size)
+    null = np.empty((len(all_sizes), n_permutations))
+    all_sums = [np.empty(starts.size) for starts in all_starts]
+    shuffle, segment_sums = _shuffler(rng, residual.size)
     for draw in range(n_permutations):
-        shuffle(shuffled, starts, sums)
-        null[draw] = np.abs(sums).sum()
-        if heartbeat is not None:
-            heartbeat()
+        shuffle(shuffled, all_starts[0], all_sums[0])
+        for starts, sums in zip(all_starts[1:], all_sums[1:], strict=True):
+            segment_sums(shuffled, starts, sums)
+        for cut, sums in enumerate(all_sums):
+            null[cut, draw] = np.abs(sums).sum()
+            if heartbeat is not None:
+                heartbeat()
     return null / residual.size
 
 
@@ -279,7 +352,7 @@ def _weighted_permuted_vece(
     # compiled shuffle of permuted_vece, on row numbers held as floats: exact below 2^53)
     order = np.arange(residual.size, dtype=np.float64)
     starts, sums = np.zeros(1, dtype=np.intp), np.empty(1)
-    shuffle = _shuffler(rng, residual.size)
+    shuffle = _shuffler(rng, residual.size)[0]
     for draw in range(n_permutations):
         shuffle(order, starts, sums)
         null[draw] = _permutation_vece(order, weights, weighted, values, fixed, levels,

@@ -120,3 +120,19 @@ def shuffle_segment_sums(
             sums[segment] += value
     if n > 0:
         sums[0] += values[0]
+
+
+@numba.njit(nogil=True, cache=True)
+def descending_segment_sums(values: NDArray[np.float64], starts: NDArray[np.intp],
+                            sums: NDArray[np.float64]) -> None:
+    """``sums`` of the segments of ``values`` starting at ``starts``, each row added from
+    the last down to the first: the order in which :func:`shuffle_segment_sums` adds the
+    rows as they settle, so another cut of the same shuffle sums to the same bits."""
+    sums[:] = 0.0
+    segment = starts.size - 1
+    for position in range(values.size - 1, 0, -1):
+        while position < starts[segment]:
+            segment -= 1
+        sums[segment] += values[position]
+    if values.size > 0:
+        sums[0] += values[0]

@@ -164,6 +164,7 @@ def rank_variables(
             prepared.append(_prepare_one(table.iloc[:, position], str(table.columns[position]),
                                          errors, settings, nulls, weights))
             tracker.prepared((position + 1) / table.shape[1])
+        nulls.start()  # nulls of the same rows drawn together: one shuffle each permutation
         tracker.expect_nulls(nulls.n_nulls)
         wait_for(compiled, tracker)
         gaps = [curve_pool.submit(_gap_of, item, errors, settings, tracker, position)

@@ -119,6 +119,60 @@ def test_null_is_numpys_shuffle_with_and_without_the_compiled_generator(monkeypa
     np.testing.assert_array_equal(_permutation.permuted_vece(residual, sizes, 40, 9), inline)
 
 
+@pytest.mark.parametrize("n_rows", [5_000, _permutation.PARALLEL_MIN_ROWS + 1])
+def test_cuts_of_the_same_shuffles_are_each_cut_s_own_null_bit_for_bit(n_rows, monkeypatch):
+    """Variables sharing their rows share the shuffles: each cut of them is the null the
+    variable gets alone, to the last bit, on one stream and in chunks on every core, and
+    through numpy's shuffle (above 2^32 rows) as through the compiled one."""
+    rng = np.random.default_rng(4)
+    residual = rng.normal(size=n_rows) * 0.3
+    tenth = n_rows // 10
+    all_sizes = [np.full(10, tenth), np.array([tenth + 1, tenth - 1] + [tenth] * 8),
+                 np.array([n_rows - 3, 1, 2])]
+    for sizes in all_sizes:
+        sizes[-1] += n_rows - sizes.sum()
+    drawn = []
+    together = _permutation.permuted_veces(residual, all_sizes, 30, 5, lambda: drawn.append(1))
+    assert together.shape == (3, 30) and len(drawn) == 90
+    for sizes, null in zip(all_sizes, together, strict=True):
+        np.testing.assert_array_equal(null, _permutation.permuted_vece(residual, sizes, 30, 5))
+    monkeypatch.setattr(_permutation, "_MAX_32_BIT_ROWS", 0)  # numpy's shuffle and reduceat
+    for sizes, null in zip(all_sizes, _permutation.permuted_veces(residual, all_sizes, 30, 5),
+                           strict=True):
+        np.testing.assert_array_equal(null, _permutation.permuted_vece(residual, sizes, 30, 5))
+
+
+def test_a_ranking_shuffles_once_per_permutation_for_variables_sharing_their_rows(
+        monkeypatch):
+    """Three complete numeric variables whose ties give different bin sizes: three nulls,
+    drawn from one set of shuffles, with the p-values of three separate draws."""
+    rng = np.random.default_rng(6)
+    n = 3_000
+    table = pd.DataFrame({"a": rng.normal(size=n).round(1), "b": rng.normal(size=n).round(2),
+                          "c": rng.normal(size=n)})
+    proba = rng.uniform(0.05, 0.95, n)
+    labels = (rng.uniform(size=n) < proba ** (1 + table["a"].clip(0, 1).to_numpy())).astype(int)
+    calls = []
+    original = _permutation.permuted_veces
+
+    def counting(residual, all_sizes, *args):  # type: ignore[no-untyped-def]
+        calls.append((residual.size, len(all_sizes)))
+        return original(residual, all_sizes, *args)
+
+    monkeypatch.setattr(_permutation, "permuted_veces", counting)
+    ranking = rank_variables(table, labels, np.column_stack([1 - proba, proba]),
+                             n_permutations=50).set_index("variable")
+    assert [call for call in calls if call[0] == n] == [(n, 3)]  # (and the warm-up's)
+    for name in table:
+        # the variable's own null, drawn alone: its bins' sizes, the residuals
+        # predicted error - error of the top label
+        sizes = np.bincount(pd.qcut(table[name], 10, labels=False, duplicates="drop"))
+        residual = (1.0 - np.maximum(proba, 1 - proba)) - ((proba >= 0.5) != labels)
+        alone = _permutation.permuted_vece(residual, sizes[sizes > 0], 50, 0)
+        assert ranking.loc[name, "p_value"] == _permutation.permutation_p_value(
+            ranking.loc[name, "vece"], alone)
+
+
 def _reference_vece(v, residual, n_bins=10):
     bins = pd.qcut(v, n_bins, labels=False, duplicates="drop")
     return float(np.abs(pd.Series(residual).groupby(bins).sum()).sum() / v.size)

@@ -1,6 +1,6 @@
 """Fitted cost models of every job kind: seconds per unit of each counted term.
 
-Written by ``python -m benchmarks.fit_costs`` on 2026-11-27 from the measured runs
+Written by ``python -m benchmarks.fit_costs`` on 2026-11-28 from the measured runs
 in ``benchmarks/cost_runs.csv`` (2 cores; the load average of each run is kept
 there); do not edit by hand: refit.
 """
@@ -65,12 +65,13 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "forest": 1.49e-06,
         "rows": 3.51e-05,
     }, 1.46),
-    # 7 runs, load average 3.9-4.1
+    # 7 runs, load average 0.7-0.8
     "variables": ({
-        "fixed": 0.006729,
-        "rows": 2.082e-06,
-        "variable_rows": 5.234e-07,
-        "variables": 0.001781,
-        "weighted_variable_rows": 2.487e-06,
-    }, 1.15),
+        "fixed": 0.02421,
+        "rows": 0,
+        "shuffled_rows": 1.664e-06,
+        "variable_rows": 1.902e-07,
+        "variables": 0.003563,
+        "weighted_variable_rows": 1.451e-06,
+    }, 1.32),
 }

@@ -347,14 +347,20 @@ def ranking_for_report(prediction_set: PredictionSet, *, random_state: int = 0
 def ranking_terms(prediction_set: PredictionSet, params: RankingParams) -> dict[str, float]:
     """The work of a ranking, counted before starting (see
     :class:`app.services.cost.CostModel`): each variable's fixed part (its LOESS curves)
-    and its rows, both times the permutations (and the observed ranking); with row
-    weights, the weighted null's extra work per row as a term of its own."""
-    n_rows = float(rows_for(prediction_set, params.subset).sum())
+    and its rows, both times the permutations (and the observed ranking); the shuffles of
+    the permutation nulls, one set per distinct set of rows with a value (variables
+    sharing their rows share them); with row weights, the weighted null's extra work per
+    row as a term of its own (each weighted null shuffles for itself)."""
+    rows = rows_for(prediction_set, params.subset)
+    n_rows = float(rows.sum())
     n_variables = float(prediction_set.features.shape[1])
     rounds = (1 + params.n_permutations) / 201
     variable_rows = n_variables * n_rows * rounds
+    missing = prediction_set.features[rows].isna().to_numpy()
+    row_sets = len({np.packbits(column).tobytes() for column in missing.T})
     return {"fixed": 1.0, "rows": n_rows, "variables": n_variables * rounds,
             "variable_rows": variable_rows,
+            "shuffled_rows": 0.0 if prediction_set.weighted else row_sets * n_rows * rounds,
             "weighted_variable_rows": variable_rows if prediction_set.weighted else 0.0}
 
 

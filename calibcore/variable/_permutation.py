@@ -162,8 +162,9 @@ class _HeldNulls:
 
 
 def compile_shuffle() -> None:
-    """Compile the shuffle kernel (once per process; a tiny call afterwards)."""
-    permuted_vece(np.zeros(2), np.array([1, 1]), 1, 0)
+    """Compile the shuffle kernels (once per process; a tiny call afterwards): two cuts,
+    so the second cut's sums are compiled too."""
+    permuted_veces(np.zeros(2), [np.array([1, 1]), np.array([2])], 1, 0)
 
 
 class NullStopped(Exception):

@@ -2,8 +2,8 @@
 
 The inner loops of the local forests of hidden heterogeneity, the LOESS curves and
 their permutation ranking, the kernel sums of the local calibration error, the smooth
-ECE, the isotonic ends, the clinical smoother, uneven bins of many scores and the
-per-variable sums of partitioned tables are numba kernels, compiled the first time a
+ECE, the isotonic ends, LECE's binary neighbourhoods, the clinical smoother, uneven bins
+of many scores and the per-variable sums of partitioned tables are numba kernels, compiled the first time a
 process calls them after an installation (from a fraction of a second to about 8 s
 each, half a minute in all on 2 cores) and loaded from numba's on-disk cache after that
 (well under a second in all). A compilation cannot be interrupted and reports no
@@ -58,7 +58,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
     from calibcore.metrics._sorting import _rows_of_ties_sorted
     from calibcore.partitioned import variables_of_parts
     from calibcore.partitioned._window_moments import window_sums
-    from calibcore.recalibration import SWC, IsotonicCalibration, VennAbers
+    from calibcore.recalibration import LECE, SWC, IsotonicCalibration, VennAbers
     from calibcore.variable import loess_curves, rank_variables
 
     rng = np.random.default_rng(0)
@@ -117,6 +117,7 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
          lambda: SWC(n_estimators=10, n_jobs=1).fit(proba, labels, features)),
         ("isotonic calibration and Venn-Abers",
          lambda: [IsotonicCalibration().fit(proba, labels), VennAbers().fit(proba, labels)]),
+        ("LECE's neighbourhoods", lambda: LECE().fit(proba, labels)),
         ("LOESS curves", loess_both_paths),
         ("variable ranking",
          lambda: [rank_variables(pd.DataFrame(features, columns=["a", "b", "c"]), labels,

@@ -20,7 +20,10 @@ takes them in no documented order). Distinct rows at exactly the same distance
 
 The distances are evaluated with the same clipping as the general case
 (:data:`~calibcore.recalibration.lece.KL_CLIP`), so the neighbourhoods are the
-same up to rounding in the last bit.
+same up to rounding in the last bit. The binary searches run in compiled loops, one
+query row at a time (:func:`_lowest_rows` and :func:`_window_starts`): as NumPy
+operations over a block of rows they were half of LECE's cross-validation on 300,000
+rows.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -109,51 +113,70 @@ class SortedReference:
 
     def lowest_rows(self, query: FloatArray) -> IndexArray:
         """Sorted position of the first of the nearest distinct rows, per query row."""
-        low = np.zeros(query.shape[0], dtype=np.intp)
-        high = np.full(query.shape[0], self.distinct.size - 1, dtype=np.intp)
-        rows = np.arange(query.shape[0])
-        while True:
-            open_rows = low < high
-            if not open_rows.any():
-                break
-            middle = (low + high) // 2
-            falling = (self._distance(query, rows, self.distinct[middle])
-                       > self._distance(query, rows, self.distinct[np.minimum(middle + 1,
-                                                                              high)]))
-            low = np.where(open_rows & falling, middle + 1, low)
-            high = np.where(open_rows & ~falling, middle, high)
-        return self.distinct[low]
+        return _lowest_rows(np.ascontiguousarray(query), self.negative_log, self.distinct)
 
     def _window_starts(self, query: FloatArray, count: int, lowest: IndexArray) -> IndexArray:
-        """First sorted position of each query row's window of ``count`` nearest rows.
+        """First sorted position of each query row's window of ``count`` nearest rows
+        (:func:`_window_starts`)."""
+        return _window_starts(np.ascontiguousarray(query), self.negative_log, count, lowest)
 
-        Rows are compared by (distance, t) with t = position right of the lowest row
-        and -position left of it: a strictly falling-then-rising key along the sorted
-        rows even through runs of identical rows, so "the window's first row is farther
-        than the row just past its end" holds for every start before the answer and
-        for none from it on.
-        """
-        rows = np.arange(query.shape[0])
-        low = np.zeros(query.shape[0], dtype=np.intp)
-        high = np.full(query.shape[0], self.n_rows - count, dtype=np.intp)
-        while True:
-            open_rows = low < high
-            if not open_rows.any():
-                break
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _distance(query: FloatArray, row: int, negative_log: FloatArray, position: int) -> float:
+    """CE of sorted row ``position`` for query row ``row``: a product per class, then
+    their sum (the same two roundings as the NumPy expression)."""
+    first = query[row, 0] * negative_log[position, 0]
+    second = query[row, 1] * negative_log[position, 1]
+    return first + second
+
+
+@numba.njit(nogil=True, cache=True)
+def _lowest_rows(query: FloatArray, negative_log: FloatArray,
+                 distinct: IndexArray) -> IndexArray:
+    """Per query row, a binary search over the distinct sorted rows for where CE stops
+    falling; the sorted position of the first of those rows."""
+    lowest = np.empty(query.shape[0], dtype=np.intp)
+    for row in range(query.shape[0]):
+        low, high = 0, distinct.size - 1
+        while low < high:
+            middle = (low + high) // 2
+            if (_distance(query, row, negative_log, distinct[middle])
+                    > _distance(query, row, negative_log, distinct[min(middle + 1, high)])):
+                low = middle + 1
+            else:
+                high = middle
+        lowest[row] = distinct[low]
+    return lowest
+
+
+@numba.njit(nogil=True, cache=True)
+def _window_starts(query: FloatArray, negative_log: FloatArray, count: int,
+                   lowest: IndexArray) -> IndexArray:
+    """First sorted position of each query row's window of ``count`` nearest rows.
+
+    Rows are compared by (distance, t) with t = position right of the lowest row
+    and -position left of it: a strictly falling-then-rising key along the sorted
+    rows even through runs of identical rows, so "the window's first row is farther
+    than the row just past its end" holds for every start before the answer and
+    for none from it on.
+    """
+    n_rows = negative_log.shape[0]
+    starts = np.empty(query.shape[0], dtype=np.intp)
+    for row in range(query.shape[0]):
+        low, high = 0, n_rows - count
+        while low < high:
             middle = (low + high) // 2
             end = middle + count
-            near, far = (self._distance(query, rows, middle),
-                         self._distance(query, rows, np.minimum(end, self.n_rows - 1)))
-            tie_near = np.where(middle >= lowest, middle, -middle)
-            tie_far = np.where(end >= lowest, end, -end)
-            farther = (near > far) | ((near == far) & (tie_near > tie_far))
-            low = np.where(open_rows & farther, middle + 1, low)
-            high = np.where(open_rows & ~farther, middle, high)
-        return low
-
-    def _distance(self, query: FloatArray, rows: IndexArray, positions: IndexArray) -> FloatArray:
-        return (query[rows, 0] * self.negative_log[positions, 0]
-                + query[rows, 1] * self.negative_log[positions, 1])
+            near = _distance(query, row, negative_log, middle)
+            far = _distance(query, row, negative_log, min(end, n_rows - 1))
+            tie_near = middle if middle >= lowest[row] else -middle
+            tie_far = end if end >= lowest[row] else -end
+            if near > far or (near == far and tie_near > tie_far):
+                low = middle + 1
+            else:
+                high = middle
+        starts[row] = low
+    return starts
 
 
 def binary_neighbour_sums(

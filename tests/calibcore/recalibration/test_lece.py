@@ -16,6 +16,7 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import negative_log_likelihood
 from calibcore.recalibration._base import REGISTRY, Recalibrator
 from calibcore.recalibration.lece import (
+    KL_CLIP,
     LECD,
     LECE,
     NEIGHBORHOOD_SIZE_GRID,
@@ -399,6 +400,60 @@ def test_binary_ties_between_identical_rows_take_the_lowest_index_first(decimals
         np.testing.assert_allclose(
             lece_module.neighbour_means(p_test, p_cal, targets, [k])[0],
             stable_neighbour_means(p_cal, targets, p_test, k), atol=1e-14)
+
+
+def numpy_searches(sorted_reference, query, count):
+    """The binary searches as NumPy operations over every query row at once (the code
+    before the compiled loops): the lowest rows, then the windows' starts."""
+    negative_log, distinct = sorted_reference.negative_log, sorted_reference.distinct
+    n_rows, rows = negative_log.shape[0], np.arange(query.shape[0])
+
+    def distance(positions):
+        return query[rows, 0] * negative_log[positions, 0] + query[rows, 1] * negative_log[
+            positions, 1]
+
+    low, high = np.zeros(rows.size, dtype=np.intp), np.full(rows.size, distinct.size - 1)
+    while (open_rows := low < high).any():
+        middle = (low + high) // 2
+        falling = distance(distinct[middle]) > distance(distinct[np.minimum(middle + 1, high)])
+        low = np.where(open_rows & falling, middle + 1, low)
+        high = np.where(open_rows & ~falling, middle, high)
+    lowest = distinct[low]
+    low, high = np.zeros(rows.size, dtype=np.intp), np.full(rows.size, n_rows - count)
+    while (open_rows := low < high).any():
+        middle = (low + high) // 2
+        end = middle + count
+        near, far = distance(middle), distance(np.minimum(end, n_rows - 1))
+        tie_near, tie_far = np.where(middle >= lowest, middle, -middle), np.where(
+            end >= lowest, end, -end)
+        farther = (near > far) | ((near == far) & (tie_near > tie_far))
+        low = np.where(open_rows & farther, middle + 1, low)
+        high = np.where(open_rows & ~farther, middle, high)
+    return lowest, low
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_cal=st.integers(1, 300), decimals=st.sampled_from(
+    [1, 2, 6, None]), k_share=st.floats(0.0, 1.0))
+def test_compiled_binary_searches_are_the_numpy_searches(seed, n_cal, decimals, k_share):
+    """Rows on the binary curve, with runs of identical rows, zeros and ones: the compiled
+    searches find the same lowest rows and window starts as NumPy's, row for row."""
+    from calibcore.recalibration._binary_neighbours import SortedReference
+
+    rng = np.random.default_rng(seed)
+    positive = rng.beta(0.5, 0.5, n_cal)
+    if decimals is not None:
+        positive = np.round(positive, decimals)
+    positive[: n_cal // 10] = 0.0
+    reference = binary_rows(positive)
+    query = np.clip(binary_rows(np.r_[rng.uniform(size=60), 0.0, 1.0, positive[:5]]),
+                    KL_CLIP, 1.0)
+    targets = np.eye(2)[rng.integers(0, 2, n_cal)] - reference
+    sorted_reference = SortedReference.build(reference, targets, KL_CLIP)
+    count = 1 + int(k_share * (n_cal - 1))
+    lowest, starts = numpy_searches(sorted_reference, query, count)
+    np.testing.assert_array_equal(sorted_reference.lowest_rows(query), lowest)
+    np.testing.assert_array_equal(sorted_reference._window_starts(query, count, lowest), starts)
 
 
 def test_binary_fit_matches_brute_force_cross_validation():

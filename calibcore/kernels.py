@@ -3,10 +3,10 @@
 The inner loops of the local forests of hidden heterogeneity, the LOESS curves and
 their permutation ranking, the kernel sums of the local calibration error, the smooth
 ECE, the isotonic ends, LECE's binary neighbourhoods, the clinical smoother, uneven bins
-of many scores and the per-variable sums of partitioned tables are numba kernels, compiled the first time a
-process calls them after an installation (from a fraction of a second to about 8 s
-each, half a minute in all on 2 cores) and loaded from numba's on-disk cache after that
-(well under a second in all). A compilation cannot be interrupted and reports no
+of many scores and the per-variable sums of partitioned tables are numba kernels,
+compiled the first time a process calls them after an installation (from a fraction of
+a second to about 11 s each, 40 s in all on one core) and loaded from numba's on-disk
+cache after that (a few seconds in all). A compilation cannot be interrupted and reports no
 progress, so a job that compiled would neither move its bar nor stop when cancelled.
 :func:`compile_kernels` runs each family once on a few hundred synthetic rows, which
 compiles (or loads) every kernel with the argument types the real calls use; a server

@@ -21,9 +21,9 @@ takes them in no documented order). Distinct rows at exactly the same distance
 The distances are evaluated with the same clipping as the general case
 (:data:`~calibcore.recalibration.lece.KL_CLIP`), so the neighbourhoods are the
 same up to rounding in the last bit. The binary searches run in compiled loops, one
-query row at a time (:func:`_lowest_rows` and :func:`_window_starts`): as NumPy
-operations over a block of rows they were half of LECE's cross-validation on 300,000
-rows.
+query row at a time (:func:`_search_lowest_rows`, :func:`_search_window_starts`): as
+NumPy operations over a block of rows they were half of LECE's cross-validation on
+300,000 rows.
 """
 
 from __future__ import annotations
@@ -113,12 +113,14 @@ class SortedReference:
 
     def lowest_rows(self, query: FloatArray) -> IndexArray:
         """Sorted position of the first of the nearest distinct rows, per query row."""
-        return _lowest_rows(np.ascontiguousarray(query), self.negative_log, self.distinct)
+        return _search_lowest_rows(np.ascontiguousarray(query), self.negative_log,
+                                   self.distinct)
 
     def _window_starts(self, query: FloatArray, count: int, lowest: IndexArray) -> IndexArray:
         """First sorted position of each query row's window of ``count`` nearest rows
-        (:func:`_window_starts`)."""
-        return _window_starts(np.ascontiguousarray(query), self.negative_log, count, lowest)
+        (:func:`_search_window_starts`)."""
+        return _search_window_starts(np.ascontiguousarray(query), self.negative_log, count,
+                                     lowest)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -131,8 +133,8 @@ def _distance(query: FloatArray, row: int, negative_log: FloatArray, position: i
 
 
 @numba.njit(nogil=True, cache=True)
-def _lowest_rows(query: FloatArray, negative_log: FloatArray,
-                 distinct: IndexArray) -> IndexArray:
+def _search_lowest_rows(query: FloatArray, negative_log: FloatArray,
+                        distinct: IndexArray) -> IndexArray:
     """Per query row, a binary search over the distinct sorted rows for where CE stops
     falling; the sorted position of the first of those rows."""
     lowest = np.empty(query.shape[0], dtype=np.intp)
@@ -150,8 +152,8 @@ def _lowest_rows(query: FloatArray, negative_log: FloatArray,
 
 
 @numba.njit(nogil=True, cache=True)
-def _window_starts(query: FloatArray, negative_log: FloatArray, count: int,
-                   lowest: IndexArray) -> IndexArray:
+def _search_window_starts(query: FloatArray, negative_log: FloatArray, count: int,
+                          lowest: IndexArray) -> IndexArray:
     """First sorted position of each query row's window of ``count`` nearest rows.
 
     Rows are compared by (distance, t) with t = position right of the lowest row

@@ -3,16 +3,15 @@
 Each job kind's estimate counts its work as named terms before starting (see
 :class:`app.services.cost.CostModel`); this script times every kind over a few file
 sizes (:data:`benchmarks.job_kinds.FIT_FILES`: the bundled example and its first 2,000
-rows, wide files of 30 and 85 features, long files of 30,000 and 300,000 rows, and one
-of 300,000 rows with row weights) and fits,
-per model, the non-negative seconds per unit of each term that minimize the squared
-*relative* error over its runs (``scipy.optimize.nnls`` on the rows divided by the
-measured seconds). The seconds fitted are the wall time of runs made at a load average
-under 1.5; on a loaded machine (other processes taking the 2 cores) the process's CPU
-seconds / sqrt(2), capped by the wall time, stand in for it
-(:attr:`benchmarks.job_kinds.Run.quiet_seconds`). The spread written beside each model is
-the largest factor between a run and the fit; a spread over 2 makes the pages show a
-range instead of a point.
+rows, wide files of 30 and 85 features, long files of 30,000 and 300,000 rows, and two
+with row weights, of 12,000 and 300,000 rows) and fits, per model, the non-negative
+seconds per unit of each term that minimize the squared *relative* error over its runs
+(``scipy.optimize.nnls`` on the rows divided by the measured seconds). The seconds
+fitted are the wall time of runs made at a load average under 1.5; on a loaded machine
+(other processes taking the 2 cores) the process's CPU seconds / sqrt(2), capped by the
+wall time, stand in for it (:attr:`benchmarks.job_kinds.Run.quiet_seconds`). The spread
+written beside each model is the largest factor between a run and the fit; a spread over
+2 makes the pages show a range instead of a point.
 
 The runs are kept in ``benchmarks/cost_runs.csv``; refitting some kinds re-times only
 those and refits every model from the file. After a change that makes a job faster or

@@ -115,6 +115,7 @@ FIT_FILES: dict[str, Callable[[], pd.DataFrame]] = {
     "wide (1,500 x 30)": lambda: wide_frame(1_500, 30, random_state=1),
     "long (30,000 x 4)": lambda: long_frame(30_000, random_state=1),
     "long weighted (300,000 x 4)": lambda: weighted_long_frame(300_000, random_state=2),
+    "long weighted (12,000 x 4)": lambda: weighted_long_frame(12_000, random_state=3),
     **CHECKED_FILES,
 }
 
@@ -129,6 +130,8 @@ class Case:
     start: Callable[[Services, str], Job]
     #: Largest file (rows) this case is run on when fitting (t-SNE on 300k rows: hours).
     max_rows: int | None = None
+    #: The same for files with row weights (weighted LECE compares every pair of rows).
+    max_weighted_rows: int | None = None
     #: Whether it is what the page or route runs by default (the checked cases).
     default: bool = True
 
@@ -191,6 +194,10 @@ CASES: tuple[Case, ...] = (
          default=False),
     Case("recalibration", "recalibration: Platt, isotonic",
          *_recalibration([MethodSpec("platt"), MethodSpec("isotonic")]), default=False),
+    Case("recalibration", "recalibration: LECE", *_recalibration([MethodSpec("lece")]),
+         max_weighted_rows=20_000, default=False),
+    Case("recalibration", "recalibration: TS+LECE", *_recalibration([MethodSpec("composed")]),
+         max_weighted_rows=20_000, default=False),
     Case("lce", "local landscape (PCA)", *_landscape("pca")),
     Case("lce", "local landscape (features as they are)", *_landscape("none"),
          max_rows=30_000, default=False),
@@ -375,6 +382,9 @@ def run_files(files: dict[str, Callable[[], pd.DataFrame]], kinds: tuple[str, ..
                     if case.kind not in kinds or (defaults_only and not case.default):
                         continue
                     if case.max_rows is not None and len(frame) > case.max_rows:
+                        continue
+                    if (case.max_weighted_rows is not None and "weight" in frame.columns
+                            and len(frame) > case.max_weighted_rows):
                         continue
                     dataset_id = upload(services, folder, frame, file)  # nothing cached
                     try:

@@ -43,15 +43,17 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "fixed": 0.2067,
         "rows": 0,
     }, 1.22),
-    # 15 runs, load average 17.8-33.9
+    # 38 runs, load average 0.4-1.2
     "recalibration": ({
-        "compare_rows": 0,
-        "fixed": 0.1472,
-        "forest": 2.765e-06,
-        "method_cells": 8.659e-07,
+        "compare_rows": 2.568e-08,
+        "fixed": 0.06447,
+        "forest": 2.794e-06,
+        "lece_pairs": 1.372e-07,
+        "lece_rows": 6.71e-06,
+        "method_cells": 2.373e-07,
         "method_rows": 0,
-        "methods": 0.02428,
-    }, 3.05),
+        "methods": 0.1357,
+    }, 2.50),
     # 5 runs, load average 19.7-29.3
     "subgroups": ({
         "fixed": 0.1308,

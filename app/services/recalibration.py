@@ -20,11 +20,15 @@ from app.services.cost import CostEstimate, cost_model, duration
 from app.services.datasets import DatasetService, NotFound
 from app.services.diagnostics import measure_values
 from app.services.encoding import choose_columns
-from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
 from app.services.jsonable import jsonable
 from app.services.methods import MethodSpec, describe_params, make_recalibrator
+from app.services.recalibration_cost import (
+    COMPARISON_BOOTSTRAP,
+    neighbourhood_method,
+    recalibration_seconds,
+    recalibration_terms,
+)
 from app.services.recalibration_fitting import (
-    CROSS_FIT_FOLDS,
     FittedModel,
     Report,
     fit_final,
@@ -41,7 +45,6 @@ from app.services.saved_models import (
     model_corrections,
     model_document,
 )
-from app.services.support import proximity_forest_work
 from app.services.tables import file_stem
 from app.services.weighting import weighting
 from app.store import Record, Store, new_id, now
@@ -50,8 +53,6 @@ from calibcore.exceptions import CalibrationInputError
 from calibcore.metrics import binned_reliability
 from calibcore.recalibration import REGISTRY, Recalibrator
 
-#: Bootstrap resamples of the comparison table's intervals.
-COMPARISON_BOOTSTRAP = 100
 #: Bumped when the cached comparison's content changes (2: max VECE over all variables;
 #: 3: the MLCE header says its gamma and representation; 4: binary positive-class diagrams;
 #: 5: the recommendation weighs Brier and the calibration errors beside NLL; 7: MLCE weighted).
@@ -151,14 +152,15 @@ class RecalibrationService:
                  n_bootstrap: int = COMPARISON_BOOTSTRAP) -> CostEstimate:
         """Seconds of fitting and comparing ``specs``, before starting
         (:func:`recalibration_terms` times the fitted model). The forests of SWC and
-        SWC-HH dominate; SWC-HH's HH filter is the part that takes minutes on large files,
-        so plain SWC is the cheaper setting offered."""
+        SWC-HH and the neighbour searches of LECE and LECD dominate, and each is shown
+        apart; SWC-HH's HH filter is the part that takes minutes on large files, so plain
+        SWC is the cheaper setting offered."""
         prediction_set = self._datasets.prediction_set(dataset_id)
         model = cost_model("recalibration")
         terms, fits = recalibration_terms(prediction_set, specs, n_bootstrap)
         parts: dict[str, float] = {}
         for spec in specs:
-            if spec.method in ("swc", "swc_hh"):
+            if spec.method in ("swc", "swc_hh") or neighbourhood_method(spec):
                 alone = recalibration_terms(prediction_set, [spec], n_bootstrap)[0]
                 parts[spec.method] = recalibration_seconds(alone)
         estimate = replace(model.estimate(terms, ""), seconds=recalibration_seconds(terms))
@@ -452,53 +454,3 @@ def recalibrate_table(frame: pd.DataFrame, spec: MethodSpec,
                              measure_values(labels, prediction_set.proba[test],
                                             sample_weight=weights),
                              measure_values(labels, corrected[test], sample_weight=weights))
-
-
-def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpec],
-                        n_bootstrap: int = COMPARISON_BOOTSTRAP
-                        ) -> tuple[dict[str, float], int]:
-    """The work of fitting and comparing ``specs``, counted before starting (see
-    :class:`app.services.cost.CostModel`), and the fits per method.
-
-    A split fits once on the calibration rows; cross-fitting fits every fold and then all
-    rows. Methods count their fits' rows and the table's cells (rows x feature
-    columns, read and written with each method's columns); SWC counts its proximity
-    forests; SWC-HH also its HH filter's local forests; the comparison counts its
-    bootstrap resamples of the rows.
-    """
-    split = prediction_set.split is not None
-    n_calibration = (int(prediction_set.mask("calibration").sum()) if split
-                     else prediction_set.n_rows)
-    fits = ([n_calibration] if split else
-            [n_calibration * (CROSS_FIT_FOLDS - 1) // CROSS_FIT_FOLDS] * CROSS_FIT_FOLDS
-            + [n_calibration])
-    terms = {"fixed": 1.0, "methods": float(len(specs)),
-             "method_rows": float(len(specs) * sum(fits)),
-             "compare_rows": float(len(specs) * prediction_set.n_rows * n_bootstrap),
-             "method_cells": float(len(specs) * prediction_set.n_rows
-                                   * prediction_set.features.shape[1]),
-             "forest": 0.0}
-    for spec in specs:
-        if spec.method not in ("swc", "swc_hh"):
-            continue
-        n_features = len(spec.features or prediction_set.features.columns)
-        terms["forest"] += proximity_forest_work([float(f) for f in fits],
-                                                 n_features + prediction_set.n_classes)
-        if spec.method == "swc_hh":
-            hh = heterogeneity_terms(prediction_set,
-                                     HeterogeneityParams(sample=None, calibration_sample=None),
-                                     n_features)[0]
-            for name in ("forests", "forest_rows", "forest_rows_features"):
-                terms[f"hh_{name}"] = terms.get(f"hh_{name}", 0.0) + len(fits) * hh[name]
-    return terms, len(fits)
-
-
-def recalibration_seconds(terms: dict[str, float]) -> float:
-    """Seconds of :func:`recalibration_terms`: the ``recalibration`` model, plus SWC-HH's
-    HH filter (its ``hh_`` terms) priced by the ``heterogeneity`` model: the same local
-    forests."""
-    hh = {name.removeprefix("hh_"): value for name, value in terms.items()
-          if name.startswith("hh_")}
-    return (cost_model("recalibration").seconds(terms)
-            + cost_model("heterogeneity").seconds({"fixed": 0.0, **hh})
-            - cost_model("heterogeneity").coefficients.get("fixed", 0.0))

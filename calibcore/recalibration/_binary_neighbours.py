@@ -48,6 +48,20 @@ def on_binary_curve(reference: FloatArray) -> bool:
         np.array_equal(reference[:, 0], 1.0 - reference[:, 1]))
 
 
+def onto_binary_curve(proba: FloatArray) -> FloatArray:
+    """Two-class rows written as ``(1 - b, b)``, b = P(class 1); other rows as they are.
+
+    Two columns computed apart (a softmax, as temperature scaling's) sum to 1 up to a
+    rounding, so about half the rows have a P(class 0) one bit away from ``1 - b``: the
+    same points, but not exactly on the curve, and the neighbour search then compares
+    every pair of rows. Written on the curve they take the sorted search.
+    """
+    if proba.shape[1] != 2 or on_binary_curve(proba):
+        return proba
+    positive = proba[:, 1]
+    return np.column_stack((1.0 - positive, positive))
+
+
 @dataclass(frozen=True, eq=False)
 class SortedReference:
     """Calibration rows sorted by b (stable), with what the window searches read.

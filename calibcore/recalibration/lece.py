@@ -20,6 +20,11 @@ with a_i the weight taken from row i. For integer weights that is the neighbourh
 the rows repeated by their weights (up to how ties between distinct rows at the same
 distance are broken).
 
+Two-class rows are read as ``(1 - b, b)`` with b = P(class 1), which they are up to a
+rounding (a softmax's two columns, as temperature scaling's in TS+LECE, can be a bit
+off), so that two classes without weights always take the search along the sorted
+calibration rows (:mod:`calibcore.recalibration._binary_neighbours`).
+
 The neighbour search (one matrix product of distances per block of query rows) and the
 map are in :mod:`calibcore.recalibration._kl_neighbours`, the cross-validation of q and
 t in :mod:`calibcore.recalibration._lece_cross_validation`; their public names are
@@ -38,7 +43,7 @@ from sklearn.base import clone
 from calibcore._progress import Heartbeat
 from calibcore.exceptions import CalibrationInputError
 from calibcore.recalibration._base import Recalibrator, register
-from calibcore.recalibration._binary_neighbours import on_binary_curve
+from calibcore.recalibration._binary_neighbours import on_binary_curve, onto_binary_curve
 from calibcore.recalibration._kl_neighbours import (
     BLOCK_ENTRIES,
     KL_CLIP,
@@ -207,6 +212,7 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         heartbeat: Heartbeat,
         weights: FloatArray | None = None,
     ) -> None:
+        proba = onto_binary_curve(proba)
         if weights is not None:  # rows of weight 0 are absent
             present = weights > 0
             proba, labels, weights = proba[present], labels[present], weights[present]
@@ -237,7 +243,8 @@ class _NeighbourhoodRecalibrator(Recalibrator):
         features: FloatArray | None,
         heartbeat: Heartbeat,
     ) -> FloatArray:
-        reference = self.calibration_proba_
+        proba = onto_binary_curve(proba)
+        reference = onto_binary_curve(self.calibration_proba_)  # as fitted before, too
         targets = neighbourhood_targets(reference, self.calibration_labels_, self.assumption)
         weights = self.calibration_weights_
         if weights is None:

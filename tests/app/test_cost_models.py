@@ -18,7 +18,7 @@ from app.schemas.jobs import JobResponse
 from app.services.cost import CostEstimate, CostModel, cost_models, duration
 from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
 from app.services.methods import MethodSpec
-from app.services.recalibration import recalibration_terms
+from app.services.recalibration_cost import recalibration_terms
 from app.services.subgroups import SubgroupParams, subgroups_terms
 from app.services.support import SupportParams, support_terms
 from app.services.variables import RankingParams, ranking_terms
@@ -97,6 +97,34 @@ def test_estimates_grow_with_rows_and_with_features(kind: str, terms_of: Any) ->
     assert model.seconds(counted_large) > model.seconds(counted_small)
     assert model.seconds(terms_of(more_features, 9)) >= model.seconds(counted_small)
     assert all(counted_large[name] >= counted_small[name] for name in counted_small)
+
+
+def test_lece_counts_the_neighbour_search_it_will_run() -> None:
+    """Two classes without weights: the sorted search, counted in rows; with row weights
+    every calibration row is compared with every query row, counted in pairs. The
+    cross-validation searches the calibration rows (500 here), the correction every row
+    (1,000); TS+LECE counts its LECE step, and a given q and t skip the cross-validation."""
+    binary = prediction_set(1_000, 3)
+    counted = recalibration_terms(binary, [MethodSpec("lece")])[0]
+    assert (counted["lece_rows"], counted["lece_pairs"]) == (500 + 1_000, 0)
+    for spec in (MethodSpec("composed"), MethodSpec("lecd"),
+                 MethodSpec("composed", {"steps": ["temperature", {"method": "lecd"}]})):
+        assert recalibration_terms(binary, [spec])[0]["lece_rows"] == 1_500, spec
+    given = MethodSpec("lece", {"neighborhood_size": 0.1, "threshold": 0.0})
+    assert recalibration_terms(binary, [given])[0]["lece_rows"] == 1_000
+    assert recalibration_terms(binary, [MethodSpec("temperature")])[0]["lece_rows"] == 0
+    rng = np.random.default_rng(1)
+    table = pd.DataFrame({"x0": rng.normal(size=1_000),
+                          "y_prob": rng.uniform(0.02, 0.98, 1_000).round(3)})
+    table["y_true"] = (rng.random(1_000) < table["y_prob"]).astype(int)
+    table["split"] = np.where(np.arange(1_000) % 2 == 0, "calibration", "test")
+    table["weight"] = rng.uniform(0.5, 2.0, 1_000).round(2)
+    weighted = build_prediction_set(table, infer_roles(table).to_roles())
+    assert weighted.weighted
+    pairs = recalibration_terms(weighted, [MethodSpec("lece")])[0]
+    assert (pairs["lece_rows"], pairs["lece_pairs"]) == (0, (500 + 1_000) * 500)
+    model = cost_models()["recalibration"]
+    assert model.seconds(pairs) > model.seconds(counted)
 
 
 def test_a_point_within_a_factor_of_two_else_a_range() -> None:

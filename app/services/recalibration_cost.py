@@ -1,0 +1,118 @@
+"""What fitting and comparing recalibration methods costs, counted before they start.
+
+The Recalibrate page shows the estimate before a user presses fit, and every job
+carries it: :func:`recalibration_terms` counts the work as the terms of the
+``recalibration`` cost model (:class:`app.services.cost.CostModel`, fitted by
+``python -m benchmarks.fit_costs``), and :func:`recalibration_seconds` prices them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.services.cost import cost_model
+from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
+from app.services.methods import MethodSpec
+from app.services.recalibration_fitting import CROSS_FIT_FOLDS
+from app.services.support import proximity_forest_work
+from calibcore.data import PredictionSet
+
+__all__ = ["COMPARISON_BOOTSTRAP", "recalibration_seconds", "recalibration_terms"]
+
+#: Bootstrap resamples of the comparison table's intervals.
+COMPARISON_BOOTSTRAP = 100
+
+#: Methods that average the nearest calibration rows by KL (Valk & Kull 2023).
+_NEIGHBOURHOOD_METHODS = ("lece", "lecd")
+
+
+def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpec],
+                        n_bootstrap: int = COMPARISON_BOOTSTRAP
+                        ) -> tuple[dict[str, float], int]:
+    """The work of fitting and comparing ``specs``, counted before starting (see
+    :class:`app.services.cost.CostModel`), and the fits per method.
+
+    A split fits once on the calibration rows; cross-fitting fits every fold and then all
+    rows. Methods count their fits' rows and the table's cells (rows x feature
+    columns, read and written with each method's columns); SWC counts its proximity
+    forests; SWC-HH also its HH filter's local forests; LECE and LECD (alone or as a
+    step of a composition) their neighbour searches; the comparison counts its
+    bootstrap resamples of the rows.
+
+    The neighbour searches: two classes without row weights search the sorted
+    calibration rows (``lece_rows``: rows searched, O(n log n)); more classes, or row
+    weights, compare every query row with every calibration row (``lece_pairs``: O(n^2)).
+    Choosing q and t by cross-validation searches every fit's rows; correcting searches
+    every row of the table.
+    """
+    split = prediction_set.split is not None
+    n_calibration = (int(prediction_set.mask("calibration").sum()) if split
+                     else prediction_set.n_rows)
+    fits = ([n_calibration] if split else
+            [n_calibration * (CROSS_FIT_FOLDS - 1) // CROSS_FIT_FOLDS] * CROSS_FIT_FOLDS
+            + [n_calibration])
+    terms = {"fixed": 1.0, "methods": float(len(specs)),
+             "method_rows": float(len(specs) * sum(fits)),
+             "compare_rows": float(len(specs) * prediction_set.n_rows * n_bootstrap),
+             "method_cells": float(len(specs) * prediction_set.n_rows
+                                   * prediction_set.features.shape[1]),
+             "forest": 0.0, "lece_rows": 0.0, "lece_pairs": 0.0}
+    sorted_search = prediction_set.n_classes == 2 and not prediction_set.weighted
+    for spec in specs:
+        for params in _neighbourhood_steps(spec):
+            searched = params.get("neighborhood_size") is None or params.get("threshold") is None
+            for n_fit in fits:
+                cross_validated = float(searched) * n_fit
+                if sorted_search:
+                    terms["lece_rows"] += cross_validated + prediction_set.n_rows
+                else:
+                    terms["lece_pairs"] += (cross_validated + prediction_set.n_rows) * n_fit
+        if spec.method not in ("swc", "swc_hh"):
+            continue
+        n_features = len(spec.features or prediction_set.features.columns)
+        terms["forest"] += proximity_forest_work([float(f) for f in fits],
+                                                 n_features + prediction_set.n_classes)
+        if spec.method == "swc_hh":
+            hh = heterogeneity_terms(prediction_set,
+                                     HeterogeneityParams(sample=None, calibration_sample=None),
+                                     n_features)[0]
+            for name in ("forests", "forest_rows", "forest_rows_features"):
+                terms[f"hh_{name}"] = terms.get(f"hh_{name}", 0.0) + len(fits) * hh[name]
+    return terms, len(fits)
+
+
+def recalibration_seconds(terms: dict[str, float]) -> float:
+    """Seconds of :func:`recalibration_terms`: the ``recalibration`` model, plus SWC-HH's
+    HH filter (its ``hh_`` terms) priced by the ``heterogeneity`` model: the same local
+    forests."""
+    hh = {name.removeprefix("hh_"): value for name, value in terms.items()
+          if name.startswith("hh_")}
+    return (cost_model("recalibration").seconds(terms)
+            + cost_model("heterogeneity").seconds({"fixed": 0.0, **hh})
+            - cost_model("heterogeneity").coefficients.get("fixed", 0.0))
+
+
+def neighbourhood_method(spec: MethodSpec) -> bool:
+    """Whether ``spec`` searches KL neighbourhoods (LECE, LECD, or a composition with one)."""
+    return bool(_neighbourhood_steps(spec))
+
+
+def _neighbourhood_steps(spec: MethodSpec) -> list[dict[str, Any]]:
+    """The parameters of each LECE or LECD step of ``spec`` (a composition's default steps
+    are temperature scaling, then LECE)."""
+    if spec.method in _NEIGHBOURHOOD_METHODS:
+        return [spec.params]
+    if spec.method != "composed":
+        return []
+    steps = spec.params.get("steps")
+    if steps is None:
+        return [{}]
+    found = []
+    for step in steps if isinstance(steps, list) else []:
+        method, params = ((step, {}) if isinstance(step, str) else
+                          (step.get("method"), step.get("params") or {})
+                          if isinstance(step, dict) else (None, {}))
+        if method in _NEIGHBOURHOOD_METHODS:
+            found.append(params)
+    return found

@@ -92,6 +92,28 @@ def weighted_long_frame(n_rows: int, random_state: int = 0) -> pd.DataFrame:
     return frame
 
 
+def multiclass_frame(n_rows: int, n_classes: int = 10, random_state: int = 0) -> pd.DataFrame:
+    """A seeded file of ``n_classes`` classes (a softmax of noisy logits of 4 features,
+    overconfident), with a split."""
+    rng = np.random.default_rng(random_state)
+    features = rng.normal(size=(n_rows, 4))
+    logits = features @ rng.normal(size=(4, n_classes)) + rng.normal(size=(n_rows, n_classes))
+    labels = (rng.random(n_rows)[:, None] < np.cumsum(_softmax(logits), axis=1)).argmax(axis=1)
+    frame = pd.DataFrame(_softmax(1.5 * logits).round(6),
+                         columns=[f"proba_{k}" for k in range(n_classes)])
+    frame = frame.div(frame.sum(axis=1), axis=0)
+    frame["label"] = labels
+    for j in range(4):
+        frame[f"x{j}"] = features[:, j]
+    frame["split"] = np.where(rng.random(n_rows) < 0.5, "calibration", "test")
+    return frame
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    exponentials = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return exponentials / exponentials.sum(axis=1, keepdims=True)
+
+
 def default_nb(n_rows: int | None = None) -> pd.DataFrame:
     """The bundled example (7,000 rows, 4 features, a split), or its first ``n_rows``."""
     frame = read_table(example_path(), "default_nb.csv")
@@ -116,6 +138,7 @@ FIT_FILES: dict[str, Callable[[], pd.DataFrame]] = {
     "long (30,000 x 4)": lambda: long_frame(30_000, random_state=1),
     "long weighted (300,000 x 4)": lambda: weighted_long_frame(300_000, random_state=2),
     "long weighted (12,000 x 4)": lambda: weighted_long_frame(12_000, random_state=3),
+    "10 classes (6,000 x 4)": lambda: multiclass_frame(6_000),
     **CHECKED_FILES,
 }
 
@@ -130,8 +153,6 @@ class Case:
     start: Callable[[Services, str], Job]
     #: Largest file (rows) this case is run on when fitting (t-SNE on 300k rows: hours).
     max_rows: int | None = None
-    #: The same for files with row weights (weighted LECE compares every pair of rows).
-    max_weighted_rows: int | None = None
     #: Whether it is what the page or route runs by default (the checked cases).
     default: bool = True
 
@@ -195,9 +216,9 @@ CASES: tuple[Case, ...] = (
     Case("recalibration", "recalibration: Platt, isotonic",
          *_recalibration([MethodSpec("platt"), MethodSpec("isotonic")]), default=False),
     Case("recalibration", "recalibration: LECE", *_recalibration([MethodSpec("lece")]),
-         max_weighted_rows=20_000, default=False),
+         default=False),
     Case("recalibration", "recalibration: TS+LECE", *_recalibration([MethodSpec("composed")]),
-         max_weighted_rows=20_000, default=False),
+         default=False),
     Case("lce", "local landscape (PCA)", *_landscape("pca")),
     Case("lce", "local landscape (features as they are)", *_landscape("none"),
          max_rows=30_000, default=False),
@@ -382,9 +403,6 @@ def run_files(files: dict[str, Callable[[], pd.DataFrame]], kinds: tuple[str, ..
                     if case.kind not in kinds or (defaults_only and not case.default):
                         continue
                     if case.max_rows is not None and len(frame) > case.max_rows:
-                        continue
-                    if (case.max_weighted_rows is not None and "weight" in frame.columns
-                            and len(frame) > case.max_weighted_rows):
                         continue
                     dataset_id = upload(services, folder, frame, file)  # nothing cached
                     try:

@@ -117,7 +117,9 @@ def compile_kernels(progress: Callable[[float, str], None] | None = None) -> Non
          lambda: SWC(n_estimators=10, n_jobs=1).fit(proba, labels, features)),
         ("isotonic calibration and Venn-Abers",
          lambda: [IsotonicCalibration().fit(proba, labels), VennAbers().fit(proba, labels)]),
-        ("LECE's neighbourhoods", lambda: LECE().fit(proba, labels)),
+        ("LECE's neighbourhoods",  # the sorted searches, without and with row weights
+         lambda: [LECE().fit(proba, labels, sample_weight=row_weights)
+                  for row_weights in (None, weights)]),
         ("LOESS curves", loess_both_paths),
         ("variable ranking",
          lambda: [rank_variables(pd.DataFrame(features, columns=["a", "b", "c"]), labels,

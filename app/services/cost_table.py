@@ -43,17 +43,18 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "fixed": 0.2067,
         "rows": 0,
     }, 1.22),
-    # 38 runs, load average 0.4-1.2
+    # 45 runs, load average 0.8-1.5
     "recalibration": ({
-        "compare_rows": 2.568e-08,
-        "fixed": 0.06447,
-        "forest": 2.794e-06,
-        "lece_pairs": 1.372e-07,
-        "lece_rows": 6.71e-06,
-        "method_cells": 2.373e-07,
+        "compare_rows": 2.768e-08,
+        "fixed": 0.07454,
+        "forest": 3.019e-06,
+        "lece_pairs": 1.543e-08,
+        "lece_rows": 6.916e-06,
+        "lece_weighted_rows": 1.714e-05,
+        "method_cells": 2.407e-07,
         "method_rows": 0,
-        "methods": 0.1357,
-    }, 2.50),
+        "methods": 0.1308,
+    }, 2.63),
     # 5 runs, load average 19.7-29.3
     "subgroups": ({
         "fixed": 0.1308,

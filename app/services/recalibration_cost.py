@@ -40,11 +40,11 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
     step of a composition) their neighbour searches; the comparison counts its
     bootstrap resamples of the rows.
 
-    The neighbour searches: two classes without row weights search the sorted
-    calibration rows (``lece_rows``: rows searched, O(n log n)); more classes, or row
-    weights, compare every query row with every calibration row (``lece_pairs``: O(n^2)).
-    Choosing q and t by cross-validation searches every fit's rows; correcting searches
-    every row of the table.
+    The neighbour searches: two classes search the calibration rows sorted by P(class 1)
+    (``lece_rows``, O(n log n); with row weights ``lece_weighted_rows``, O(n log^2 n));
+    more classes compare every query row with every calibration row (``lece_pairs``,
+    O(n^2)). Choosing q and t by cross-validation searches every fit's rows; correcting
+    searches every row of the table.
     """
     split = prediction_set.split is not None
     n_calibration = (int(prediction_set.mask("calibration").sum()) if split
@@ -57,17 +57,16 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
              "compare_rows": float(len(specs) * prediction_set.n_rows * n_bootstrap),
              "method_cells": float(len(specs) * prediction_set.n_rows
                                    * prediction_set.features.shape[1]),
-             "forest": 0.0, "lece_rows": 0.0, "lece_pairs": 0.0}
-    sorted_search = prediction_set.n_classes == 2 and not prediction_set.weighted
+             "forest": 0.0, "lece_rows": 0.0, "lece_weighted_rows": 0.0, "lece_pairs": 0.0}
+    pairwise = prediction_set.n_classes > 2
+    search = ("lece_pairs" if pairwise else
+              "lece_weighted_rows" if prediction_set.weighted else "lece_rows")
     for spec in specs:
         for params in _neighbourhood_steps(spec):
             searched = params.get("neighborhood_size") is None or params.get("threshold") is None
             for n_fit in fits:
-                cross_validated = float(searched) * n_fit
-                if sorted_search:
-                    terms["lece_rows"] += cross_validated + prediction_set.n_rows
-                else:
-                    terms["lece_pairs"] += (cross_validated + prediction_set.n_rows) * n_fit
+                query_rows = float(searched) * n_fit + prediction_set.n_rows
+                terms[search] += query_rows * n_fit if pairwise else query_rows
         if spec.method not in ("swc", "swc_hh"):
             continue
         n_features = len(spec.features or prediction_set.features.columns)

@@ -13,6 +13,12 @@ Two binary searches per query row find the window: the lowest row (where CE stop
 falling), then the window's start. That is O((n_query + n) log n) in place of the
 O(n_query n) distances of the general case.
 
+With row weights the neighbourhood is the nearest ``mass`` units of weight (the last
+row taken in part): the nearest c rows are still a window, so a binary search over c
+finds the fewest whose weights reach the mass, each step a window search
+(O(log^2 n) per query row), and prefix sums of the weights and of the weighted targets
+give the sums.
+
 Ties. Identical calibration rows are equally distant: they are taken lowest index
 first, as a stable sort of the distances would take them (the general search
 takes them in no documented order). Distinct rows at exactly the same distance
@@ -110,6 +116,12 @@ class SortedReference:
         (:meth:`lowest_rows`).
         """
         start = self._window_starts(query, count, lowest)
+        return self.window_totals(self.prefix, start, count).astype(np.float64)
+
+    def window_totals(self, prefix: NDArray[np.longdouble], start: IndexArray,
+                      count: int | IndexArray) -> NDArray[np.longdouble]:
+        """Sums of a prefix-summed column (in sorted order) over the windows of ``count``
+        rows from ``start``, each of at least one row."""
         stop = start + count
         left_start, left_stop = self.group_start[start], self.group_stop[start]
         right_start = self.group_start[stop - 1]
@@ -119,11 +131,11 @@ class SortedReference:
         taken_right = stop - right_start
         one_run = left_stop >= stop
         first_end = np.where(one_run, left_start + count, left_start + taken_left)
-        sums = self.prefix[first_end] - self.prefix[left_start]
+        sums = prefix[first_end] - prefix[left_start]
         rest = ~one_run
-        sums[rest] += (self.prefix[right_start[rest] + taken_right[rest]]
-                       - self.prefix[left_stop[rest]])
-        return sums.astype(np.float64)
+        sums[rest] += (prefix[right_start[rest] + taken_right[rest]]
+                       - prefix[left_stop[rest]])
+        return sums
 
     def lowest_rows(self, query: FloatArray) -> IndexArray:
         """Sorted position of the first of the nearest distinct rows, per query row."""
@@ -176,23 +188,71 @@ def _search_window_starts(query: FloatArray, negative_log: FloatArray, count: in
     than the row just past its end" holds for every start before the answer and
     for none from it on.
     """
-    n_rows = negative_log.shape[0]
     starts = np.empty(query.shape[0], dtype=np.intp)
     for row in range(query.shape[0]):
-        low, high = 0, n_rows - count
-        while low < high:
-            middle = (low + high) // 2
-            end = middle + count
-            near = _distance(query, row, negative_log, middle)
-            far = _distance(query, row, negative_log, min(end, n_rows - 1))
-            tie_near = middle if middle >= lowest[row] else -middle
-            tie_far = end if end >= lowest[row] else -end
-            if near > far or (near == far and tie_near > tie_far):
-                low = middle + 1
-            else:
-                high = middle
-        starts[row] = low
+        starts[row] = _window_start(query, row, negative_log, count, lowest[row])
     return starts
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _window_start(query: FloatArray, row: int, negative_log: FloatArray, count: int,
+                  lowest: int) -> int:
+    """:func:`_search_window_starts` for one query row."""
+    n_rows = negative_log.shape[0]
+    low, high = 0, n_rows - count
+    while low < high:
+        middle = (low + high) // 2
+        end = middle + count
+        near = _distance(query, row, negative_log, middle)
+        far = _distance(query, row, negative_log, min(end, n_rows - 1))
+        tie_near = middle if middle >= lowest else -middle
+        tie_far = end if end >= lowest else -end
+        if near > far or (near == far and tie_near > tie_far):
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@numba.njit(nogil=True, cache=True)
+def _search_weighted_counts(query: FloatArray, negative_log: FloatArray, lowest: IndexArray,
+                            group_start: IndexArray, group_stop: IndexArray,
+                            prefix_weight: FloatArray, masses: FloatArray,
+                            ) -> tuple[IndexArray, IndexArray, IndexArray]:
+    """Per mass and query row, the fewest nearest rows whose weights reach the mass, and
+    the starts of the windows of that many rows and of one row fewer (0 for none).
+
+    A binary search over the count, each step a window search; the window's weight is
+    read off ``prefix_weight`` as :meth:`SortedReference.window_totals` reads a sum.
+    """
+    n_rows = negative_log.shape[0]
+    counts = np.empty((masses.size, query.shape[0]), dtype=np.intp)
+    starts = np.zeros((masses.size, query.shape[0]), dtype=np.intp)
+    starts_before = np.zeros((masses.size, query.shape[0]), dtype=np.intp)
+    for row in range(query.shape[0]):
+        for which in range(masses.size):
+            low, high = 1, n_rows
+            while low < high:
+                middle = (low + high) // 2
+                start = _window_start(query, row, negative_log, middle, lowest[row])
+                stop = start + middle
+                left_start, left_stop = group_start[start], group_stop[start]
+                if left_stop >= stop:
+                    weight = prefix_weight[left_start + middle] - prefix_weight[left_start]
+                else:
+                    weight = (prefix_weight[left_stop - start + left_start]
+                              - prefix_weight[left_start]
+                              + prefix_weight[stop] - prefix_weight[left_stop])
+                if weight >= masses[which]:
+                    high = middle
+                else:
+                    low = middle + 1
+            counts[which, row] = low
+            starts[which, row] = _window_start(query, row, negative_log, low, lowest[row])
+            if low > 1:
+                starts_before[which, row] = _window_start(query, row, negative_log, low - 1,
+                                                          lowest[row])
+    return counts, starts, starts_before
 
 
 def binary_neighbour_sums(
@@ -224,4 +284,62 @@ def binary_neighbour_sums(
         for position, count in enumerate(counts):
             sums[position, start:start + block.shape[0]] = sorted_reference.window_sums(
                 block, int(count), lowest)
+    return sums
+
+
+def weighted_binary_neighbour_sums(
+    query: FloatArray,
+    reference: FloatArray,
+    targets: FloatArray,
+    weights: FloatArray,
+    masses: FloatArray,
+    *,
+    clip: float,
+    heartbeat: Callable[[float], None] | None = None,
+) -> FloatArray:
+    """Sums of w_i-weighted ``targets`` over the nearest ``mass`` units of weight (by KL)
+    for each mass in ``masses``: the rows nearest first (ties as :func:`binary_neighbour_sums`
+    takes them), the last one taken with the part of its weight that fits.
+
+    The nearest c rows are a window, so the fewest that reach a mass are found by a
+    binary search over c (each step a window search, O(log^2 n) per query row and mass);
+    the sum is that of the first c - 1 rows plus the c-th row's target times the weight
+    still missing. ``reference`` must satisfy :func:`on_binary_curve`; ``masses`` lie in
+    (0, sum(weights)).
+
+    Returns
+    -------
+    ndarray of shape (len(masses), n_query, d)
+    """
+    weighted = weights[:, None] * targets
+    sorted_reference = SortedReference.build(reference, weighted, clip)
+    order = np.argsort(reference[:, 1], kind="stable")
+    prefix_weight = np.zeros(weights.size + 1, dtype=np.longdouble)
+    np.cumsum(weights[order].astype(np.longdouble), out=prefix_weight[1:])
+    prefix_column = prefix_weight[:, None]
+    clipped = np.clip(query, clip, 1.0)
+    mass_array = np.asarray(masses, dtype=np.float64)
+    sums = np.empty((mass_array.size, query.shape[0], targets.shape[1]))
+    for first in range(0, query.shape[0], QUERY_BLOCK):
+        if heartbeat is not None:
+            heartbeat(first / query.shape[0])
+        block = clipped[first:first + QUERY_BLOCK]
+        rows = slice(first, first + block.shape[0])
+        lowest = sorted_reference.lowest_rows(block)
+        counts, starts, starts_before = _search_weighted_counts(
+            block, sorted_reference.negative_log, lowest, sorted_reference.group_start,
+            sorted_reference.group_stop, prefix_weight.astype(np.float64), mass_array)
+        for which, mass in enumerate(mass_array):
+            count, start = counts[which], starts[which]
+            before = np.maximum(count - 1, 1)  # a window of one row fewer (none: zeros)
+            none_before = (count == 1)[:, None]
+            sum_with = sorted_reference.window_totals(sorted_reference.prefix, start, count)
+            weight_with = sorted_reference.window_totals(prefix_column, start, count)
+            sum_before = np.where(none_before, 0.0, sorted_reference.window_totals(
+                sorted_reference.prefix, starts_before[which], before))
+            weight_before = np.where(none_before, 0.0, sorted_reference.window_totals(
+                prefix_column, starts_before[which], before))
+            last_target = (sum_with - sum_before) / (weight_with - weight_before)
+            sums[which, rows] = (sum_before + (mass - weight_before) * last_target).astype(
+                np.float64)
     return sums

@@ -21,7 +21,10 @@ from numpy.typing import NDArray
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-from calibcore.recalibration._binary_neighbours import binary_neighbour_sums
+from calibcore.recalibration._binary_neighbours import (
+    binary_neighbour_sums,
+    weighted_binary_neighbour_sums,
+)
 
 #: Probabilities are clipped here before taking logs, as in the authors' code, so a
 #: zero in the calibration prediction gives a large but finite divergence.
@@ -229,17 +232,22 @@ def weighted_neighbour_means_in_blocks(
     weights: FloatArray,
     masses: Sequence[float] | FloatArray,
     *,
+    binary: bool,
     block_entries: int,
     heartbeat: Heartbeat | None = None,
 ) -> FloatArray:
-    """:func:`calibcore.recalibration.lece.weighted_neighbour_means`, told how many
-    distances a block holds."""
+    """:func:`calibcore.recalibration.lece.weighted_neighbour_means`, told whether
+    ``reference`` is on the binary curve and how many distances a block holds."""
     mass_array = np.asarray(masses, dtype=np.float64)
     total = float(weights.sum())
     partial = mass_array[mass_array < total]
     sums = np.empty((mass_array.size, query.shape[0], targets.shape[1]))
     sums[partial.size:] = weights @ targets  # the whole reference: no search
     if partial.size == 0:
+        return sums / mass_array[:, None, None]
+    if binary:
+        sums[: partial.size] = weighted_binary_neighbour_sums(
+            query, reference, targets, weights, partial, clip=KL_CLIP, heartbeat=heartbeat)
         return sums / mass_array[:, None, None]
     largest = min(reference.shape[0], int(np.ceil(partial.max() / weights.min())))
     for rows, distances in _distance_blocks(query, reference, block_entries, heartbeat):

@@ -88,7 +88,8 @@ def cross_validated_log_loss(
             unique_masses, position = np.unique(masses, return_inverse=True)
             means = weighted_neighbour_means_in_blocks(
                 query, reference, targets[train], sample_weight[train], unique_masses,
-                block_entries=BLOCK_ENTRIES, heartbeat=fold_heartbeat)
+                binary=on_binary_curve(reference), block_entries=BLOCK_ENTRIES,
+                heartbeat=fold_heartbeat)
         calibrated = weight * proba[held_out] + means[position]
         rows = np.arange(held_out.size)
         held_out_weights = None if sample_weight is None else sample_weight[held_out]

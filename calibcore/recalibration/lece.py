@@ -165,11 +165,15 @@ def weighted_neighbour_means(
     -----
     Each query row's reference rows are partitioned to the fewest that surely hold the
     largest mass (mass / smallest weight) and those are sorted: O(n log n) per query row
-    at worst, where the unweighted search only selects.
+    at worst, where the unweighted search only selects. When every reference row is
+    exactly ``(1 - b, b)``, the nearest rows are a window of the rows sorted by b
+    (:mod:`calibcore.recalibration._binary_neighbours`), and the fewest that reach the
+    mass are found by a binary search over their count: O(log^2 n) per query row, ties
+    as :func:`neighbour_means` takes them.
     """
     return weighted_neighbour_means_in_blocks(
-        query, reference, targets, weights, masses, block_entries=_BLOCK_ENTRIES,
-        heartbeat=heartbeat)
+        query, reference, targets, weights, masses, binary=on_binary_curve(reference),
+        block_entries=_BLOCK_ENTRIES, heartbeat=heartbeat)
 
 
 class _NeighbourhoodRecalibrator(Recalibrator):

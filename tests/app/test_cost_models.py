@@ -100,10 +100,11 @@ def test_estimates_grow_with_rows_and_with_features(kind: str, terms_of: Any) ->
 
 
 def test_lece_counts_the_neighbour_search_it_will_run() -> None:
-    """Two classes without weights: the sorted search, counted in rows; with row weights
-    every calibration row is compared with every query row, counted in pairs. The
-    cross-validation searches the calibration rows (500 here), the correction every row
-    (1,000); TS+LECE counts its LECE step, and a given q and t skip the cross-validation."""
+    """Two classes: the sorted search, counted in rows (apart with row weights, a binary
+    search more per row); more classes compare every calibration row with every query
+    row, counted in pairs. The cross-validation searches the calibration rows (500
+    here), the correction every row (1,000); TS+LECE counts its LECE step, and a given
+    q and t skip the cross-validation."""
     binary = prediction_set(1_000, 3)
     counted = recalibration_terms(binary, [MethodSpec("lece")])[0]
     assert (counted["lece_rows"], counted["lece_pairs"]) == (500 + 1_000, 0)
@@ -121,10 +122,18 @@ def test_lece_counts_the_neighbour_search_it_will_run() -> None:
     table["weight"] = rng.uniform(0.5, 2.0, 1_000).round(2)
     weighted = build_prediction_set(table, infer_roles(table).to_roles())
     assert weighted.weighted
-    pairs = recalibration_terms(weighted, [MethodSpec("lece")])[0]
+    counted_weighted = recalibration_terms(weighted, [MethodSpec("lece")])[0]
+    assert (counted_weighted["lece_rows"], counted_weighted["lece_weighted_rows"]) == (0, 1_500)
+    proba = rng.dirichlet(np.ones(4), 1_000)
+    table = pd.DataFrame(proba, columns=[f"proba_{k}" for k in range(4)])
+    table["label"] = rng.integers(0, 4, 1_000)
+    table["split"] = np.where(np.arange(1_000) % 2 == 0, "calibration", "test")
+    classes = build_prediction_set(table, infer_roles(table).to_roles())
+    pairs = recalibration_terms(classes, [MethodSpec("lece")])[0]
     assert (pairs["lece_rows"], pairs["lece_pairs"]) == (0, (500 + 1_000) * 500)
-    model = cost_models()["recalibration"]
-    assert model.seconds(pairs) > model.seconds(counted)
+    coefficients = cost_models()["recalibration"].coefficients
+    for term in ("lece_rows", "lece_weighted_rows", "lece_pairs"):
+        assert coefficients[term] > 0, term  # each search priced from measured runs
 
 
 def test_a_point_within_a_factor_of_two_else_a_range() -> None:

@@ -10,6 +10,10 @@ dispatcher also loads a cached kernel) recording every call.
 
 from __future__ import annotations
 
+import io
+
+import numpy as np
+import pandas as pd
 import pytest
 from numba.core.dispatcher import Dispatcher
 
@@ -53,6 +57,15 @@ def test_after_the_warm_up_no_job_compiles_a_kernel(client, monkeypatch) -> None
         client.post(f"{base}/lce", json={"reducer": "pca"}),
     ]
     for response in jobs:
+        assert response.status_code == 202, response.text
+        succeeded(client, response.json()["job_id"])
+    # LECE's sorted searches, without and with row weights (a weight column)
+    frame = pd.read_csv(io.BytesIO(synthetic_binary(1_500, seed=1)))
+    frame["weight"] = np.random.default_rng(2).uniform(0.5, 2.0, len(frame)).round(2)
+    weighted = upload(client, frame.to_csv(index=False).encode()).json()["id"]
+    for data in (dataset, weighted):
+        response = client.post(f"/api/v1/datasets/{data}/recalibrations",
+                               json={"methods": ["lece"], "async": True})
         assert response.status_code == 202, response.text
         succeeded(client, response.json()["job_id"])
     assert compiled == []

@@ -467,6 +467,76 @@ def test_binary_fit_matches_brute_force_cross_validation():
     np.testing.assert_allclose(got, brute_force_cv(p, y, sizes, thresholds), rtol=1e-10)
 
 
+def stable_weighted_neighbour_means(p_cal, targets, weights, p_test, masses):
+    """Mean w-weighted target of the nearest ``mass`` units of weight by KL: rows nearest
+    first (ties by calibration row order, a stable sort), the last one in part."""
+    negative_log = -np.log(np.clip(p_cal, KL_CLIP, 1.0))
+    query = np.clip(p_test, KL_CLIP, 1.0)
+    # CE per class, then the sum: the binary search's two roundings (no matrix product)
+    distances = query[:, :1] * negative_log[:, 0] + query[:, 1:] * negative_log[:, 1]
+    out = np.empty((len(masses), p_test.shape[0], targets.shape[1]))
+    for row, order in enumerate(np.argsort(distances, axis=1, kind="stable")):
+        before = np.cumsum(weights[order]) - weights[order]
+        for which, mass in enumerate(masses):
+            taken = np.clip(mass - before, 0.0, weights[order])
+            out[which, row] = taken @ targets[order] / mass
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_binary_weighted_neighbourhoods_are_the_stable_search(seed):
+    """Row weights on the binary curve: the nearest rows are still a window, and the
+    fewest reaching each mass are found by a binary search over their count. Against
+    the definition on every query row: runs of identical rows (taken lowest index first),
+    rows at 0 and 1, integer weights with masses at the boundaries between rows."""
+    import calibcore.recalibration.lece as lece_module
+
+    rng = np.random.default_rng(seed)
+    n_cal = int(rng.integers(1, 300))
+    positive = np.round(rng.uniform(size=n_cal), [1, 2, 8][seed % 3])
+    positive[: n_cal // 6] = 0.0 if seed % 2 else 1.0
+    p_cal = binary_rows(positive)
+    p_test = binary_rows(np.r_[rng.uniform(size=120), 0.0, 1.0])  # none equidistant
+    targets = np.eye(2)[rng.integers(0, 2, n_cal)] - p_cal
+    weights = (rng.integers(1, 4, n_cal).astype(float) if seed % 2
+               else rng.uniform(0.2, 5.0, n_cal))
+    total = weights.sum()
+    masses = np.unique(np.r_[rng.uniform(0.0, total, 4), weights.min() / 2,
+                             np.cumsum(weights)[:3]])
+    masses = masses[masses < total]
+    got = lece_module.weighted_neighbour_means(p_test, p_cal, targets, weights, masses)
+    np.testing.assert_allclose(
+        got, stable_weighted_neighbour_means(p_cal, targets, weights, p_test, masses),
+        rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", [LECE, LECD])
+def test_weighted_binary_fit_takes_the_sorted_search(monkeypatch, method):
+    """Weighted LECE on two classes never compares every pair of rows (97 s on 30,000
+    rows that way), and chooses and corrects as the pairwise search does (continuous
+    probabilities: no two rows equidistant)."""
+    import calibcore.recalibration._kl_neighbours as kl_module
+    import calibcore.recalibration._lece_cross_validation as cv_module
+    import calibcore.recalibration.lece as lece_module
+
+    rng = np.random.default_rng(16)
+    positive = rng.beta(2.0, 2.0, 2_000)
+    y = (rng.random(2_000) < positive**1.4).astype(np.intp)
+    weights = rng.lognormal(0.0, 0.6, 2_000).clip(0.2, 5.0).round(3)
+    p = binary_rows(positive)
+    with monkeypatch.context() as patched:
+        patched.setattr(kl_module, "_distance_blocks",
+                        lambda *args, **kwargs: pytest.fail("the general search ran"))
+        fitted = method().fit(p, y, sample_weight=weights)
+        got = fitted.predict_proba(p)
+    monkeypatch.setattr(lece_module, "on_binary_curve", lambda reference: False)
+    monkeypatch.setattr(cv_module, "on_binary_curve", lambda reference: False)
+    general = method().fit(p, y, sample_weight=weights)
+    assert (general.neighborhood_size_, general.threshold_) == (
+        fitted.neighborhood_size_, fitted.threshold_)
+    np.testing.assert_allclose(general.predict_proba(p), got, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("method", [LECE, LECD])
 def test_two_class_rows_a_bit_off_the_curve_take_the_sorted_search(monkeypatch, method):
     """Temperature scaling's two columns sum to 1 up to a rounding, so about half its rows

@@ -43,18 +43,21 @@ COST_MODELS: dict[str, tuple[dict[str, float], float]] = {
         "fixed": 0.2067,
         "rows": 0,
     }, 1.22),
-    # 45 runs, load average 0.8-1.5
+    # 54 runs, load average 1.5-2.0
     "recalibration": ({
-        "compare_rows": 2.768e-08,
-        "fixed": 0.07454,
-        "forest": 3.019e-06,
-        "lece_pairs": 1.543e-08,
-        "lece_rows": 6.916e-06,
-        "lece_weighted_rows": 1.714e-05,
-        "method_cells": 2.407e-07,
+        "class_rows": 0,
+        "compare_rows": 2.317e-08,
+        "fixed": 0.02415,
+        "forest": 3.257e-06,
+        "lece_pairs": 1.014e-08,
+        "lece_rows": 5.142e-06,
+        "lece_weighted_rows": 1.679e-05,
+        "lore_pairs": 1.64e-09,
+        "lore_rows": 4.611e-09,
+        "method_cells": 3.865e-07,
         "method_rows": 0,
-        "methods": 0.1308,
-    }, 2.63),
+        "methods": 0.1352,
+    }, 2.90),
     # 5 runs, load average 19.7-29.3
     "subgroups": ({
         "fixed": 0.1308,

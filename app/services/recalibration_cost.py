@@ -11,18 +11,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from app.services.cost import cost_model
 from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
 from app.services.methods import MethodSpec
 from app.services.recalibration_fitting import CROSS_FIT_FOLDS
 from app.services.support import proximity_forest_work
 from calibcore.data import PredictionSet
+from calibcore.metrics import assign_bins, equal_width_edges
+from calibcore.recalibration import LoRe
 
 __all__ = ["COMPARISON_BOOTSTRAP", "recalibration_seconds", "recalibration_terms"]
 
 #: Bootstrap resamples of the comparison table's intervals.
 COMPARISON_BOOTSTRAP = 100
 
+#: LoRe's kernel sums sweep in up to this many dimensions, else sum every pair
+#: (:mod:`calibcore.local`; the LCE's estimate counts them the same way).
+_SWEEP_DIMENSIONS = 3
 #: Methods that average the nearest calibration rows by KL (Valk & Kull 2023).
 _NEIGHBOURHOOD_METHODS = ("lece", "lecd")
 
@@ -44,7 +51,10 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
     (``lece_rows``, O(n log n); with row weights ``lece_weighted_rows``, O(n log^2 n));
     more classes compare every query row with every calibration row (``lece_pairs``,
     O(n^2)). Choosing q and t by cross-validation searches every fit's rows; correcting
-    searches every row of the table.
+    searches every row of the table. LoRe sums a kernel over the calibration rows of each
+    row's confidence bin: in up to 3 dimensions by sweeps (``lore_rows``, O(n log^d n)),
+    in more by every pair of a bin (``lore_pairs``: pairs x dimensions). Every method
+    reads and writes the table's probabilities (``class_rows``: rows x classes).
     """
     split = prediction_set.split is not None
     n_calibration = (int(prediction_set.mask("calibration").sum()) if split
@@ -57,7 +67,9 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
              "compare_rows": float(len(specs) * prediction_set.n_rows * n_bootstrap),
              "method_cells": float(len(specs) * prediction_set.n_rows
                                    * prediction_set.features.shape[1]),
-             "forest": 0.0, "lece_rows": 0.0, "lece_weighted_rows": 0.0, "lece_pairs": 0.0}
+             "class_rows": float(len(specs) * prediction_set.n_rows * prediction_set.n_classes),
+             "forest": 0.0, "lece_rows": 0.0, "lece_weighted_rows": 0.0, "lece_pairs": 0.0,
+             "lore_rows": 0.0, "lore_pairs": 0.0}
     pairwise = prediction_set.n_classes > 2
     search = ("lece_pairs" if pairwise else
               "lece_weighted_rows" if prediction_set.weighted else "lece_rows")
@@ -67,6 +79,9 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
             for n_fit in fits:
                 query_rows = float(searched) * n_fit + prediction_set.n_rows
                 terms[search] += query_rows * n_fit if pairwise else query_rows
+        if spec.method == "lore":
+            for name, value in _lore_terms(prediction_set, spec, fits).items():
+                terms[name] += value
         if spec.method not in ("swc", "swc_hh"):
             continue
         n_features = len(spec.features or prediction_set.features.columns)
@@ -90,6 +105,24 @@ def recalibration_seconds(terms: dict[str, float]) -> float:
     return (cost_model("recalibration").seconds(terms)
             + cost_model("heterogeneity").seconds({"fixed": 0.0, **hh})
             - cost_model("heterogeneity").coefficients.get("fixed", 0.0))
+
+
+def _lore_terms(prediction_set: PredictionSet, spec: MethodSpec,
+                fits: list[int]) -> dict[str, float]:
+    """LoRe's kernel sums: each row of the table against the calibration rows of its
+    confidence bin, per fit, in the representation's dimensions (PCA components, else the
+    feature columns; one-hot levels are not counted)."""
+    n_columns = len(spec.params.get("columns") or prediction_set.features.columns)
+    reducer = spec.params.get("reducer", "pca")
+    components = int(spec.params.get("n_components", LoRe().n_components))
+    dimensions = min(components, n_columns) if reducer == "pca" else n_columns
+    if dimensions <= _SWEEP_DIMENSIONS:
+        size = float(sum(fits)) + len(fits) * prediction_set.n_rows
+        return {"lore_rows": size * float(np.log2(size + 1.0)) ** dimensions}
+    edges = equal_width_edges(int(spec.params.get("n_bins", LoRe().n_bins)))
+    per_bin = np.bincount(assign_bins(prediction_set.proba.max(axis=1), edges)).astype(float)
+    share = float(sum(fits)) / prediction_set.n_rows  # of each bin's rows, fitted on
+    return {"lore_pairs": share * float(np.sum(per_bin * per_bin)) * dimensions}
 
 
 def neighbourhood_method(spec: MethodSpec) -> bool:

@@ -132,8 +132,23 @@ def test_lece_counts_the_neighbour_search_it_will_run() -> None:
     pairs = recalibration_terms(classes, [MethodSpec("lece")])[0]
     assert (pairs["lece_rows"], pairs["lece_pairs"]) == (0, (500 + 1_000) * 500)
     coefficients = cost_models()["recalibration"].coefficients
-    for term in ("lece_rows", "lece_weighted_rows", "lece_pairs"):
+    for term in ("lece_rows", "lece_weighted_rows", "lece_pairs", "lore_pairs"):
         assert coefficients[term] > 0, term  # each search priced from measured runs
+
+
+def test_lore_counts_its_kernel_sums_by_their_dimension() -> None:
+    """LoRe's kernel sums sweep in up to 3 dimensions (n log^d n) and compare every pair
+    of rows of a confidence bin above that: 4 times the rows, 16 times the pairs."""
+    three, nine = prediction_set(1_000, 3), prediction_set(1_000, 9)
+    swept = recalibration_terms(three, [MethodSpec("lore")])[0]
+    size = 500.0 + 1_000.0  # the calibration rows and every row corrected
+    assert swept["lore_rows"] == pytest.approx(size * np.log2(size + 1.0) ** 3)
+    assert swept["lore_pairs"] == 0
+    pairs = recalibration_terms(nine, [MethodSpec("lore")])[0]["lore_pairs"]
+    larger = recalibration_terms(prediction_set(4_000, 9), [MethodSpec("lore")])[0]
+    assert larger["lore_pairs"] == pytest.approx(16 * pairs, rel=0.1)
+    assert recalibration_terms(nine, [MethodSpec("lore", {"n_components": 2})])[0][
+        "lore_pairs"] == 0  # two PCA components: swept
 
 
 def test_a_point_within_a_factor_of_two_else_a_range() -> None:

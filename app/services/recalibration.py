@@ -152,15 +152,15 @@ class RecalibrationService:
                  n_bootstrap: int = COMPARISON_BOOTSTRAP) -> CostEstimate:
         """Seconds of fitting and comparing ``specs``, before starting
         (:func:`recalibration_terms` times the fitted model). The forests of SWC and
-        SWC-HH and the neighbour searches of LECE and LECD dominate, and each is shown
-        apart; SWC-HH's HH filter is the part that takes minutes on large files, so plain
-        SWC is the cheaper setting offered."""
+        SWC-HH, the neighbour searches of LECE and LECD and LoRe's kernel sums dominate,
+        and each is shown apart; SWC-HH's HH filter is the part that takes minutes on
+        large files, so plain SWC is the cheaper setting offered."""
         prediction_set = self._datasets.prediction_set(dataset_id)
         model = cost_model("recalibration")
         terms, fits = recalibration_terms(prediction_set, specs, n_bootstrap)
         parts: dict[str, float] = {}
         for spec in specs:
-            if spec.method in ("swc", "swc_hh") or neighbourhood_method(spec):
+            if spec.method in ("swc", "swc_hh", "lore") or neighbourhood_method(spec):
                 alone = recalibration_terms(prediction_set, [spec], n_bootstrap)[0]
                 parts[spec.method] = recalibration_seconds(alone)
         estimate = replace(model.estimate(terms, ""), seconds=recalibration_seconds(terms))

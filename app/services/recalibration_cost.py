@@ -20,7 +20,7 @@ from app.services.recalibration_fitting import CROSS_FIT_FOLDS
 from app.services.support import proximity_forest_work
 from calibcore.data import PredictionSet
 from calibcore.metrics import assign_bins, equal_width_edges
-from calibcore.recalibration import LoRe
+from calibcore.recalibration import SWCHH, LoRe
 
 __all__ = ["COMPARISON_BOOTSTRAP", "recalibration_seconds", "recalibration_terms"]
 
@@ -87,10 +87,12 @@ def recalibration_terms(prediction_set: PredictionSet, specs: Sequence[MethodSpe
         n_features = len(spec.features or prediction_set.features.columns)
         terms["forest"] += proximity_forest_work([float(f) for f in fits],
                                                  n_features + prediction_set.n_classes)
-        if spec.method == "swc_hh":
-            hh = heterogeneity_terms(prediction_set,
-                                     HeterogeneityParams(sample=None, calibration_sample=None),
-                                     n_features)[0]
+        if spec.method == "swc_hh":  # its HH filter: every calibration row, at its grid
+            defaults = SWCHH()
+            hh_filter = HeterogeneityParams(
+                radius=float(spec.params.get("radius", defaults.radius)), sample=None,
+                calibration_sample=None, grid=spec.params.get("hh_grid", defaults.hh_grid))
+            hh = heterogeneity_terms(prediction_set, hh_filter, n_features)[0]
             for name in ("forests", "forest_rows", "forest_rows_features"):
                 terms[f"hh_{name}"] = terms.get(f"hh_{name}", 0.0) + len(fits) * hh[name]
     return terms, len(fits)

@@ -221,6 +221,8 @@ CASES: tuple[Case, ...] = (
          default=False),
     Case("recalibration", "recalibration: LoRe", *_recalibration([MethodSpec("lore")]),
          default=False),
+    Case("recalibration", "recalibration: SWC-HH", *_recalibration([MethodSpec("swc_hh")]),
+         default=False),
     Case("lce", "local landscape (PCA)", *_landscape("pca")),
     Case("lce", "local landscape (features as they are)", *_landscape("none"),
          max_rows=30_000, default=False),

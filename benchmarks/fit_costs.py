@@ -4,7 +4,8 @@ Each job kind's estimate counts its work as named terms before starting (see
 :class:`app.services.cost.CostModel`); this script times every kind over a few file
 sizes (:data:`benchmarks.job_kinds.FIT_FILES`: the bundled example and its first 2,000
 rows, wide files of 30 and 85 features, long files of 30,000 and 300,000 rows, and two
-with row weights, of 12,000 and 300,000 rows) and fits, per model, the non-negative
+with row weights, of 12,000 and 300,000 rows, and two of 10 classes, of 6,000 and
+60,000 rows) and fits, per model, the non-negative
 seconds per unit of each term that minimize the squared *relative* error over its runs
 (``scipy.optimize.nnls`` on the rows divided by the measured seconds). The seconds
 fitted are the wall time of runs made at a load average under 1.5; on a loaded machine

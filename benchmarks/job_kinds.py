@@ -139,6 +139,7 @@ FIT_FILES: dict[str, Callable[[], pd.DataFrame]] = {
     "long weighted (300,000 x 4)": lambda: weighted_long_frame(300_000, random_state=2),
     "long weighted (12,000 x 4)": lambda: weighted_long_frame(12_000, random_state=3),
     "10 classes (6,000 x 4)": lambda: multiclass_frame(6_000),
+    "10 classes (60,000 x 4)": lambda: multiclass_frame(60_000, random_state=1),
     **CHECKED_FILES,
 }
 

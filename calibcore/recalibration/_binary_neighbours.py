@@ -315,15 +315,14 @@ def weighted_binary_neighbour_sums(
     -------
     ndarray of shape (len(masses), n_query, d)
     """
-    weighted = weights[:, None] * targets
-    sorted_reference = SortedReference.build(reference, weighted, clip)
-    order = np.argsort(reference[:, 1], kind="stable")
-    prefix_weight = np.zeros(weights.size + 1, dtype=np.longdouble)
-    np.cumsum(weights[order].astype(np.longdouble), out=prefix_weight[1:])
-    prefix_column = prefix_weight[:, None]
+    # one sort and one prefix sum for the weighted targets and, last, the weights
+    sorted_reference = SortedReference.build(
+        reference, np.column_stack((weights[:, None] * targets, weights)), clip)
+    n_targets = targets.shape[1]
+    prefix_weight = sorted_reference.prefix[:, n_targets].astype(np.float64)
     clipped = np.clip(query, clip, 1.0)
     mass_array = np.asarray(masses, dtype=np.float64)
-    sums = np.empty((mass_array.size, query.shape[0], targets.shape[1]))
+    sums = np.empty((mass_array.size, query.shape[0], n_targets))
     for first in range(0, query.shape[0], WEIGHTED_QUERY_BLOCK):
         if heartbeat is not None:
             heartbeat(first / query.shape[0])
@@ -332,18 +331,17 @@ def weighted_binary_neighbour_sums(
         lowest = sorted_reference.lowest_rows(block)
         counts, starts, starts_before = _search_weighted_counts(
             block, sorted_reference.negative_log, lowest, sorted_reference.group_start,
-            sorted_reference.group_stop, prefix_weight.astype(np.float64), mass_array)
+            sorted_reference.group_stop, prefix_weight, mass_array)
         for which, mass in enumerate(mass_array):
-            count, start = counts[which], starts[which]
-            before = np.maximum(count - 1, 1)  # a window of one row fewer (none: zeros)
-            none_before = (count == 1)[:, None]
-            sum_with = sorted_reference.window_totals(sorted_reference.prefix, start, count)
-            weight_with = sorted_reference.window_totals(prefix_column, start, count)
-            sum_before = np.where(none_before, 0.0, sorted_reference.window_totals(
-                sorted_reference.prefix, starts_before[which], before))
-            weight_before = np.where(none_before, 0.0, sorted_reference.window_totals(
-                prefix_column, starts_before[which], before))
-            last_target = (sum_with - sum_before) / (weight_with - weight_before)
+            count = counts[which]
+            with_last = sorted_reference.window_totals(sorted_reference.prefix, starts[which],
+                                                       count)
+            # the window of one row fewer (none: zeros)
+            before = np.where((count == 1)[:, None], 0.0, sorted_reference.window_totals(
+                sorted_reference.prefix, starts_before[which], np.maximum(count - 1, 1)))
+            sum_before, weight_before = before[:, :n_targets], before[:, n_targets:]
+            last_target = ((with_last[:, :n_targets] - sum_before)
+                           / (with_last[:, n_targets:] - weight_before))
             sums[which, rows] = (sum_before + (mass - weight_before) * last_target).astype(
                 np.float64)
     return sums

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import softmax
 
 from app.config import Settings
 from app.jobs import Job, Progress
@@ -98,8 +99,9 @@ def multiclass_frame(n_rows: int, n_classes: int = 10, random_state: int = 0) ->
     rng = np.random.default_rng(random_state)
     features = rng.normal(size=(n_rows, 4))
     logits = features @ rng.normal(size=(4, n_classes)) + rng.normal(size=(n_rows, n_classes))
-    labels = (rng.random(n_rows)[:, None] < np.cumsum(_softmax(logits), axis=1)).argmax(axis=1)
-    frame = pd.DataFrame(_softmax(1.5 * logits).round(6),
+    cumulative = np.cumsum(softmax(logits, axis=1), axis=1)
+    labels = (rng.random(n_rows)[:, None] < cumulative).argmax(axis=1)
+    frame = pd.DataFrame(softmax(1.5 * logits, axis=1).round(6),
                          columns=[f"proba_{k}" for k in range(n_classes)])
     frame = frame.div(frame.sum(axis=1), axis=0)
     frame["label"] = labels
@@ -107,11 +109,6 @@ def multiclass_frame(n_rows: int, n_classes: int = 10, random_state: int = 0) ->
         frame[f"x{j}"] = features[:, j]
     frame["split"] = np.where(rng.random(n_rows) < 0.5, "calibration", "test")
     return frame
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    exponentials = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return exponentials / exponentials.sum(axis=1, keepdims=True)
 
 
 def default_nb(n_rows: int | None = None) -> pd.DataFrame:

@@ -118,12 +118,13 @@ def _lore_terms(prediction_set: PredictionSet, spec: MethodSpec,
     feature columns; one-hot levels are not counted)."""
     n_columns = len(spec.params.get("columns") or prediction_set.features.columns)
     reducer = spec.params.get("reducer", "pca")
-    components = int(spec.params.get("n_components", LoRe().n_components))
+    defaults = LoRe()
+    components = int(spec.params.get("n_components", defaults.n_components))
     dimensions = min(components, n_columns) if reducer == "pca" else n_columns
     if dimensions <= _SWEEP_DIMENSIONS:
         size = float(sum(fits)) + len(fits) * prediction_set.n_rows
         return {"lore_rows": size * float(np.log2(size + 1.0)) ** dimensions}
-    edges = equal_width_edges(int(spec.params.get("n_bins", LoRe().n_bins)))
+    edges = equal_width_edges(int(spec.params.get("n_bins", defaults.n_bins)))
     per_bin = np.bincount(assign_bins(prediction_set.proba.max(axis=1), edges)).astype(float)
     share = float(sum(fits)) / prediction_set.n_rows  # of each bin's rows, fitted on
     return {"lore_pairs": share * float(np.sum(per_bin * per_bin)) * dimensions}

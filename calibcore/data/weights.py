@@ -17,13 +17,20 @@ from numpy.typing import ArrayLike, NDArray
 from calibcore._validation import describe_rows, first_rows
 from calibcore.exceptions import CalibrationInputError
 
-__all__ = ["check_sample_weight", "effective_sample_size", "negative_rate_weights",
-           "weight_column_numbers"]
+__all__ = ["MAX_WEIGHT", "MIN_WEIGHT", "check_sample_weight", "effective_sample_size",
+           "negative_rate_weights", "weight_column_numbers"]
+
+#: The smallest positive weight and the largest taken. Weights are relative (every
+#: measure divides by their sum), but the sums of squared weights that Kish's effective
+#: sizes read overflow float64 from weights of about 1e154 and vanish below about 1e-154,
+#: and the measures then come out NaN.
+MIN_WEIGHT, MAX_WEIGHT = 1e-100, 1e100
 
 
 def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
                         column: str = "sample_weight") -> NDArray[np.float64] | None:
-    """Validated row weights: finite, non-negative numbers (zero allowed), not all zero.
+    """Validated row weights: zero, or from :data:`MIN_WEIGHT` to :data:`MAX_WEIGHT`;
+    not all zero.
 
     Parameters
     ----------
@@ -60,7 +67,9 @@ def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
             f"column {column!r} (weight) must have one weight per row: {n_rows:,} rows, "
             f"got shape {weights.shape}.", code="invalid_weight", column=column)
     kinds = [(np.isnan(weights), "missing (NaN)"), (np.isinf(weights), "infinite"),
-             (weights < 0, "negative")]
+             (weights < 0, "negative"),
+             (np.isfinite(weights) & (weights > MAX_WEIGHT), f"larger than {MAX_WEIGHT:g}"),
+             ((weights > 0) & (weights < MIN_WEIGHT), f"positive but below {MIN_WEIGHT:g}")]
     bad = np.zeros(weights.size, dtype=bool)
     for mask, _ in kinds:
         bad |= mask
@@ -68,8 +77,10 @@ def check_sample_weight(sample_weight: ArrayLike | None, n_rows: int, *,
         what = " or ".join(name for mask, name in kinds if mask.any())
         raise CalibrationInputError(
             f"column {column!r} (weight) has {what} values in {describe_rows(bad)}; "
-            "weights must be non-negative numbers (zero allowed).", code="invalid_weight",
-            column=column, rows=first_rows(bad), count=int(bad.sum()))
+            f"weights must be 0 or from {MIN_WEIGHT:g} to {MAX_WEIGHT:g} (only their "
+            "ratios count, so a column beyond that can be divided or multiplied by a "
+            "constant).", code="invalid_weight", column=column, rows=first_rows(bad),
+            count=int(bad.sum()))
     if not (weights > 0).any():
         zero = weights == 0
         raise CalibrationInputError(
@@ -120,11 +131,21 @@ def effective_sample_size(sample_weight: ArrayLike) -> float:
     >>> effective_sample_size([1, 1, 1, 1])
     4.0
     >>> round(effective_sample_size([1, 1, 1, 5]), 3)
-    2.143
+    2.286
     """
     weights = np.asarray(sample_weight, dtype=np.float64)
-    squares = float(np.dot(weights, weights))
-    return float(weights.sum()) ** 2 / squares if squares > 0 else 0.0
+    with np.errstate(over="ignore", under="ignore"):
+        total_squared = float(np.square(weights.sum()))
+        squares = float(np.dot(weights, weights))
+    if 0.0 < squares < np.inf and total_squared < np.inf:
+        return total_squared / squares
+    # weights near the ends of float64 (1e300, 1e-200): their squares overflow or vanish,
+    # and the ratio does not depend on their scale
+    largest = float(weights.max(initial=0.0))
+    if not 0.0 < largest < np.inf:
+        return 0.0
+    scaled = weights / largest
+    return float(scaled.sum()) ** 2 / float(np.dot(scaled, scaled))
 
 
 def weight_column_numbers(values: pd.Series, column: str, *,

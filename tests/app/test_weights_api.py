@@ -125,6 +125,28 @@ def test_negative_rate_is_refused_for_more_than_two_classes(client) -> None:
     assert "binary" in error["message"]
 
 
+def test_weights_beyond_1e100_either_way_are_refused(client, shared_data) -> None:
+    """Weights are relative, but squared sums of 1e300 overflow and of 1e-300 vanish:
+    such a column is refused with the rows and the way out; weights of 1e-90 beside 1
+    are measured."""
+    frame = pd.read_csv(shared_data / "default_nb.csv").head(600)
+    for weight, what in ((1e300, "larger than 1e+100"), (1e-300, "positive but below 1e-100")):
+        extreme = frame.assign(sample_weight=np.where(np.arange(600) % 3 == 0, weight, 1.0))
+        response = client.post("/api/v1/datasets", files={
+            "file": ("extreme.csv", extreme.to_csv(index=False).encode())})
+        message = assert_error(response, 422, "invalid_weight")["message"]
+        assert what in message and "divided or multiplied by a constant" in message
+    tiny = frame.assign(sample_weight=np.where(np.arange(600) % 3 == 0, 1e-90, 1.0))
+    response = client.post("/api/v1/datasets", files={
+        "file": ("tiny.csv", tiny.to_csv(index=False).encode())})
+    assert response.status_code == 201, response.text
+    dataset = response.json()["id"]
+    for route in ("metrics", "reliability", "clinical"):
+        assert client.get(f"/api/v1/datasets/{dataset}/{route}").status_code == 200, route
+    measured = client.get(f"/api/v1/datasets/{dataset}/metrics").json()
+    assert measured["n_eff"] == pytest.approx(400.0)  # the 400 rows of weight 1
+
+
 def test_a_csv_written_by_pandas_round_trips_its_weights(client) -> None:
     text = "y_true,y_prob,Sample_Weight\n0,0.2,1\n1,0.8,2.5\n0,0.4,0\n1,0.6,1\n"
     staged = client.post("/api/v1/uploads", files={"file": ("w.csv", io.BytesIO(

@@ -76,6 +76,15 @@ def test_negative_rate_needs_a_binary_problem() -> None:
     assert caught.value.code == "invalid_negative_rate"
 
 
+def test_kish_effective_sample_size_at_the_ends_of_float64() -> None:
+    """Only the weights' ratios count: squares of 1e200 overflow and of 1e-200 vanish,
+    and the size is still the by-hand one."""
+    assert effective_sample_size([1e200, 1e200, 5e200]) == pytest.approx(49 / 27, rel=1e-15)
+    assert effective_sample_size([1e-200] * 3) == pytest.approx(3.0, rel=1e-15)
+    assert effective_sample_size([1e100, 1.0]) == pytest.approx(1.0, rel=1e-15)
+    assert effective_sample_size([0.0, 0.0]) == 0.0
+
+
 def test_kish_effective_sample_size_by_hand() -> None:
     # (1 + 1 + 1 + 5)^2 / (1 + 1 + 1 + 25) = 64 / 28
     assert effective_sample_size([1, 1, 1, 5]) == pytest.approx(64 / 28, rel=1e-15)

@@ -6,9 +6,9 @@ columns are refused before pandas starts. The (decompressed) bytes then stream t
 a reader that counts them against the limit and checks the stop event; rows are
 counted chunk by chunk.
 
-A comma-separated file of numbers only (the usual prediction file) is parsed by
-pyarrow's multi-threaded reader instead (:mod:`app.services.tables._arrow_path`), into
-the frame pandas would read; any other file goes to pandas as above.
+A comma-separated file of numbers only (the usual prediction file) is parsed by pandas'
+one-pass reader instead (:mod:`app.services.tables._one_pass`), which uses every core;
+any other file goes to the chunked reader as above.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import IO, BinaryIO
 
 import pandas as pd
 
-from app.services.tables._arrow_path import numbers_by_arrow
+from app.services.tables._one_pass import numbers_in_one_pass
 from app.services.tables.limits import (
     TableLimits,
     check_columns,
@@ -167,7 +167,7 @@ def read_csv(path: Path, filename: str, compressed: bool, limits: TableLimits,
         text[:_SNIFF_BYTES], delimiter,
         whole=len(head) < header_bytes and len(text) <= _SNIFF_BYTES)
     if not compressed and delimiter == "," and number_format == _NumberFormat():
-        frame = numbers_by_arrow(path, names, text[:_SNIFF_BYTES], filename, limits, stop)
+        frame = numbers_in_one_pass(path, names, text[:_SNIFF_BYTES], filename, limits, stop)
         if frame is not None:
             return CsvTable(frame)
     rows_per_chunk = max(1, min(_CHUNK_CELLS // max(1, n_columns), limits.max_rows + 1))

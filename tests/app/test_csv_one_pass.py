@@ -1,9 +1,10 @@
-"""Comma-separated files of numbers are parsed by pyarrow: the frame must be pandas' own.
+"""Comma-separated files of numbers are read in one pass: the frame must be the chunked
+reader's.
 
 Every file here is read twice by :func:`app.services.tables.load_table`, once as it is
-and once with the pyarrow path turned off (pandas' chunked reader, the reference), and
+and once with the one-pass path turned off (pandas' chunked reader, the reference), and
 the frames must be equal cell for cell, dtypes and names included. The files with
-anything but numbers must not take the pyarrow path at all.
+anything but int64 and float64 columns must not take the one-pass path at all.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.services.tables import TableLimits, _arrow_path, _csv, load_table
+from app.services.tables import TableLimits, _csv, _one_pass, load_table
 
 NUMBERS = {
     "ints and floats": "y_true,y_prob,x\n0,0.25,1.5\n1,0.75,-2e-3\n1,0.5,3\n",
@@ -27,45 +28,45 @@ NUMBERS = {
         f"{k % 2},{float(v)!r}\n" for k, v in enumerate(
             np.random.default_rng(0).normal(size=2_000) * 10.0 ** np.arange(-22, 18).repeat(50))),
     "bom": "\ufeffy,p\n0,0.2\n1,0.8\n",
+    "empty column": "y,p,e\n0,0.2,\n1,0.8,\n",
+    "a float past int64": "y,p,x\n0,0.2,1e300\n1,0.8,2.5\n",
+    "past int64 beside missing values and infinities":
+        "y,p,x\n0,0.2,\n1,0.8,-1e19\n0,0.5,inf\n",
     "blank line first": "\ny,p\n0,0.2\n1,0.8\n",
 }
 OTHERS = {
     "text": "y,p,name\n0,0.2,a\n1,0.8,b\n",
     "booleans": "y,p,flag\n0,0.2,True\n1,0.8,False\n",
     "huge integers": "y,p,id\n0,0.2,99999999999999999999\n1,0.8,2\n",
-    "a float past int64 (could be integers)": "y,p,x\n0,0.2,1e300\n1,0.8,2.5\n",
-    "past int64 beside missing values and infinities":
-        "y,p,x\n0,0.2,\n1,0.8,-1e19\n0,0.5,inf\n",
     "unsigned": "y,p,id\n0,0.2,18446744073709551615\n1,0.8,2\n",
-    "empty column": "y,p,e\n0,0.2,\n1,0.8,\n",
     "unnamed column": "y,p,\n0,0.2,1\n1,0.8,2\n",
     "short row": "y,p,x\n0,0.2,1\n1,0.8\n",
     "dates": "y,p,when\n0,0.2,2024-01-02\n1,0.8,2024-01-03\n",
 }
 
 
-def read(path: Path, *, arrow: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
+def read(path: Path, *, one_pass: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
                                                                                  bool]:
     taken = []
-    original = _csv.numbers_by_arrow
+    original = _csv.numbers_in_one_pass
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        frame = original(*args, **kwargs) if arrow else None
+        frame = original(*args, **kwargs) if one_pass else None
         taken.append(frame is not None)
         return frame
 
-    monkeypatch.setattr(_csv, "numbers_by_arrow", spy)
+    monkeypatch.setattr(_csv, "numbers_in_one_pass", spy)
     frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
     return frame, any(taken)
 
 
 @pytest.mark.parametrize("name", list(NUMBERS))
-def test_numbers_take_the_arrow_path_and_read_as_pandas_reads_them(
+def test_numbers_take_the_one_pass_path_and_read_as_the_chunked_reader_reads_them(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "numbers.csv"
     path.write_text(NUMBERS[name], newline="")
-    fast, took = read(path, arrow=True, monkeypatch=monkeypatch)
-    reference, _ = read(path, arrow=False, monkeypatch=monkeypatch)
+    fast, took = read(path, one_pass=True, monkeypatch=monkeypatch)
+    reference, _ = read(path, one_pass=False, monkeypatch=monkeypatch)
     assert took
     pd.testing.assert_frame_equal(fast, reference, check_exact=True)
     # and pandas' own one-pass reader agrees (the reference is its chunked reader)
@@ -78,18 +79,18 @@ def test_anything_but_numbers_is_left_to_pandas(name: str, tmp_path: Path,
     path = tmp_path / "other.csv"
     path.write_text(OTHERS[name], newline="", encoding="utf-8")
     try:
-        fast, took = read(path, arrow=True, monkeypatch=monkeypatch)
+        fast, took = read(path, one_pass=True, monkeypatch=monkeypatch)
     except ValueError as error:  # refused: the same refusal as pandas' path
         with pytest.raises(ValueError) as reference_error:
-            read(path, arrow=False, monkeypatch=monkeypatch)
+            read(path, one_pass=False, monkeypatch=monkeypatch)
         assert str(error) == str(reference_error.value)
         return
-    reference, _ = read(path, arrow=False, monkeypatch=monkeypatch)
+    reference, _ = read(path, one_pass=False, monkeypatch=monkeypatch)
     assert not took
     pd.testing.assert_frame_equal(fast, reference, check_exact=True)
 
 
-def test_the_row_limit_holds_on_the_arrow_path(tmp_path: Path) -> None:
+def test_the_row_limit_holds_on_the_one_pass_path(tmp_path: Path) -> None:
     path = tmp_path / "tall.csv"
     path.write_text("y,p\n" + "0,0.5\n" * 101)
     with pytest.raises(ValueError, match="more than 100 rows") as caught:
@@ -100,19 +101,19 @@ def test_the_row_limit_holds_on_the_arrow_path(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["text", "booleans", "dates", "short row"])
 def test_a_file_whose_first_rows_are_not_numbers_is_parsed_once(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first rows already show the file is not numbers only: pyarrow never reads it
-    (it would read the whole file only for pandas to read it again)."""
+    """The first rows already show the file is not numbers only: the one-pass reader never
+    reads it (it would read the whole file only for the chunked reader to read it again)."""
     path = tmp_path / "other.csv"
     path.write_text(OTHERS[name], newline="", encoding="utf-8")
 
     def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
-        raise AssertionError("pyarrow read a file pandas then read again")
+        raise AssertionError("the one-pass reader read a file the chunked reader then read")
 
-    monkeypatch.setattr(_arrow_path.arrow_csv, "read_csv", refuse)
+    monkeypatch.setattr(_one_pass, "_read_whole", refuse)
     try:
         frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
     except ValueError as error:  # refused by pandas' path, as before
-        assert "pyarrow" not in str(error)
+        assert "one-pass" not in str(error)
         return
     pd.testing.assert_frame_equal(frame, pd.read_csv(path), check_exact=True)
 

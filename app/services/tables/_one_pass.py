@@ -33,8 +33,8 @@ def numbers_in_one_pass(path: Path, names: list[str], head: str, filename: str,
                         limits: TableLimits, stop: threading.Event | None
                         ) -> pd.DataFrame | None:
     """The frame of a comma-separated file of numbers only, read by pandas in one pass;
-    None for any other file (text, booleans, dates, empty columns, integers past int64,
-    a header pandas would rename...), which the chunked reader then reads as before.
+    None for any other file (text, booleans, dates, integers past int64, a header pandas
+    would rename...), which the chunked reader then reads as before.
 
     Every column must come out int64 or float64 under the header the caller read
     (``names``). A file whose first rows (``head``, the start of the file) already hold

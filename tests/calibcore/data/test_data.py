@@ -183,6 +183,31 @@ def test_feature_kinds_and_missing_feature_warning() -> None:
     assert feature_kind(pd.Series([True, False])) == "categorical"
 
 
+@pytest.mark.parametrize("position", [0, 1023, 1024, 4999])
+def test_one_fraction_anywhere_makes_a_float_column_numeric(position: int) -> None:
+    """Whole numbers stored as floats (with missing values) are categorical; one value
+    with a fraction, first or past the values looked at first, makes the column numeric."""
+    values = np.tile([1.0, 2.0, np.nan, 3.0], 1250)
+    assert feature_kind(pd.Series(values)) == "categorical"
+    values[position] = 2.5
+    assert feature_kind(pd.Series(values)) == "numeric"
+
+
+def test_rows_summing_to_one_exactly_are_kept_as_they_are() -> None:
+    """Two classes from one column: (1 - q) + q is 1 to the bit, so no row is divided;
+    a row of three that sums to 1 only within the tolerance is divided by its sum."""
+    q = np.random.default_rng(0).uniform(size=1000).round(6)
+    binary = build_prediction_set(pd.DataFrame({"y": (q > 0.5).astype(int), "p": q}),
+                                  ColumnRoles("y", ("p",)))
+    np.testing.assert_array_equal(binary.proba, np.column_stack([1.0 - q, q]))
+    three = pd.DataFrame({"y": ["a", "b"], "p_a": [0.1, 0.3], "p_b": [0.2, 0.3],
+                          "p_c": [0.7 + 1e-9, 0.4]})
+    built = build_prediction_set(three, ColumnRoles("y", ("p_a", "p_b", "p_c")))
+    sums = np.array([0.1 + 0.2 + 0.7 + 1e-9, 0.3 + 0.3 + 0.4])
+    np.testing.assert_array_equal(built.proba, three[["p_a", "p_b", "p_c"]].to_numpy()
+                                  / sums[:, None])
+
+
 def test_unlabeled_batch_takes_classes_from_column_names(shared_data) -> None:
     frame = pd.read_csv(shared_data / "digits_svm.csv").drop(columns="label")
     roles = ColumnRoles(None, tuple(f"proba_{k}" for k in range(10)),

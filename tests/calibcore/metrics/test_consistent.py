@@ -116,6 +116,21 @@ def test_smooth_ece_matches_relplot(beta: float) -> None:
     )
 
 
+@pytest.mark.parametrize(("grid", "by_dct"), [(1001, True), (1281, True), (1707, False),
+                                            (1139, False), (1464, False), (3417, False)])
+def test_smooth_ece_matches_relplot_on_either_convolution_path(grid: int, by_dct: bool) -> None:
+    """Odd grids whose DCT length 2 (grid - 1) has a large prime factor (1707: 4 x 853)
+    are convolved through the real FFT instead, as even grids are; both match relplot."""
+    from calibcore.metrics.kernel_smoothing import _by_dct, grid_size
+
+    bandwidth = 20.0 / (2 * grid - 1.75)  # round(20 / bandwidth) = 2 grid - 2
+    assert grid_size(bandwidth) == grid and _by_dct(grid) == by_dct
+    y, p = tempered_family(2.0)
+    confidence, correct = top_label(y, p)
+    assert smooth_ece(y, p, bandwidth=bandwidth) == pytest.approx(
+        relplot.smECE_sigma(confidence, correct, bandwidth), rel=1e-12, abs=0)
+
+
 @pytest.mark.parametrize("beta", TEMPERATURES)
 def test_ece_equals_the_brute_force_binned_ece(beta: float) -> None:
     y, p = tempered_family(beta)

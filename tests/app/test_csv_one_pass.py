@@ -45,8 +45,8 @@ OTHERS = {
 }
 
 
-def read(path: Path, *, one_pass: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
-                                                                                 bool]:
+def read(path: Path, *, one_pass: bool, monkeypatch: pytest.MonkeyPatch,
+         max_rows: int = 10_000) -> tuple[pd.DataFrame, bool]:
     taken = []
     original = _csv.numbers_in_one_pass
 
@@ -56,7 +56,7 @@ def read(path: Path, *, one_pass: bool, monkeypatch: pytest.MonkeyPatch) -> tupl
         return frame
 
     monkeypatch.setattr(_csv, "numbers_in_one_pass", spy)
-    frame = load_table(path, path.name, limits=TableLimits(max_rows=10_000)).frame
+    frame = load_table(path, path.name, limits=TableLimits(max_rows=max_rows)).frame
     return frame, any(taken)
 
 
@@ -123,3 +123,24 @@ def test_text_past_the_first_rows_still_reads_as_pandas_reads_it(tmp_path: Path)
     path.write_text("y,p,x\n" + "0,0.25,1\n" * 20_000 + "1,0.5,late\n")
     frame = load_table(path, path.name, limits=TableLimits(max_rows=100_000)).frame
     pd.testing.assert_frame_equal(frame, pd.read_csv(path), check_exact=True)
+
+
+def test_types_that_change_late_in_a_long_file_read_as_the_chunked_reader_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pandas' one-pass reader infers each column's type per internal block of a few
+    hundred KiB and merges them; an integer column that turns float or gains a missing
+    value 150,000 rows in must come out as the chunked reader's (float64, same values)."""
+    rng = np.random.default_rng(3)
+    n_rows = 200_000
+    frame = pd.DataFrame({"y": rng.integers(0, 2, n_rows), "p": rng.uniform(size=n_rows).round(6),
+                          "k": rng.integers(-5, 5, n_rows).astype(object),
+                          "n": rng.integers(0, 1000, n_rows).astype(object)})
+    frame.loc[150_000, "k"] = 2.5
+    frame.loc[190_000, "n"] = None
+    path = tmp_path / "late.csv"
+    frame.to_csv(path, index=False)
+    fast, took = read(path, one_pass=True, monkeypatch=monkeypatch, max_rows=n_rows)
+    reference, _ = read(path, one_pass=False, monkeypatch=monkeypatch, max_rows=n_rows)
+    assert took
+    assert list(map(str, fast.dtypes)) == ["int64", "float64", "float64", "float64"]
+    pd.testing.assert_frame_equal(fast, reference, check_exact=True)

@@ -336,3 +336,28 @@ def test_a_column_turning_to_text_in_a_later_chunk_is_text_throughout(tmp_path,
     assert len(frame) == 251 and pd.api.types.is_string_dtype(frame["code"])
     assert frame["code"].iloc[[0, 249, 250]].tolist() == ["0", "249", "x9"]
     assert pd.api.types.is_integer_dtype(frame["y_true"])
+
+
+@pytest.mark.parametrize("where", ["upload", "staged"])
+def test_whole_numbers_past_64_bits_are_kept_as_text_not_a_500(client, tmp_path: Path,
+                                                               where: str) -> None:
+    """A column of 20-digit numbers (account or order numbers): pandas keeps them as Python
+    integers, which Parquet cannot store, and the upload answered 500. They are read as
+    text, exactly as written, and the dataset says so."""
+    frame = predictions(300).astype({"age": object})
+    frame.loc[250, "age"] = "99999999999999999999"
+    content = csv_bytes(frame)
+    path = tmp_path / "ids.csv"
+    path.write_bytes(content)
+    read = load_table(path, "ids.csv").frame["age"]
+    assert read.iloc[250] == "99999999999999999999" and read.iloc[0] == str(frame["age"].iloc[0])
+    if where == "staged":
+        staged = stage(client, content, "ids.csv")
+        assert staged.status_code == 201, staged.text
+        assert any("too large for 64 bits" in w for w in staged.json()["warnings"])
+        response = client.post(f"/api/v1/uploads/{staged.json()['upload_id']}/confirm", json={})
+    else:
+        response = upload(client, content, "ids.csv")
+    assert response.status_code == 201, response.text
+    assert any("column 'age' holds whole numbers too large for 64 bits" in w
+               for w in response.json()["warnings"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -70,7 +70,30 @@ def load_table(path: Path, filename: str = "", *, limits: TableLimits = DEFAULT_
         csv_table = read_csv(path, filename, magic.startswith(_GZIP_MAGIC), limits, stop)
         table = LoadedTable(csv_table.frame, warnings=csv_table.notes)
     _check_frame(table.frame, filename, limits)
+    huge = _huge_integers_as_text(table.frame)
+    if huge:
+        table = replace(table, warnings=(*table.warnings, _huge_integers_warning(huge)))
     return table
+
+
+def _huge_integers_as_text(frame: pd.DataFrame) -> list[str]:
+    """Columns of whole numbers past 64 bits (pandas keeps them as Python integers, which
+    no table format stores) turned into text, as identifiers (account or order numbers);
+    their names."""
+    huge = [str(name) for name, column in frame.items() if column.dtype == object
+            and pd.api.types.infer_dtype(column, skipna=True) == "integer"]
+    for name in huge:
+        frame[name] = frame[name].astype("str")
+    return huge
+
+
+def _huge_integers_warning(names: list[str]) -> str:
+    shown = ", ".join(short_name(name) for name in names[:SHOWN_NAMES])
+    more = f" and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else ""
+    which = "column" if len(names) == 1 else "columns"
+    return (f"{which} {shown}{more} hold{'s' if len(names) == 1 else ''} whole numbers too "
+            "large for 64 bits: read as text (identifiers such as account numbers), not "
+            "as numbers.")
 
 
 def _without_nested(parquet: ParquetTable) -> LoadedTable:

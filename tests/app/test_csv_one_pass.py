@@ -125,29 +125,35 @@ def test_text_past_the_first_rows_still_reads_as_pandas_reads_it(tmp_path: Path)
     pd.testing.assert_frame_equal(frame, pd.read_csv(path), check_exact=True)
 
 
+@pytest.mark.parametrize("size", [20_000, 200_000])
 def test_types_that_change_late_in_a_long_file_read_as_the_chunked_reader_reads_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each column is read as the type its first rows show. A long file whose columns
-    keep their types takes the one-pass path; an integer column that turns float or
-    gains a missing value 150,000 rows in fails that read and goes to the chunked
-    reader, which gives pandas' frame (float64, same values)."""
+        size: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pandas infers each column's type per block (several at 200,000 rows, read on
+    threads from about 5 MB) and merges them. Integer columns that turn float (2.5, or a
+    whole 1.0) or gain a missing value late come out float64, as the chunked reader
+    reads them; a feature that turns to text late, or a column with a gap first and an
+    integer past 64 bits later, goes to the chunked reader."""
     rng = np.random.default_rng(3)
-    n_rows = 200_000
-    frame = pd.DataFrame({"y": rng.integers(0, 2, n_rows), "p": rng.uniform(size=n_rows).round(6),
-                          "k": rng.integers(-5, 5, n_rows).astype(object),
-                          "n": rng.integers(0, 1000, n_rows).astype(object)})
-    path = tmp_path / "steady.csv"
-    frame.to_csv(path, index=False)
-    fast, took = read(path, one_pass=True, monkeypatch=monkeypatch, max_rows=n_rows)
-    assert took and list(map(str, fast.dtypes)) == ["int64", "float64", "int64", "int64"]
-    pd.testing.assert_frame_equal(fast, pd.read_csv(path), check_exact=True)
-    frame.loc[150_000, "k"] = 2.5
-    frame.loc[190_000, "n"] = None
-    path = tmp_path / "late.csv"
-    frame.to_csv(path, index=False)
-    fast, took = read(path, one_pass=True, monkeypatch=monkeypatch, max_rows=n_rows)
-    reference, _ = read(path, one_pass=False, monkeypatch=monkeypatch, max_rows=n_rows)
-    assert not took
-    assert list(map(str, fast.dtypes)) == ["int64", "float64", "float64", "float64"]
-    pd.testing.assert_frame_equal(fast, reference, check_exact=True)
-    pd.testing.assert_frame_equal(fast, pd.read_csv(path), check_exact=True)
+    frame = pd.DataFrame({"y": rng.integers(0, 2, size), "p": rng.uniform(size=size).round(6),
+                          "k": rng.integers(-5, 5, size).astype(object),
+                          "j": rng.integers(-5, 5, size).astype(object),
+                          "n": rng.integers(0, 1000, size).astype(object)})
+    frame.loc[size - 5_000, "k"] = 2.5
+    frame.loc[size - 4_000, "j"] = "1.0"
+    frame.loc[size - 3_000, "n"] = None
+    text, huge = frame.copy(), frame.copy()
+    text.loc[size - 10, "n"] = "x"
+    huge.loc[5, "j"] = None
+    huge.loc[size - 10, "j"] = "12345678901234567890123"
+    cases = {"late floats and gaps": (frame, True), "late text": (text, False),
+             "a gap, then 23 digits": (huge, False)}
+    for name, (table, one_pass) in cases.items():
+        path = tmp_path / f"{name}.csv"
+        table.to_csv(path, index=False)
+        fast, took = read(path, one_pass=True, monkeypatch=monkeypatch, max_rows=size)
+        reference, _ = read(path, one_pass=False, monkeypatch=monkeypatch, max_rows=size)
+        assert took == one_pass, name
+        pd.testing.assert_frame_equal(fast, reference, check_exact=True)
+    fast, _ = read(tmp_path / "late floats and gaps.csv", one_pass=True,
+                   monkeypatch=monkeypatch, max_rows=size)
+    assert list(map(str, fast.dtypes)) == ["int64", "float64", "float64", "float64", "float64"]

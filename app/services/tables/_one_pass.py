@@ -24,8 +24,6 @@ from calibcore.exceptions import CalibrationInputError
 _MISSING_MARKERS = frozenset(
     ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
      "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"])
-#: An integer as pandas reads one into an int64 column.
-_INTEGER = re.compile(r"[+-]?\d+")
 #: A decimal number or an infinity as pandas reads them.
 _NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|Inf|INF|infinity|Infinity)")
 
@@ -37,32 +35,34 @@ def numbers_in_one_pass(path: Path, names: list[str], head: str, filename: str,
     None for any other file (text, booleans, dates, integers past int64, a header pandas
     would rename...), which the chunked reader then reads as before.
 
-    Every column is read as the type its first rows (``head``, the start of the file)
-    show: int64 where each of them is an integer, float64 otherwise, which is what pandas
-    infers for the whole file whenever the rest agrees; a later field that does not fit
-    (a fraction or a missing value in an integer column, text, an integer past int64)
-    fails the read, and the file goes to the chunked reader. Declared types also spare
-    pandas the per-block inference whose warning about mixed types would need the
-    process-wide warning filters, which are not safe to change beside other threads. A
-    file whose first rows already hold a field that is not a number is left to the
-    chunked reader without being parsed twice. The caller passes the first 64 KiB of
-    the head (about 1,000 rows of ten columns): checking every row of a 1 MiB head took
-    0.2 s of a 1.5M-row upload.
+    pandas infers each column's type per block of the file and merges the blocks: every
+    column must come out int64 or float64 under the header the caller read (``names``),
+    which for a file of numbers is the frame the chunked reader gives (blocks of integers
+    and of floats merge to float64 in both). A column that holds text further on comes
+    out mixed (object), and the file goes to the chunked reader; so does an integer past
+    64 bits. pandas warns of mixed blocks in a file read in one thread; where warnings
+    are errors that warning ends the read the same way (the process-wide warning filters
+    are not changed here: doing so is not safe beside other threads). A file whose first
+    rows (``head``, the start of the file) already hold a field that is not a number is
+    left to the chunked reader without being parsed twice. The caller passes the first
+    64 KiB of the head (about 1,000 rows of ten columns): checking every row of a 1 MiB
+    head took 0.2 s of a 1.5M-row upload.
 
     The file's size is at most the limit on CSV text, so the one pass holds no more
     than the chunked reader would; the row limit is checked once it has read the file.
     """
-    kinds = _head_kinds(head, len(names))
     if (path.stat().st_size > limits.max_decompressed_bytes
-            or not all(name.strip() for name in names) or kinds is None):
+            or not all(name.strip() for name in names)
+            or not _rows_look_numeric(head, len(names))):
         return None
     check_stop(stop, filename)
     try:
-        frame = _read_whole(path, dict(zip(names, kinds, strict=True)))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
-            ValueError, OverflowError, OSError):
+        frame = _read_whole(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, pd.errors.DtypeWarning,
+            UnicodeDecodeError, ValueError, OverflowError, OSError):
         return None
-    if [str(name) for name in frame.columns] != names or frame.shape[0] == 0:
+    if ([str(name) for name in frame.columns] != names or frame.shape[0] == 0
+            or not all(kind in ("int64", "float64") for kind in map(str, frame.dtypes))):
         return None
     if frame.shape[0] > limits.max_rows:
         raise CalibrationInputError(
@@ -72,33 +72,26 @@ def numbers_in_one_pass(path: Path, names: list[str], head: str, filename: str,
     return frame
 
 
-def _read_whole(path: Path, kinds: dict[str, str]) -> pd.DataFrame:
-    """The file read by pandas in one pass, each column as the type given."""
-    return pd.read_csv(path, encoding="utf-8-sig", dtype=kinds)
+def _read_whole(path: Path) -> pd.DataFrame:
+    """The file read by pandas in one pass."""
+    return pd.read_csv(path, encoding="utf-8-sig")
 
 
-def _head_kinds(head: str, n_columns: int) -> list[str] | None:
-    """The type of each column from the complete rows after the header in ``head``
-    ("int64" where every field is an integer, "float64" otherwise); None unless every
-    such row has ``n_columns`` fields, each a number (quoted or not) or one of pandas'
-    missing-value markers."""
+def _rows_look_numeric(head: str, n_columns: int) -> bool:
+    """Whether every complete row after the header in ``head`` has ``n_columns`` fields,
+    each a number (quoted or not) or one of pandas' missing-value markers."""
     lines = head.splitlines()
     if not head.endswith(("\n", "\r")):
         lines = lines[:-1]  # cut off where ``head`` ends
     rows = [line for line in lines if line.strip()][1:]  # blank lines skipped, as pandas does
-    integral = [True] * n_columns
     for row in rows:
         fields = row.split(",")
         if len(fields) != n_columns:
-            return None
-        for column, field in enumerate(fields):
+            return False
+        for field in fields:
             value = field.strip()
             if len(value) > 1 and value[0] == value[-1] == '"':
                 value = value[1:-1]
-            if value in _MISSING_MARKERS:
-                integral[column] = False
-            elif not _NUMBER.fullmatch(value):
-                return None
-            elif integral[column] and not _INTEGER.fullmatch(value):
-                integral[column] = False
-    return ["int64" if whole else "float64" for whole in integral]
+            if value not in _MISSING_MARKERS and not _NUMBER.fullmatch(value):
+                return False
+    return True

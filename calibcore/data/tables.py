@@ -490,7 +490,9 @@ def _checked_simplex(
                 code="probabilities_do_not_sum_to_one", column=roles.probabilities[0],
                 rows=first_rows(off), count=int(off.sum()))
         warnings.append(f"renormalized {int(off.sum())} probability rows that did not sum to 1.")
-    if not off.any() and (totals == 1.0).all():  # dividing by 1 changes no bit
+    # dividing by 1 changes no bit; an array that may be a view of the caller's frame
+    # (many classes) is divided all the same, so the result is always the set's own
+    if not off.any() and proba.flags.owndata and (totals == 1.0).all():
         return proba
     return proba / totals[:, None]
 

@@ -195,7 +195,8 @@ def test_one_fraction_anywhere_makes_a_float_column_numeric(position: int) -> No
 
 def test_rows_summing_to_one_exactly_are_kept_as_they_are() -> None:
     """Two classes from one column: (1 - q) + q is 1 to the bit, so no row is divided;
-    a row of three that sums to 1 only within the tolerance is divided by its sum."""
+    a row of three that sums to 1 only within the tolerance is divided by its sum, and
+    rows of three summing to 1 exactly never leave the set sharing the caller's frame."""
     q = np.random.default_rng(0).uniform(size=1000).round(6)
     binary = build_prediction_set(pd.DataFrame({"y": (q > 0.5).astype(int), "p": q}),
                                   ColumnRoles("y", ("p",)))
@@ -206,6 +207,11 @@ def test_rows_summing_to_one_exactly_are_kept_as_they_are() -> None:
     sums = np.array([0.1 + 0.2 + 0.7 + 1e-9, 0.3 + 0.3 + 0.4])
     np.testing.assert_array_equal(built.proba, three[["p_a", "p_b", "p_c"]].to_numpy()
                                   / sums[:, None])
+    # rows of three summing to exactly 1, read from the frame's own block: still a copy
+    exact = pd.DataFrame({"y": ["a", "b"], "p_a": [0.5, 0.25], "p_b": [0.25, 0.25],
+                          "p_c": [0.25, 0.5]})
+    kept = build_prediction_set(exact, ColumnRoles("y", ("p_a", "p_b", "p_c")))
+    assert not np.shares_memory(kept.proba, exact[["p_a", "p_b", "p_c"]].to_numpy())
 
 
 def test_unlabeled_batch_takes_classes_from_column_names(shared_data) -> None:

@@ -7,8 +7,8 @@ a reader that counts them against the limit and checks the stop event; rows are
 counted chunk by chunk.
 
 A comma-separated file of numbers only (the usual prediction file) is parsed by pandas'
-one-pass reader instead (:mod:`app.services.tables._one_pass`), which uses every core;
-any other file goes to the chunked reader as above.
+one-pass reader instead (:mod:`app.services.tables._one_pass`), which reads a file of
+5 MB or more on several threads; any other file goes to the chunked reader as above.
 """
 
 from __future__ import annotations

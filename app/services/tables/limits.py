@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.config import Settings
@@ -53,13 +54,19 @@ def refuse_repeated(names: list[str], filename: str, where: str = "") -> None:
     repeated = [name for name, count in counts.items() if count > 1]
     if not repeated:
         return
-    shown = ", ".join(short_name(name) for name in repeated[:SHOWN_NAMES])
-    more = f" and {len(repeated) - SHOWN_NAMES:,} more" if len(repeated) > SHOWN_NAMES else ""
     raise CalibrationInputError(
         f"the header of {filename!r} repeats {len(repeated):,} column "
-        f"name{'s' if len(repeated) > 1 else ''}{where}: {shown}{more} ({short_name(repeated[0])} "
+        f"name{'s' if len(repeated) > 1 else ''}{where}: {shown_names(repeated)} "
+        f"({short_name(repeated[0])} "
         f"appears {counts[repeated[0]]:,} times). Give every column its own name.",
         code="duplicate_columns", column=repeated[0][:200])
+
+
+def shown_names(names: Sequence[str]) -> str:
+    """The first :data:`SHOWN_NAMES` column names for a message, then how many more."""
+    shown = ", ".join(short_name(name) for name in names[:SHOWN_NAMES])
+    return shown + (f" and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES
+                    else "")
 
 
 def short_name(name: str) -> str:

@@ -12,11 +12,10 @@ from app.services.tables._csv import read_csv
 from app.services.tables._parquet import ParquetTable, read_parquet
 from app.services.tables.limits import (
     DEFAULT_LIMITS,
-    SHOWN_NAMES,
     TableLimits,
     check_columns,
     refuse_repeated,
-    short_name,
+    shown_names,
 )
 from calibcore.exceptions import CalibrationInputError
 
@@ -88,10 +87,8 @@ def _huge_integers_as_text(frame: pd.DataFrame) -> list[str]:
 
 
 def _huge_integers_warning(names: list[str]) -> str:
-    shown = ", ".join(short_name(name) for name in names[:SHOWN_NAMES])
-    more = f" and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else ""
     which = "column" if len(names) == 1 else "columns"
-    return (f"{which} {shown}{more} hold{'s' if len(names) == 1 else ''} whole numbers too "
+    return (f"{which} {shown_names(names)} hold{'s' if len(names) == 1 else ''} whole numbers too "
             "large for 64 bits: read as text (identifiers such as account numbers), not "
             "as numbers.")
 
@@ -101,11 +98,9 @@ def _without_nested(parquet: ParquetTable) -> LoadedTable:
     nested = parquet.nested
     if not nested:
         return LoadedTable(parquet.frame)
-    shown = ", ".join(short_name(name) for name in nested[:SHOWN_NAMES])
-    more = f" and {len(nested) - SHOWN_NAMES:,} more" if len(nested) > SHOWN_NAMES else ""
     warning = (f"{len(nested):,} column{'s' if len(nested) > 1 else ''} of nested values "
                f"(lists, structs or maps) left out, as calibdash cannot analyse them: "
-               f"{shown}{more}.")
+               f"{shown_names(nested)}.")
     return LoadedTable(parquet.frame, nested, (warning,))
 
 

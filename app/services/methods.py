@@ -32,17 +32,27 @@ def _composed_params(params: dict[str, Any]) -> dict[str, Any]:
                                     '["temperature", "lece"].', code="invalid_parameters")
     built = []
     for step in steps:
-        spec = {"method": step} if isinstance(step, str) else step
-        if not isinstance(spec, dict) or spec.get("method") in (None, "composed"):
+        method, step_params = composition_step(step)
+        if method in (None, "composed"):
             raise CalibrationInputError(f"invalid composition step {step!r}: give a method "
                                         "name or {\"method\": ..., \"params\": {...}}.",
                                         code="invalid_parameters")
-        estimator = make_recalibrator(str(spec["method"]), spec.get("params") or {})
+        estimator = make_recalibrator(str(method), step_params)
         if estimator.needs_features:
-            raise CalibrationInputError(f"{spec['method']} uses features and cannot be a step "
+            raise CalibrationInputError(f"{method} uses features and cannot be a step "
                                         "of a composition here.", code="invalid_parameters")
         built.append(estimator)
     return {**params, "steps": built}
+
+
+def composition_step(step: Any) -> tuple[str | None, dict[str, Any]]:
+    """A composition's step, given as a method name or ``{"method": ..., "params": {...}}``:
+    its method (None when it is neither) and its parameters."""
+    if isinstance(step, str):
+        return step, {}
+    if not isinstance(step, dict) or step.get("method") is None:
+        return None, {}
+    return str(step["method"]), step.get("params") or {}
 
 
 _PARAM_BUILDERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

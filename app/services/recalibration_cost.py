@@ -15,7 +15,7 @@ import numpy as np
 
 from app.services.cost import cost_model
 from app.services.heterogeneity import HeterogeneityParams, heterogeneity_terms
-from app.services.methods import MethodSpec
+from app.services.methods import MethodSpec, composition_step
 from app.services.recalibration_fitting import CROSS_FIT_FOLDS
 from app.services.support import proximity_forest_work
 from calibcore.data import PredictionSet
@@ -145,11 +145,6 @@ def _neighbourhood_steps(spec: MethodSpec) -> list[dict[str, Any]]:
     steps = spec.params.get("steps")
     if steps is None:
         return [{}]
-    found = []
-    for step in steps if isinstance(steps, list) else []:
-        method, params = ((step, {}) if isinstance(step, str) else
-                          (step.get("method"), step.get("params") or {})
-                          if isinstance(step, dict) else (None, {}))
-        if method in _NEIGHBOURHOOD_METHODS:
-            found.append(params)
-    return found
+    return [params for method, params in map(composition_step,
+                                             steps if isinstance(steps, list) else [])
+            if method in _NEIGHBOURHOOD_METHODS]
